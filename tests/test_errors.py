@@ -1,0 +1,69 @@
+"""Bad input gets a clear error, never a silent nonsense number."""
+
+import numpy as np
+import pytest
+
+import roofline as rl
+
+
+@pytest.mark.parametrize("bad", [0, -1, -32, np.nan, "many"])
+def test_batch_must_be_at_least_one(bad):
+    with pytest.raises(rl.InvalidConfigurationError, match="batch"):
+        rl.decode_step("llama-3-8b", "h100-sxm", batch=bad)
+
+
+def test_negative_context_and_gpus():
+    with pytest.raises(rl.InvalidConfigurationError, match="context_tokens"):
+        rl.decode_step("llama-3-8b", "h100-sxm", context_tokens=-5)
+    with pytest.raises(rl.InvalidConfigurationError, match="num_gpus"):
+        rl.decode_step("llama-3-8b", "h100-sxm", num_gpus=0)
+    with pytest.raises(rl.InvalidConfigurationError, match="prompt_tokens"):
+        rl.prefill("llama-3-8b", "h100-sxm", 0)
+
+
+def test_unknown_names_suggest_the_closest():
+    with pytest.raises(rl.UnknownNameError) as err:
+        rl.get_gpu("H100_SXM")
+    assert "h100-sxm" in str(err.value)
+    with pytest.raises(rl.UnknownNameError, match="llama-3-70b"):
+        rl.decode_step("llama-3-70", "h100-sxm")
+    with pytest.raises(rl.UnknownNameError, match="fp8"):
+        rl.decode_step("llama-3-8b", "h100-sxm", weight_precision="fp-8")
+    assert isinstance(err.value, KeyError) and isinstance(err.value, ValueError)
+
+
+def test_unsupported_precision_for_gpu():
+    with pytest.raises(rl.UnsupportedPrecisionError, match="A100.*fp8"):
+        rl.decode_step("llama-3-8b", "a100-80gb-sxm", weight_precision="fp8")
+    with pytest.raises(rl.UnsupportedPrecisionError, match="fp4"):
+        rl.decode_step("llama-3-8b", "h100-sxm", weight_precision="fp4")
+    rl.decode_step("llama-3-8b", "b200", weight_precision="fp4")  # Blackwell has FP4 math
+
+
+def test_configuration_that_does_not_fit_is_not_given_a_time():
+    with pytest.raises(rl.DoesNotFitError, match="needs .* GB"):
+        rl.decode_step("llama-3-70b", "h100-sxm")  # 141 GB of BF16 weights on one 80 GB GPU
+    with pytest.raises(rl.DoesNotFitError):
+        rl.decode_step("llama-3-8b", "h100-sxm", batch=512, context_tokens=8192)
+    masked = rl.decode_step("llama-3-8b", "h100-sxm", batch=[1, 512], context_tokens=8192, on_overflow="mask")
+    assert masked.fits.tolist() == [True, False]
+    assert np.isnan(masked.step_time_s[1]) and np.isnan(masked.tokens_per_s_total[1])
+    assert np.isfinite(masked.step_time_s[0])
+
+
+def test_max_batch_is_zero_when_weights_alone_overflow():
+    assert rl.max_batch("llama-3.1-405b", "h100-sxm", 1000, num_gpus=8) == 0  # 812 GB > 640 GB
+    assert rl.max_batch("llama-3.1-405b", "h100-sxm", 1000, num_gpus=8, weight_precision="fp8") > 0
+
+
+def test_amdahl_rejects_overlapping_fractions_and_bad_speedups():
+    with pytest.raises(rl.InvalidConfigurationError, match="add up"):
+        rl.amdahl_speedup([0.6, 0.5], [2, 2])
+    with pytest.raises(rl.InvalidConfigurationError, match="speedups"):
+        rl.amdahl_speedup(0.3, 0)
+    assert rl.amdahl_speedup(0.3, np.inf) == pytest.approx(1 / 0.7)  # a part made free
+
+
+def test_cost_needs_positive_throughput():
+    with pytest.raises(rl.InvalidConfigurationError, match="tokens_per_s"):
+        rl.cost_per_million_tokens_usd(3.0, 0)
