@@ -1,0 +1,755 @@
+"""``roofline``: the library's models from the shell.
+
+Subcommands: ``step`` (one decode step), ``prefill`` (one prompt pass), ``fit`` (memory and the largest
+batch), ``cost`` (dollars per million output tokens) and ``list`` (the data tables). Every one takes
+``--json`` for scripts. docs/cli.md describes each command and every JSON field.
+
+This module only parses arguments, calls the library and formats what comes back; the physics is in the
+other modules. Values stay in SI units (bytes, FLOP, seconds) until they are printed, and the JSON output
+keeps them in SI.
+
+Exit codes: 0 success; 1 ``fit --batch`` answered "does not fit"; 2 bad input (unknown name, bad
+number, unsupported precision, a configuration that does not fit in memory, argument errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tomllib
+from dataclasses import asdict
+
+import numpy as np
+
+import roofline as rl
+from roofline.units import GB, MS, SECONDS_PER_HOUR, TB, TFLOPS, KiB, fmt_bytes, fmt_time
+
+EXIT_OK = 0
+EXIT_DOES_NOT_FIT = 1  # only `fit --batch`: a valid answer, "no"
+EXIT_ERROR = 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Display helpers (formatting only)
+# --------------------------------------------------------------------------------------------------
+
+
+def _fmt_flop(flop: float) -> str:
+    """A FLOP count with a decimal prefix, three significant figures."""
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if abs(flop) >= size:
+            value = flop / size
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{flop:.0f} FLOP"
+
+
+def _fmt_count(x: float) -> str:
+    """Thousands separators; one decimal below 10, three significant figures below 1."""
+    if x != x:  # NaN
+        return "n/a"
+    if abs(x) < 1:
+        return f"{x:.3g}"
+    if abs(x) < 10:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"
+
+
+def _fmt_usd(x: float) -> str:
+    return f"${x:,.2f}" if abs(x) >= 1 else f"${x:.3g}"
+
+
+def _setup(model_id: str, gpu_id: str, num_gpus: int) -> str:
+    return f"{model_id} on {num_gpus} × {gpu_id}"
+
+
+def _precisions(weights: str, kv: str) -> str:
+    return f"weights {weights}, KV {kv}"
+
+
+def _block(rows: list[tuple[str, str]]) -> str:
+    width = max(len(label) for label, _ in rows)
+    return "\n".join(f"  {label:<{width}}  {value}" for label, value in rows)
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "  ".join(
+            (c.rjust(w) if i in right else c.ljust(w))
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _jsonable(value):
+    """numpy scalars and arrays to plain Python; NaN and infinities to None (JSON has neither)."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _print_json(obj: dict) -> None:
+    print(json.dumps(_jsonable(obj), indent=2, allow_nan=False, ensure_ascii=False))
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+# --------------------------------------------------------------------------------------------------
+# step
+# --------------------------------------------------------------------------------------------------
+
+
+def _step_dict(s: rl.DecodeStep, peak_precision: str) -> dict:
+    gpu = rl.get_gpu(s.gpu_id)
+    d = {"command": "step", **s.to_dict()}
+    for key in ("num_gpus", "batch", "context_tokens"):  # counts: print them as integers
+        d[key] = int(d[key])
+    d["include_communication"] = None  # filled in by the caller
+    d["arithmetic_intensity_flop_per_byte"] = s.arithmetic_intensity_flop_per_byte
+    d["ridge_point_flop_per_byte"] = rl.ridge_point_flop_per_byte(
+        rl.peak_flops_per_s(gpu, peak_precision), gpu.memory_bandwidth_bytes_per_s
+    )
+    return d
+
+
+def _does_not_fit_lines(model, gpu, batch, context, num_gpus, weights, kv) -> tuple[str, dict]:
+    """The numbers behind a does-not-fit error, as text and as fields."""
+    need = rl.memory_needed_bytes(model, batch, context, weights, kv)
+    have = rl.memory_capacity_bytes(gpu, num_gpus)
+    w = rl.weight_bytes(model, weights)
+    kv_total = rl.kv_cache_bytes(batch, context, rl.kv_bytes_per_token(model, kv))
+    largest = rl.max_batch(
+        model, gpu, max(context, 1), num_gpus=num_gpus, weight_precision=weights, kv_precision=kv
+    )
+    rows = [
+        ("memory needed", f"{fmt_bytes(need)} (weights {fmt_bytes(w)} + KV {fmt_bytes(kv_total)})"),
+        ("memory available", f"{fmt_bytes(have)} ({num_gpus} × {fmt_bytes(rl.get_gpu(gpu).memory_bytes)})"),
+        ("short by", fmt_bytes(need - have)),
+    ]
+    if largest > 0:
+        rows.append(("largest batch", f"{largest} users at {max(context, 1):,} tokens of context"))
+    else:
+        rows.append(("largest batch", "0: the weights alone do not fit"))
+    text = _block(rows) + "\nFewer users, a shorter context, a smaller precision or more GPUs would help."
+    fields = {
+        "memory_needed_bytes": need,
+        "memory_capacity_bytes": have,
+        "weight_bytes": w,
+        "kv_cache_bytes": kv_total,
+        "max_batch": largest,
+        "fits": False,
+    }
+    return text, fields
+
+
+def cmd_step(args) -> int:
+    kwargs = dict(
+        num_gpus=args.gpus,
+        weight_precision=args.weights,
+        kv_precision=args.kv,
+        launch_overhead_s=args.launch_overhead_ms * MS,
+        include_communication=args.comm,
+    )
+    try:
+        s = rl.decode_step(args.model, args.gpu, args.batch, args.context, **kwargs)
+    except rl.DoesNotFitError:
+        text, fields = _does_not_fit_lines(
+            args.model, args.gpu, args.batch, args.context, args.gpus, args.weights, args.kv
+        )
+        m, g = rl.get_model(args.model), rl.get_gpu(args.gpu)
+        head = (
+            f"{_setup(m.id, g.id, args.gpus)} does not fit at batch {args.batch}, context "
+            f"{args.context:,} tokens ({_precisions(args.weights, args.kv)})."
+        )
+        print(f"error: {head}\n{text}", file=sys.stderr)
+        if args.json:
+            masked = rl.decode_step(m, g, args.batch, args.context, on_overflow="mask", **kwargs)
+            d = _step_dict(masked, args.weights)
+            d["include_communication"] = args.comm
+            d.update(fields)
+            d["binding"] = None  # no step runs, so nothing binds
+            d["error"] = head
+            _print_json(d)
+        return EXIT_ERROR
+
+    d = _step_dict(s, args.weights)
+    d["include_communication"] = args.comm
+    if args.json:
+        _print_json(d)
+        return EXIT_OK
+
+    g = rl.get_gpu(s.gpu_id)
+    rows = [
+        (
+            "bytes read",
+            f"{fmt_bytes(s.bytes_read)} (weights {fmt_bytes(s.weight_bytes_read)} + KV "
+            f"{fmt_bytes(s.kv_bytes_read)})",
+        ),
+        (
+            "FLOPs",
+            f"{_fmt_flop(s.flops)} ({d['arithmetic_intensity_flop_per_byte']:.3g} FLOP/byte; "
+            f"ridge point {d['ridge_point_flop_per_byte']:.0f})",
+        ),
+        ("memory time", fmt_time(s.memory_time_s)),
+        ("compute time", fmt_time(s.compute_time_s)),
+    ]
+    if args.comm:
+        rows.append(("communication", fmt_time(s.communication_time_s)))
+    if args.launch_overhead_ms:
+        rows.append(("launch overhead", fmt_time(s.launch_overhead_s)))
+    rows += [
+        ("step time", fmt_time(s.step_time_s)),
+        ("binding", f"{s.binding}-bound"),
+        (
+            "tokens/s",
+            f"{_fmt_count(s.tokens_per_s_per_user)} per user, {_fmt_count(s.tokens_per_s_total)} total",
+        ),
+        (
+            "memory",
+            f"{fmt_bytes(s.memory_needed_bytes)} needed of {fmt_bytes(s.memory_capacity_bytes)} "
+            f"({args.gpus} × {fmt_bytes(g.memory_bytes)})",
+        ),
+    ]
+    print(
+        f"decode step: {_setup(s.model_id, s.gpu_id, args.gpus)}, batch {args.batch}, context "
+        f"{args.context:,} tokens, {_precisions(s.weight_precision, s.kv_precision)}"
+    )
+    print(_block(rows))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# prefill
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_prefill(args) -> int:
+    common = dict(num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv)
+    p = rl.prefill(args.model, args.gpu, args.prompt, include_attention=not args.no_attention, **common)
+    # The prompt's KV has to sit beside the weights; the library's prefill() does not check this itself.
+    rl.check_fits(args.model, args.gpu, 1, args.prompt, **common)
+    decode = rl.decode_step(args.model, args.gpu, 1, args.decode_context, **common)
+    stalls = rl.stalled_decode_steps(p.time_s, decode.step_time_s)
+    threshold = rl.compute_bound_prompt_tokens(args.model, args.gpu, args.weights)
+
+    d = {
+        "command": "prefill",
+        **p.to_dict(),
+        "weight_precision": args.weights,
+        "kv_precision": args.kv,
+        "include_attention": not args.no_attention,
+        "decode_context_tokens": args.decode_context,
+        "decode_step_time_s": decode.step_time_s,
+        "stalled_decode_steps": stalls,
+        "compute_bound_prompt_tokens": threshold,
+    }
+    d["prompt_tokens"], d["num_gpus"] = int(d["prompt_tokens"]), int(d["num_gpus"])
+    if args.json:
+        _print_json(d)
+        return EXIT_OK
+
+    flops = _fmt_flop(p.flops)
+    flops += (
+        f" (of which attention {_fmt_flop(p.attention_flops)})"
+        if not args.no_attention
+        else " (2 × N × P; attention left out)"
+    )
+    rows = [
+        ("FLOPs", flops),
+        ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
+        ("compute time", fmt_time(p.compute_time_s)),
+        ("memory time", fmt_time(p.memory_time_s)),
+        ("prefill time", fmt_time(p.time_s)),
+        ("binding", f"{p.binding}-bound"),
+        (
+            "stalls",
+            f"{_fmt_count(stalls)} decode steps of {fmt_time(decode.step_time_s)} "
+            f"(batch-1 decode at context {args.decode_context:,}) if the prompt runs unchunked",
+        ),
+        (
+            "compute-bound",
+            f"above about {threshold:,.0f} prompt tokens at {args.weights} (attention and KV writes ignored)",
+        ),
+    ]
+    print(
+        f"prefill: {_setup(p.model_id, p.gpu_id, args.gpus)}, prompt {args.prompt:,} tokens, "
+        f"{_precisions(args.weights, args.kv)}"
+    )
+    print(_block(rows))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# fit
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_fit(args) -> int:
+    prec = dict(weight_precision=args.weights, kv_precision=args.kv)
+    m, g = rl.get_model(args.model), rl.get_gpu(args.gpu)
+    rl.peak_flops_per_s(g, args.weights)  # same precision rule as step: no tensor-core math, no answer
+    largest = int(rl.max_batch(m, g, args.context, num_gpus=args.gpus, **prec))
+    w = rl.weight_bytes(m, args.weights)
+    per_token = rl.kv_bytes_per_token(m, args.kv)
+    per_user = rl.kv_cache_bytes(1, args.context, per_token)
+    have = rl.memory_capacity_bytes(g, args.gpus)
+    need_at_max = rl.memory_needed_bytes(m, largest, args.context, args.weights, args.kv)
+
+    d = {
+        "command": "fit",
+        "model_id": m.id,
+        "gpu_id": g.id,
+        "num_gpus": args.gpus,
+        "weight_precision": args.weights,
+        "kv_precision": args.kv,
+        "context_tokens": args.context,
+        "weight_bytes": w,
+        "kv_bytes_per_token": per_token,
+        "kv_bytes_per_user": per_user,
+        "memory_capacity_bytes": have,
+        "max_batch": largest,
+        "memory_needed_at_max_batch_bytes": need_at_max,
+        "batch": None,
+        "memory_needed_bytes": None,
+        "fits": None,
+        "margin_bytes": None,
+        "margin_users": None,
+    }
+    if args.batch is not None:
+        need = rl.memory_needed_bytes(m, args.batch, args.context, args.weights, args.kv)
+        ok = bool(rl.fits(m, g, args.batch, args.context, num_gpus=args.gpus, **prec))
+        d.update(
+            batch=args.batch,
+            memory_needed_bytes=need,
+            fits=ok,
+            margin_bytes=have - need,
+            margin_users=largest - args.batch,
+        )
+    code = EXIT_DOES_NOT_FIT if d["fits"] is False else EXIT_OK
+    if args.json:
+        _print_json(d)
+        return code
+
+    rows = [
+        ("weights", fmt_bytes(w)),
+        (
+            "KV cache per user",
+            f"{fmt_bytes(per_user)} ({fmt_bytes(per_token)} per token × {args.context:,} tokens)",
+        ),
+        ("memory available", f"{fmt_bytes(have)} ({args.gpus} × {fmt_bytes(g.memory_bytes)})"),
+    ]
+    if largest > 0:
+        rows.append(("largest batch", f"{largest} users (needing {fmt_bytes(need_at_max)})"))
+    else:
+        rows.append(("largest batch", f"0: the weights alone need more than {fmt_bytes(have)}"))
+    if args.batch is not None:
+        need, margin = d["memory_needed_bytes"], d["margin_bytes"]
+        if d["fits"]:
+            verdict = (
+                f"fits: needs {fmt_bytes(need)}, {fmt_bytes(margin)} to spare "
+                f"(room for {d['margin_users']} more users)"
+            )
+        else:
+            over = f"{-d['margin_users']} users too many" if largest > 0 else "no batch fits these weights"
+            verdict = f"does not fit: needs {fmt_bytes(need)}, short by {fmt_bytes(-margin)} ({over})"
+        rows.append((f"batch {args.batch}", verdict))
+    print(
+        f"fit: {_setup(m.id, g.id, args.gpus)}, context {args.context:,} tokens, "
+        f"{_precisions(args.weights, args.kv)}"
+    )
+    print(_block(rows))
+    print(
+        "(weights and KV cache only: activations and allocator slack also take memory, so these are "
+        "upper bounds)"
+    )
+    return code
+
+
+# --------------------------------------------------------------------------------------------------
+# cost
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_cost(args, parser) -> int:
+    price = rl.get_price(args.price) if args.price else None
+    usd_per_gpu_hour = price.usd_per_gpu_hour if price else args.usd_per_hour
+    model_args = [
+        ("--model", args.model),
+        ("--gpu", args.gpu),
+        ("--batch", args.batch),
+        ("--context", args.context),
+        ("--weights", args.weights),
+        ("--kv", args.kv),
+    ]
+    given = [flag for flag, v in model_args if v is not None]
+
+    if args.tokens_per_s is not None:
+        if given:
+            parser.error(
+                f"--tokens-per-s does not go with {', '.join(given)}: give either a throughput "
+                "or a model and GPU to model one"
+            )
+        num_gpus = args.gpus
+        tps = args.tokens_per_s
+        d = {"command": "cost", "mode": "throughput"}
+        step = None
+    else:
+        gpu = args.gpu or (price.gpu if price else None)
+        if not args.model or not gpu:
+            parser.error("give --tokens-per-s, or --model and --gpu (the GPU may come from --price)")
+        if price and rl.get_gpu(gpu).id != price.gpu:
+            print(
+                f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr
+            )
+        num_gpus = args.gpus
+        batch = 1 if args.batch is None else args.batch
+        context = 0 if args.context is None else args.context
+        weights, kv = args.weights or "bf16", args.kv or "bf16"
+        try:
+            step = rl.decode_step(
+                args.model, gpu, batch, context, num_gpus=num_gpus, weight_precision=weights, kv_precision=kv
+            )
+        except rl.DoesNotFitError:
+            text, _ = _does_not_fit_lines(args.model, gpu, batch, context, num_gpus, weights, kv)
+            m, g = rl.get_model(args.model), rl.get_gpu(gpu)
+            print(
+                f"error: {_setup(m.id, g.id, num_gpus)} does not fit at batch {batch}, context "
+                f"{context:,} tokens ({_precisions(weights, kv)}): no throughput to price.\n{text}",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
+        tps = step.tokens_per_s_total
+        d = {
+            "command": "cost",
+            "mode": "model",
+            "model_id": step.model_id,
+            "gpu_id": step.gpu_id,
+            "weight_precision": weights,
+            "kv_precision": kv,
+            "batch": batch,
+            "context_tokens": context,
+            "step_time_s": step.step_time_s,
+            "binding": step.binding,
+            "tokens_per_s_per_user": step.tokens_per_s_per_user,
+        }
+
+    usd = rl.cost_per_million_tokens_usd(usd_per_gpu_hour, tps, num_gpus)
+    d.update(
+        {
+            "num_gpus": num_gpus,
+            "usd_per_gpu_hour": usd_per_gpu_hour,
+            "price_id": price.id if price else None,
+            "tokens_per_s_total": tps,
+            "tokens_per_hour": rl.tokens_per_hour(tps),
+            "seconds_per_million_tokens": rl.seconds_per_million_tokens(tps),
+            "usd_per_million_tokens": usd,
+        }
+    )
+    if args.json:
+        _print_json(d)
+        return EXIT_OK
+
+    price_text = f"{_fmt_usd(usd_per_gpu_hour)} per GPU-hour × {num_gpus} GPU{'s' if num_gpus > 1 else ''}"
+    if price:
+        price_text += f" ({price.id}: {price.provider}, {price.date})"
+    if step is not None:
+        print(
+            f"cost: {_setup(step.model_id, step.gpu_id, num_gpus)}, batch {d['batch']}, context "
+            f"{d['context_tokens']:,} tokens, {_precisions(d['weight_precision'], d['kv_precision'])}"
+        )
+        rows = [
+            ("step time", f"{fmt_time(step.step_time_s)} ({step.binding}-bound)"),
+            (
+                "throughput",
+                f"{_fmt_count(tps)} tokens/s total ({_fmt_count(step.tokens_per_s_per_user)} per user)",
+            ),
+        ]
+    else:
+        print(f"cost: {_fmt_count(tps)} tokens/s on {num_gpus} GPU{'s' if num_gpus > 1 else ''}")
+        rows = [("throughput", f"{_fmt_count(tps)} tokens/s total")]
+    spm = d["seconds_per_million_tokens"]
+    rows += [
+        ("price", price_text),
+        ("tokens per hour", _fmt_count(d["tokens_per_hour"])),
+        ("1M tokens take", f"{_fmt_count(spm)} s ({spm / SECONDS_PER_HOUR:.3g} h)"),
+        ("cost", f"{_fmt_usd(usd)} per million output tokens"),
+    ]
+    print(_block(rows))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# list
+# --------------------------------------------------------------------------------------------------
+
+
+def _ridge(gpu, precision: str):
+    try:
+        peak = rl.peak_flops_per_s(gpu, precision)
+    except rl.UnsupportedPrecisionError:
+        return None, None
+    return peak, rl.ridge_point_flop_per_byte(peak, gpu.memory_bandwidth_bytes_per_s)
+
+
+def cmd_list(args) -> int:
+    prec = args.precision
+    rl.get_precision(prec)
+    if args.what == "gpus":
+        items = []
+        for g in rl.gpus().values():
+            item = asdict(g)
+            item["ridge_point_flop_per_byte"] = {
+                k: rl.ridge_point_flop_per_byte(v, g.memory_bandwidth_bytes_per_s)
+                for k, v in g.dense_flops_per_s.items()
+            }
+            items.append(item)
+        if args.json:
+            _print_json({"command": "list", "what": "gpus", "items": items})
+            return EXIT_OK
+        rows = []
+        for g in rl.gpus().values():
+            peak, ridge = _ridge(g, prec)
+            rows.append(
+                [
+                    g.id,
+                    f"{g.memory_bytes / GB:g}",
+                    f"{g.memory_bandwidth_bytes_per_s / TB:g}",
+                    "-" if peak is None else f"{peak / TFLOPS:g}",
+                    "-" if ridge is None else f"{ridge:.0f}",
+                    f"{g.interconnect_bytes_per_s / GB:g}",
+                    f"{g.power_w:g}",
+                    g.source,
+                ]
+            )
+        headers = [
+            "id",
+            "memory GB",
+            "bandwidth TB/s",
+            f"{prec} TFLOPS",
+            "ridge FLOP/byte",
+            "link GB/s",
+            "power W",
+            "source",
+        ]
+        print(_table(headers, rows, right={1, 2, 3, 4, 5, 6}))
+        print(f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed)")
+        return EXIT_OK
+
+    if args.what == "models":
+        items = []
+        for m in rl.models().values():
+            item = asdict(m)
+            item.update(
+                parameter_count=rl.parameter_count(m),
+                active_parameter_count=rl.active_parameter_count(m),
+                weight_bytes=rl.weight_bytes(m, prec),
+                kv_bytes_per_token=rl.kv_bytes_per_token(m, prec),
+            )
+            items.append(item)
+        if args.json:
+            _print_json({"command": "list", "what": "models", "precision": prec, "items": items})
+            return EXIT_OK
+        rows = [
+            [
+                i["id"],
+                f"{i['parameter_count'] / 1e9:.2f}",
+                f"{i['active_parameter_count'] / 1e9:.2f}",
+                f"{i['published_parameters'] / 1e9:.2f}",
+                str(i["layers"]),
+                f"{i['attention_heads']}/{i['kv_heads']}",
+                f"{i['kv_bytes_per_token'] / KiB:g}",
+                f"{i['weight_bytes'] / GB:.1f}",
+                f"{i['max_context_tokens']:,}",
+                i["source"],
+            ]
+            for i in items
+        ]
+        headers = [
+            "id",
+            "params B",
+            "active B",
+            "published B",
+            "layers",
+            "heads/kv",
+            f"KV KiB/token {prec}",
+            f"weights GB {prec}",
+            "max context",
+            "source",
+        ]
+        print(_table(headers, rows, right={1, 2, 3, 4, 6, 7, 8}))
+        print("(params and active params derived from the architecture; published = the publisher's count)")
+        return EXIT_OK
+
+    items = [asdict(p) for p in rl.prices().values()]
+    if args.json:
+        _print_json({"command": "list", "what": "prices", "items": items})
+        return EXIT_OK
+    rows = [
+        [p["id"], p["gpu"], f"{p['usd_per_gpu_hour']:.2f}", p["provider"], p["date"], p["source"]]
+        for p in items
+    ]
+    print(_table(["id", "gpu", "$/GPU-hour", "provider", "date", "source"], rows, right={2}))
+    print("(dated examples, not quotes: check the source before relying on one)")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# argument parsing
+# --------------------------------------------------------------------------------------------------
+
+
+def _lower(text: str) -> str:
+    return text.strip().lower()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="roofline",
+        description="Roofline estimates of LLM inference speed, memory and cost (SI units inside; "
+        "--json for scripts).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p, *, precisions=True, gpus_default=1, json_=True, required=True):
+        p.add_argument(
+            "--model",
+            type=_lower,
+            required=required,
+            default=None,
+            help="model id (see `roofline list models`)",
+        )
+        p.add_argument(
+            "--gpu", type=_lower, required=required, default=None, help="GPU id (see `roofline list gpus`)"
+        )
+        p.add_argument(
+            "--gpus", type=int, default=gpus_default, metavar="N", help="GPUs in tensor parallel (default 1)"
+        )
+        if precisions:
+            p.add_argument(
+                "--weights",
+                type=_lower,
+                default="bf16",
+                metavar="PRECISION",
+                help="weight precision: fp32, bf16, fp16, fp8, int8, int4, fp4 (default bf16)",
+            )
+            p.add_argument(
+                "--kv",
+                type=_lower,
+                default="bf16",
+                metavar="PRECISION",
+                help="KV-cache precision (default bf16)",
+            )
+        if json_:
+            p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
+
+    p = sub.add_parser("step", help="one decode step: bytes, FLOPs, times, tokens/s, memory")
+    common(p)
+    p.add_argument("--batch", type=int, default=1, help="users decoding together (default 1)")
+    p.add_argument("--context", type=int, default=0, help="tokens of KV each user holds (default 0)")
+    p.add_argument(
+        "--launch-overhead-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="CPU kernel-launch time added to every step, in ms (default 0)",
+    )
+    p.add_argument("--comm", action="store_true", help="add tensor-parallel all-reduce time")
+    p.set_defaults(handler=cmd_step)
+
+    p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
+    common(p)
+    p.add_argument("--prompt", type=int, required=True, help="prompt length in tokens")
+    p.add_argument(
+        "--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)"
+    )
+    p.add_argument(
+        "--decode-context",
+        type=int,
+        default=0,
+        metavar="TOKENS",
+        help="context of the batch-1 decode step the stall is counted in (default 0)",
+    )
+    p.set_defaults(handler=cmd_prefill)
+
+    p = sub.add_parser("fit", help="memory needed vs available; the largest batch at a context")
+    common(p)
+    p.add_argument("--context", type=int, required=True, help="tokens of KV each user holds")
+    p.add_argument(
+        "--batch", type=int, default=None, help="check this many users (exit 1 if they do not fit)"
+    )
+    p.set_defaults(handler=cmd_fit)
+
+    p = sub.add_parser("cost", help="dollars per million output tokens")
+    common(p, precisions=False, required=False)
+    p.add_argument(
+        "--weights", type=_lower, default=None, metavar="PRECISION", help="weight precision (default bf16)"
+    )
+    p.add_argument(
+        "--kv", type=_lower, default=None, metavar="PRECISION", help="KV-cache precision (default bf16)"
+    )
+    p.add_argument("--batch", type=int, default=None, help="users decoding together (default 1)")
+    p.add_argument("--context", type=int, default=None, help="tokens of KV each user holds (default 0)")
+    p.add_argument(
+        "--tokens-per-s",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="a throughput to price directly (all GPUs together), instead of a model",
+    )
+    price = p.add_mutually_exclusive_group(required=True)
+    price.add_argument(
+        "--usd-per-hour", type=float, metavar="USD", help="price of one GPU-hour in US dollars"
+    )
+    price.add_argument(
+        "--price", type=_lower, metavar="ID", help="an example price id (see `roofline list prices`)"
+    )
+    p.set_defaults(handler=lambda args, cost_parser=p: cmd_cost(args, cost_parser))
+
+    p = sub.add_parser("list", help="the GPU, model and price tables")
+    p.add_argument("what", choices=["gpus", "models", "prices"])
+    p.add_argument(
+        "--precision",
+        type=_lower,
+        default="bf16",
+        help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
+    p.set_defaults(handler=cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit code (never raises SystemExit itself)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except rl.RooflineError as exc:  # unknown name, bad number, unsupported precision, does not fit
+        return _error(str(exc))
+    except BrokenPipeError:  # `roofline list gpus | head`: the reader left; stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return EXIT_OK
+    except (OSError, tomllib.TOMLDecodeError) as exc:  # ROOFLINE_DATA_DIR at a missing or broken table
+        return _error(f"could not read the data tables: {exc}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
