@@ -37,7 +37,6 @@ import time
 from collections import defaultdict
 
 import numpy as np
-
 import roofline as rl
 
 TARGET_S = 0.1
@@ -55,8 +54,16 @@ def build_grid(max_context: int):
 
 
 def vectorized(model, gpu, batch, context, gpus, precision):
-    return rl.decode_step(model, gpu, batch, context, num_gpus=gpus, weight_precision=precision,
-                          kv_precision=precision, on_overflow="mask")
+    return rl.decode_step(
+        model,
+        gpu,
+        batch,
+        context,
+        num_gpus=gpus,
+        weight_precision=precision,
+        kv_precision=precision,
+        on_overflow="mask",
+    )
 
 
 def time_vectorized(model, gpu, batch, context, gpus, precision, repeats):
@@ -91,9 +98,9 @@ def plain_loop(model, gpu, batch_values, context_values, gpu_values, precision):
             kv = b * t * kv_per_token
             total_bytes = w + kv
             flops = b * (flops_per_token + attention_per_context_token * t)
-            fits = weight_bytes + kv <= memory_per_gpu  # compared per GPU count below
+            need = weight_bytes + kv
             for n in gpu_values:
-                if weight_bytes + kv <= n * memory_per_gpu if not fits else True:
+                if need <= n * memory_per_gpu:  # fits: weights + KV within G GPUs' memory
                     mem_t = total_bytes / (n * bandwidth)
                     comp_t = flops / (n * peak)
                     step = mem_t if mem_t >= comp_t else comp_t
@@ -110,8 +117,9 @@ def library_loop(model, gpu, configs, precision):
     m, g = rl.get_model(model), rl.get_gpu(gpu)
     out = []
     for b, t, n in configs:
-        s = rl.decode_step(m, g, b, t, num_gpus=n, weight_precision=precision, kv_precision=precision,
-                           on_overflow="mask")
+        s = rl.decode_step(
+            m, g, b, t, num_gpus=n, weight_precision=precision, kv_precision=precision, on_overflow="mask"
+        )
         out.append((s.step_time_s, s.tokens_per_s_total, s.bytes_read, s.flops))
     return np.array(out)
 
@@ -119,7 +127,9 @@ def library_loop(model, gpu, configs, precision):
 def same(a, b, rtol=1e-12):
     """Equal within rtol, NaN where the other is NaN."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    return bool(np.array_equal(np.isnan(a), np.isnan(b)) and np.allclose(a, b, rtol=rtol, atol=0, equal_nan=True))
+    return bool(
+        np.array_equal(np.isnan(a), np.isnan(b)) and np.allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+    )
 
 
 def line_profile(func, *args, repeats=3, **kwargs):
@@ -150,8 +160,10 @@ def line_profile(func, *args, repeats=3, **kwargs):
             sys.settrace(None)
         wall.append(time.perf_counter() - t0)
     filename = inspect.getsourcefile(func)
-    rows = sorted(((t / repeats, line, linecache.getline(filename, line).strip()) for line, t in totals.items()),
-                  reverse=True)
+    rows = sorted(
+        ((t / repeats, line, linecache.getline(filename, line).strip()) for line, t in totals.items()),
+        reverse=True,
+    )
     return rows, statistics.median(wall), filename
 
 
@@ -162,11 +174,21 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="bf16", help="weights and KV cache")
     parser.add_argument("--max-context", type=int, default=8192, help="largest context in the grid (tokens)")
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats of the vectorized call")
-    parser.add_argument("--library-subset", type=int, default=20_000,
-                        help="configurations for the rl.decode_step loop (extrapolated to 1e6)")
-    parser.add_argument("--plain-subset", type=int, default=0,
-                        help="configurations for the plain-arithmetic loop; 0 = all 1e6, no extrapolation")
-    parser.add_argument("--quick", action="store_true", help="2,000-config library loop, 100,000-config plain loop")
+    parser.add_argument(
+        "--library-subset",
+        type=int,
+        default=20_000,
+        help="configurations for the rl.decode_step loop (extrapolated to 1e6)",
+    )
+    parser.add_argument(
+        "--plain-subset",
+        type=int,
+        default=0,
+        help="configurations for the plain-arithmetic loop; 0 = all 1e6, no extrapolation",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="2,000-config library loop, 100,000-config plain loop"
+    )
     parser.add_argument("--profile", action="store_true", help="time decode_step line by line")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -176,9 +198,12 @@ def main(argv=None) -> int:
     batch, context, gpus = build_grid(args.max_context)
     shape = (batch.size, context.size, gpus.size)
     total = math.prod(shape)
-    print(f"grid: {batch.size} batch sizes (1-{N_BATCH}) × {context.size} contexts (0-{args.max_context:,} tokens) × "
-          f"GPU counts {list(GPU_COUNTS)} = {total:,} configurations of {args.model} on {args.gpu}, "
-          f"{args.precision}")
+    print(
+        f"grid: {batch.size} batch sizes (1-{N_BATCH}) × {context.size} contexts "
+        f"(0-{args.max_context:,} tokens) × "
+        f"GPU counts {list(GPU_COUNTS)} = {total:,} configurations of {args.model} on {args.gpu}, "
+        f"{args.precision}"
+    )
     print(f"numpy {np.__version__}, Python {sys.version.split()[0]}")
 
     # 1. vectorized ----------------------------------------------------------------------------------
@@ -186,9 +211,11 @@ def main(argv=None) -> int:
     assert s.step_time_s.shape == shape
     vec_s = statistics.median(times)
     masked = int(np.count_nonzero(~s.fits))
-    print(f"\n1. vectorized, one decode_step call: median {vec_s * 1e3:.1f} ms of {args.repeats} "
-          f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f} ms); "
-          f"{masked:,} configurations do not fit (NaN)")
+    print(
+        f"\n1. vectorized, one decode_step call: median {vec_s * 1e3:.1f} ms of {args.repeats} "
+        f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f} ms); "
+        f"{masked:,} configurations do not fit (NaN)"
+    )
 
     # 2. plain arithmetic loop -----------------------------------------------------------------------
     rng = np.random.default_rng(args.seed)
@@ -208,37 +235,63 @@ def main(argv=None) -> int:
     plain_s = time.perf_counter() - t0
     plain_1e6 = plain_s * total / n_plain
     ok_plain = same(np.reshape(step_plain, (len(b_loop), *shape[1:])), s.step_time_s[pick]) and same(
-        np.reshape(rate_plain, (len(b_loop), *shape[1:])), s.tokens_per_s_total[pick])
+        np.reshape(rate_plain, (len(b_loop), *shape[1:])), s.tokens_per_s_total[pick]
+    )
     label = "measured" if n_plain == total else f"EXTRAPOLATED from {n_plain:,} configurations"
-    print(f"2. plain-Python arithmetic loop: {plain_s:.2f} s for {n_plain:,} configurations "
-          f"({plain_s / n_plain * 1e6:.2f} µs each) → {plain_1e6:.2f} s for 1,000,000 ({label}); "
-          f"agrees with vectorized: {ok_plain}")
+    print(
+        f"2. plain-Python arithmetic loop: {plain_s:.2f} s for {n_plain:,} configurations "
+        f"({plain_s / n_plain * 1e6:.2f} µs each) → {plain_1e6:.2f} s for 1,000,000 ({label}); "
+        f"agrees with vectorized: {ok_plain}"
+    )
 
     # 3. library scalar loop -------------------------------------------------------------------------
     flat = rng.choice(total, size=min(args.library_subset, total), replace=False)
     idx = np.unravel_index(flat, shape)
-    configs = list(zip(batch.ravel()[idx[0]].tolist(), context.ravel()[idx[1]].tolist(),
-                       gpus.ravel()[idx[2]].tolist(), strict=True))
+    configs = list(
+        zip(
+            batch.ravel()[idx[0]].tolist(),
+            context.ravel()[idx[1]].tolist(),
+            gpus.ravel()[idx[2]].tolist(),
+            strict=True,
+        )
+    )
     t0 = time.perf_counter()
     lib = library_loop(args.model, args.gpu, configs, args.precision)
     lib_s = time.perf_counter() - t0
     lib_1e6 = lib_s * total / len(configs)
-    ok_lib = all(same(lib[:, k], getattr(s, f)[idx]) for k, f in
-                 enumerate(("step_time_s", "tokens_per_s_total", "bytes_read", "flops")))
-    print(f"3. rl.decode_step called in a loop: {lib_s:.2f} s for a random {len(configs):,} configurations "
-          f"({lib_s / len(configs) * 1e6:.0f} µs each) → {lib_1e6:.0f} s for 1,000,000 "
-          f"(EXTRAPOLATED, linear in the count); agrees with vectorized: {ok_lib}")
+    ok_lib = all(
+        same(lib[:, k], getattr(s, f)[idx])
+        for k, f in enumerate(("step_time_s", "tokens_per_s_total", "bytes_read", "flops"))
+    )
+    print(
+        f"3. rl.decode_step called in a loop: {lib_s:.2f} s for a random {len(configs):,} configurations "
+        f"({lib_s / len(configs) * 1e6:.0f} µs each) → {lib_1e6:.0f} s for 1,000,000 "
+        f"(EXTRAPOLATED, linear in the count); agrees with vectorized: {ok_lib}"
+    )
 
-    print(f"\nspeed-up of the vectorized call: {plain_1e6 / vec_s:,.0f}× over the plain arithmetic loop, "
-          f"{lib_1e6 / vec_s:,.0f}× over looping rl.decode_step")
+    print(
+        f"\nspeed-up of the vectorized call: {plain_1e6 / vec_s:,.0f}× over the plain arithmetic loop, "
+        f"{lib_1e6 / vec_s:,.0f}× over looping rl.decode_step"
+    )
     verdict = "met" if vec_s < TARGET_S else "MISSED"
     print(f"target: vectorized 1e6 sweep under {TARGET_S:g} s: {verdict} ({vec_s * 1e3:.1f} ms)")
 
     if args.profile or vec_s >= TARGET_S:
-        rows, wall, filename = line_profile(vectorized, args.model, args.gpu, batch, context, gpus,
-                                            args.precision)
-        print(f"\nline profile of decode_step ({filename}), 1e6 configurations, per call; "
-              f"traced wall time {wall * 1e3:.1f} ms, lines ≥ 1 ms:")
+        rows, wall, filename = line_profile(
+            rl.decode_step,
+            args.model,
+            args.gpu,
+            batch,
+            context,
+            num_gpus=gpus,
+            weight_precision=args.precision,
+            kv_precision=args.precision,
+            on_overflow="mask",
+        )
+        print(
+            f"\nline profile of decode_step ({filename}), 1e6 configurations, per call; "
+            f"traced wall time {wall * 1e3:.1f} ms, lines ≥ 1 ms:"
+        )
         for seconds, line, text in rows:
             if seconds >= 1e-3:
                 print(f"  {seconds * 1e3:6.1f} ms  {100 * seconds / wall:4.0f}%  line {line:<4} {text[:80]}")

@@ -411,3 +411,22 @@ def close_all() -> None:
 
 
 matplotlib.rcParams["svg.hashsalt"] = "speed-physics"  # deterministic output if anyone saves SVG
+
+
+class Picture:
+    """A rendered figure that shows as PNG in a notebook, with a short, stable text form (for nbval)."""
+
+    def __init__(self, fig: Figure, name: str = "figure"):
+        self.png_bytes = figure_png(fig)
+        self.name = name
+
+    def _repr_png_(self) -> bytes:
+        return self.png_bytes
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def show(fig: Figure, name: str = "figure") -> Picture:
+    """Return a notebook-displayable picture of a plain (non-live) figure made with ``new_figure``."""
+    return Picture(fig, name)

@@ -167,3 +167,21 @@ class Explorer(W.VBox):
         self.image.value = picture
         self.readout.value = text
         self.last_update_s = time.perf_counter() - start
+
+
+class Reveal:
+    """A folded answer: "predict, then check" questions show it only when the reader opens it.
+
+    >>> Reveal("Answer", "<p>4.8 ms</p>")._repr_html_()
+    '<details class="roofline-reveal"><summary><b>Answer</b></summary><p>4.8 ms</p></details>'
+    """
+
+    def __init__(self, summary: str, body_html: str):
+        self.summary, self.body_html = summary, body_html
+
+    def _repr_html_(self) -> str:
+        return (f'<details class="roofline-reveal"><summary><b>{html.escape(self.summary)}</b></summary>'
+                f"{self.body_html}</details>")
+
+    def __repr__(self) -> str:
+        return f"<Reveal: {self.summary}>"
