@@ -205,6 +205,7 @@ def get_model(model: str | Model) -> Model:
 def get_price(price_id: str) -> Price:
     """Look an example price up by id."""
     table = prices()
-    if price_id not in table:
+    key = str(price_id).strip().lower()
+    if key not in table:
         raise UnknownNameError("price", price_id, list(table))
-    return table[price_id]
+    return table[key]

@@ -24,9 +24,8 @@ import numpy as np
 
 from ._arrays import checked, out
 from .architecture import attention_flops_per_token, active_parameter_count, kv_bytes_per_token, weight_bytes_read
-from .core import binding_resource
 from .data import get_gpu, get_model
-from .memory import check_fits, fits, memory_capacity_bytes, memory_needed_bytes
+from .memory import check_fits, memory_capacity_bytes, memory_needed_bytes
 from .parallel import DEFAULT_ALLREDUCE_LATENCY_S, tensor_parallel_comm_time_s
 from .precision import get_precision, peak_flops_per_s
 
@@ -55,7 +54,7 @@ class DecodeStep:
     communication_time_s: object
     launch_overhead_s: object
     step_time_s: object
-    binding: object  # "memory" or "compute"
+    binding: object  # "memory", "compute", or "does not fit"
     memory_needed_bytes: object
     memory_capacity_bytes: object
     fits: object  # bool
@@ -130,10 +129,15 @@ def decode_step(
         if include_communication
         else np.zeros(())
     )
-    ok = np.asarray(fits(m, g, b, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
+    # Memory need and capacity on the unbroadcast inputs: cheaper than on the full grid.
+    need = np.asarray(memory_needed_bytes(m, b, t, weight_precision, kv_precision))
+    have = np.asarray(memory_capacity_bytes(g, n))
+    ok = need <= have
     b, t, n, w_bytes, kv_bytes, total_bytes, flops, mem_t, comp_t, comm_t, overhead, ok = np.broadcast_arrays(
         b, t, n, w_bytes, kv_bytes, total_bytes, flops, mem_t, comp_t, comm_t, overhead, ok
     )
+    binding = np.array(["memory", "compute", "does not fit"]).take(
+        np.where(ok, (comp_t > mem_t).view(np.int8), 2))
     step = np.maximum(mem_t, comp_t) + comm_t + overhead
     step = np.where(ok, step, np.nan)
     nan_unless_fits = lambda x: np.where(ok, x, np.nan)  # noqa: E731
@@ -154,11 +158,9 @@ def decode_step(
         communication_time_s=out(nan_unless_fits(comm_t)),
         launch_overhead_s=out(overhead),
         step_time_s=out(step),
-        binding=binding_resource(comp_t, mem_t),
-        memory_needed_bytes=out(
-            np.broadcast_to(memory_needed_bytes(m, b, t, weight_precision, kv_precision), ok.shape)
-        ),
-        memory_capacity_bytes=out(np.broadcast_to(memory_capacity_bytes(g, n), ok.shape)),
+        binding=str(binding) if binding.ndim == 0 else binding,
+        memory_needed_bytes=out(np.broadcast_to(need, ok.shape)),
+        memory_capacity_bytes=out(np.broadcast_to(have, ok.shape)),
         fits=out(ok),
         tokens_per_s_per_user=out(1.0 / step),
         tokens_per_s_total=out(b / step),

@@ -112,6 +112,7 @@ def compute_bound_prompt_tokens(model, gpu, weight_precision="bf16"):
     >>> round(compute_bound_prompt_tokens("llama-3-8b", "h100-sxm"))
     295
     """
+    get_model(model)  # the crossover does not depend on the model, but an unknown id is still an error
     g = get_gpu(gpu)
     ridge = peak_flops_per_s(g, weight_precision) / g.memory_bandwidth_bytes_per_s
     return ridge * bytes_per_element(weight_precision) / 2

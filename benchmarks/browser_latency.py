@@ -1,0 +1,104 @@
+"""Slider latency in a real browser: key press on a slider → the new figure loaded on screen.
+
+    uv run python -m benchmarks.browser_latency [--moves 40]     (from the repository root)
+
+Serves (Voilà, loopback only) a notebook with two explorers of the same figure, drives Debian's Chromium
+with Playwright, and for each explorer presses ArrowRight/ArrowLeft on its batch slider ``--moves`` times.
+Each sample is the time from the keydown event to the ``load`` event of the new picture, both stamped
+in the page (performance.now()), so the figure is decoded and ready to paint:
+- the course's Explorer (in-place LiveFigure, cached background, JPEG into an Image widget);
+- the naive pattern: ``ipywidgets.interact`` whose callback builds a new pyplot figure (inline PNG).
+Goal for the course's explorer: median ≤ 50 ms, p95 ≤ 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import nbformat
+import numpy as np
+
+from tests.browser.conftest import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, VoilaServer, open_page
+
+CELLS = [
+    """import matplotlib.pyplot as plt
+from ipywidgets import interact, SelectionSlider
+from roofline.plots import StepTimeVsBatch
+from roofline.scenario import Scenario
+from roofline.widgets import BATCH_OPTIONS, Explorer
+from benchmarks.explorer_redraw import naive_step_figure_pyplot""",
+    """course = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32), readout=None)
+course.add_class("bench-course")
+course""",
+    """naive = interact(naive_step_figure_pyplot,
+                 batch=SelectionSlider(options=BATCH_OPTIONS, value=32, description="batch"))
+naive.widget.add_class("bench-naive")""",
+]
+
+MEASURE_JS = """
+async ([root, key]) => {
+  const container = document.querySelector(root);
+  const handle = container.querySelector('.noUi-handle');
+  handle.focus();
+  const before = new Set(Array.from(container.querySelectorAll('img')).map(i => i.src));
+  let pressed = 0;
+  const done = new Promise(resolve => {
+    container.addEventListener('load', e => {
+      if (e.target.tagName === 'IMG' && !before.has(e.target.src)) resolve(performance.now());
+    }, {capture: true});
+  });
+  handle.addEventListener('keydown', () => { pressed = performance.now(); }, {capture: true, once: true});
+  handle.dispatchEvent(new KeyboardEvent('keydown', {key: key, bubbles: true, cancelable: true}));
+  const loaded = await Promise.race([done, new Promise(r => setTimeout(() => r(null), 15000))]);
+  return loaded === null ? null : loaded - pressed;
+}
+"""
+
+
+def measure(page, root: str, moves: int) -> list[float]:
+    samples = []
+    for i in range(moves):
+        key = "ArrowRight" if (i // 6) % 2 == 0 else "ArrowLeft"  # wander between batch 32 and 256
+        latency = page.evaluate(MEASURE_JS, [root, key])
+        if latency is not None:
+            samples.append(latency)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=40)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, Path(tmp) / "latency.ipynb")
+        (Path(tmp) / "benchmarks").symlink_to(Path(__file__).resolve().parent)
+        server = VoilaServer(Path(tmp))
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+                page = open_page(browser, f"{server.url}/voila/render/latency.ipynb", ".bench-naive img")
+                results = {name: measure(page, root, args.moves)
+                           for name, root in (("course Explorer", ".bench-course"),
+                                              ("naive interact + new figure", ".bench-naive"))}
+                page.screenshot(path=ARTIFACTS / "browser-latency.png")
+                browser.close()
+        finally:
+            server.stop()
+    for name, samples in results.items():
+        a = np.array(samples)
+        print(f"{name:<30} median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   "
+              f"n={len(a)} of {args.moves} moves")
+    course = np.array(results["course Explorer"])
+    ok = np.median(course) <= 50 and np.percentile(course, 95) <= 100
+    print(f"goal (median <= 50 ms, p95 <= 100 ms) for the course explorer: {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
