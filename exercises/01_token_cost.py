@@ -80,6 +80,7 @@ def cost_per_million_tokens_usd(usd_per_gpu_hour, tokens_per_s, num_gpus=1) -> f
 
 # --- command line -------------------------------------------------------------------------------------
 
+
 def _number(minimum=None, above=None, integer=False):
     def parse(text: str):
         try:
@@ -103,15 +104,24 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost per million output tokens from a GPU's hourly price and its token rate.",
     )
     parser.add_argument(
-        "tokens_per_s", nargs="*", type=_number(above=0), metavar="TOKENS_PER_S",
+        "tokens_per_s",
+        nargs="*",
+        type=_number(above=0),
+        metavar="TOKENS_PER_S",
         help="output tokens per second, all GPUs together (default: the card's 200 and 4300)",
     )
     parser.add_argument(
-        "--usd-per-gpu-hour", "--price", type=_number(minimum=0), default=3.0, metavar="USD",
+        "--usd-per-gpu-hour",
+        "--price",
+        type=_number(minimum=0),
+        default=3.0,
+        metavar="USD",
         help="rental price of one GPU for one hour, US dollars (default: 3.0)",
     )
     parser.add_argument(
-        "--gpus", type=_number(minimum=1, integer=True), default=1,
+        "--gpus",
+        type=_number(minimum=1, integer=True),
+        default=1,
         help="GPUs billed together (default: 1)",
     )
     parser.add_argument("--check", action="store_true", help="check the functions against the card and exit")
@@ -129,8 +139,12 @@ def main(argv=None) -> int:
     rates = args.tokens_per_s or [200.0, 4300.0]
     bill = args.usd_per_gpu_hour * args.gpus
     gpus = "GPU" if args.gpus == 1 else "GPUs"
-    print(f"Renting {args.gpus} {gpus} at {_usd(args.usd_per_gpu_hour)} per GPU-hour: {_usd(bill)} per hour.\n")
-    print(f"  {'tokens/s':>10}  {'tokens per hour':>16}  {'s per 1M':>10}  {'h per 1M':>9}  {'USD per 1M':>10}")
+    print(
+        f"Renting {args.gpus} {gpus} at {_usd(args.usd_per_gpu_hour)} per GPU-hour: {_usd(bill)} per hour.\n"
+    )
+    print(
+        f"  {'tokens/s':>10}  {'tokens per hour':>16}  {'s per 1M':>10}  {'h per 1M':>9}  {'USD per 1M':>10}"
+    )
     first = None
     for rate in rates:
         cost = cost_per_million_tokens_usd(args.usd_per_gpu_hour, rate, args.gpus)
@@ -139,8 +153,11 @@ def main(argv=None) -> int:
         if first is None:
             first = (rate, cost)
         elif cost > 0:
-            note = f"  {first[1] / cost:.1f}× cheaper than at {first[0]:,.0f} tokens/s" if cost < first[1] else \
-                f"  {cost / first[1]:.1f}× dearer than at {first[0]:,.0f} tokens/s"
+            note = (
+                f"  {first[1] / cost:.1f}× cheaper than at {first[0]:,.0f} tokens/s"
+                if cost < first[1]
+                else f"  {cost / first[1]:.1f}× dearer than at {first[0]:,.0f} tokens/s"
+            )
         print(
             f"  {rate:>10,.0f}  {tokens_per_hour(rate):>16,.0f}  {seconds:>10,.0f}  "
             f"{seconds / SECONDS_PER_HOUR:>9.3g}  {_usd(cost):>10}{note}"

@@ -55,7 +55,13 @@ BYTES_PER_WEIGHT = {
 }
 
 # The functions a learner writes in exercises/starters/02_decode_floor.py.
-PHYSICS = ("weight_bytes", "total_bandwidth_bytes_per_s", "decode_floor_s", "decode_ceiling_tokens_per_s", "mbu")
+PHYSICS = (
+    "weight_bytes",
+    "total_bandwidth_bytes_per_s",
+    "decode_floor_s",
+    "decode_ceiling_tokens_per_s",
+    "mbu",
+)
 
 # (function, arguments, expected, source): the card's figures, worked out by hand.
 CHECKS = [
@@ -152,23 +158,50 @@ def _precision(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description="Decode floor (ms per token) and ceiling (tokens/s) at batch 1, and MBU of a measurement.",
+        description="Decode floor (ms per token) and ceiling (tokens/s) at batch 1, and MBU.",
     )
     positive = lambda t: _number(t, above=0)  # noqa: E731
-    parser.add_argument("params_positional", nargs="?", type=positive, metavar="PARAMS",
-                        help="parameter count, e.g. 8.03e9 or 70B (default: the card's 70e9)")
+    parser.add_argument(
+        "params_positional",
+        nargs="?",
+        type=positive,
+        metavar="PARAMS",
+        help="parameter count, e.g. 8.03e9 or 70B (default: the card's 70e9)",
+    )
     parser.add_argument("--params", type=positive, help="the same, as an option")
-    parser.add_argument("--precision", type=_precision, default=CARD["precision"],
-                        help=f"bytes per weight: {', '.join(BYTES_PER_WEIGHT)} or a number (default: fp8)")
-    parser.add_argument("--bandwidth-tb-s", type=positive, default=CARD["bandwidth_tb_s"], metavar="TB_S",
-                        help="memory bandwidth of ONE GPU, TB/s (default: 3.35, an H100 SXM)")
-    parser.add_argument("--gpus", type=lambda t: _number(t, minimum=1, integer=True), default=CARD["gpus"],
-                        help="GPUs in tensor parallel; their bandwidths add (default: 2)")
-    parser.add_argument("--measured-ms", type=positive, metavar="MS",
-                        help="your measured time per output token, ms. With the card's model and hardware "
-                        "the card's 14 ms is used unless you give one")
+    parser.add_argument(
+        "--precision",
+        type=_precision,
+        default=CARD["precision"],
+        help=f"bytes per weight: {', '.join(BYTES_PER_WEIGHT)} or a number (default: fp8)",
+    )
+    parser.add_argument(
+        "--bandwidth-tb-s",
+        type=positive,
+        default=CARD["bandwidth_tb_s"],
+        metavar="TB_S",
+        help="memory bandwidth of ONE GPU, TB/s (default: 3.35, an H100 SXM)",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=lambda t: _number(t, minimum=1, integer=True),
+        default=CARD["gpus"],
+        help="GPUs in tensor parallel; their bandwidths add (default: 2)",
+    )
+    parser.add_argument(
+        "--measured-ms",
+        type=positive,
+        metavar="MS",
+        help="your measured time per output token, ms. With the card's model and hardware "
+        "the card's 14 ms is used unless you give one",
+    )
     parser.add_argument("--check", action="store_true", help="check the functions against the card and exit")
     return parser
+
+
+def _sig(x: float) -> str:
+    """Three significant digits, without switching to e-notation for large values."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def main(argv=None) -> int:
@@ -176,12 +209,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.check:
         return _self_check()
-    if args.params is not None and args.params_positional is not None and args.params != args.params_positional:
+    if (
+        args.params is not None
+        and args.params_positional is not None
+        and args.params != args.params_positional
+    ):
         parser.error("give the parameter count once, either as PARAMS or as --params")
     params = args.params or args.params_positional or CARD["params"]
     measured_ms = args.measured_ms
-    chosen = {"params": params, "precision": args.precision, "bandwidth_tb_s": args.bandwidth_tb_s,
-              "gpus": args.gpus}
+    chosen = {
+        "params": params,
+        "precision": args.precision,
+        "bandwidth_tb_s": args.bandwidth_tb_s,
+        "gpus": args.gpus,
+    }
     card_measurement = measured_ms is None and chosen == CARD
     if card_measurement:
         measured_ms = CARD_MEASURED_MS
@@ -192,23 +233,36 @@ def main(argv=None) -> int:
     floor = decode_floor_s(weights, bandwidth)
     gpus = "GPU" if args.gpus == 1 else "GPUs in tensor parallel, bandwidths add"
     unit = "byte" if b == 1 else "bytes"
-    print(f"Weights:    {params / 1e9:.3g} billion parameters × {b:g} {unit} ({args.precision}) = "
-          f"{weights / GB:.3g} GB")
-    print(f"Bandwidth:  {args.gpus} × {args.bandwidth_tb_s:g} TB/s = {bandwidth / TB:.2f} TB/s ({args.gpus} {gpus})")
-    print(f"Floor:      {weights / GB:.3g} GB ÷ {bandwidth / TB:.2f} TB/s = {floor * 1e3:.3g} ms per token "
-          "at batch 1")
+    print(
+        f"Weights:    {_sig(params / 1e9)} billion parameters × {b:g} {unit} ({args.precision}) = "
+        f"{_sig(weights / GB)} GB"
+    )
+    print(
+        f"Bandwidth:  {args.gpus} × {args.bandwidth_tb_s:g} TB/s = {bandwidth / TB:.2f} TB/s "
+        f"({args.gpus} {gpus})"
+    )
+    print(
+        f"Floor:      {_sig(weights / GB)} GB ÷ {bandwidth / TB:.2f} TB/s = {_sig(floor * 1e3)} ms per token "
+        "at batch 1"
+    )
     ceiling = decode_ceiling_tokens_per_s(floor)
-    shown = f"{ceiling:.1f}" if ceiling < 100 else f"{ceiling:,.0f}"
-    print(f"Ceiling:    1 ÷ {floor * 1e3:.3g} ms = {shown} tokens/s for one user")
+    shown = f"{ceiling:,.0f}" if ceiling >= 100 else f"{ceiling:.3g}"
+    print(f"Ceiling:    1 ÷ {_sig(floor * 1e3)} ms = {shown} tokens/s for one user")
     if measured_ms is not None:
         measured = measured_ms / 1e3
         source = " (the card's measurement; pass --measured-ms for yours)" if card_measurement else ""
         print(f"\nMeasured:   {measured_ms:g} ms per token{source}")
-        print(f"  achieved bandwidth {weights / GB:.3g} GB ÷ {measured_ms:g} ms = {weights / measured / TB:.2f} TB/s")
-        print(f"  MBU = floor ÷ measured = {floor * 1e3:.3g} ÷ {measured_ms:g} = {mbu(floor, measured):.1%}")
+        print(
+            f"  achieved bandwidth {_sig(weights / GB)} GB ÷ {measured_ms:g} ms = "
+            f"{weights / measured / TB:.2f} TB/s"
+        )
+        ratio = mbu(floor, measured)
+        print(f"  MBU = floor ÷ measured = {_sig(floor * 1e3)} ÷ {measured_ms:g} = {ratio:.1%}")
         if measured < floor:
-            print("  Faster than the floor, which no kernel can be: suspect the benchmark (timer stopped "
-                  "without a GPU synchronize? prompt tokens counted as output?)")
+            print(
+                "  Faster than the floor, which no kernel can be: suspect the benchmark (timer stopped "
+                "without a GPU synchronize? prompt tokens counted as output?)"
+            )
     return 0
 
 

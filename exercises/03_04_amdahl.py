@@ -134,7 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: 03_04_amdahl.py attention=0.3:3 MLP=0.5:2  (the card; also the default)",
     )
     parser.add_argument(
-        "parts", nargs="*", type=parse_part, metavar="[NAME=]FRACTION:SPEEDUP",
+        "parts",
+        nargs="*",
+        type=parse_part,
+        metavar="[NAME=]FRACTION:SPEEDUP",
         help="share of the old step time (0.3 or 30%%) and how many times faster it got "
         "('inf' or 'free' = it costs nothing now). Default: the card's attention=0.3:3 MLP=0.5:2",
     )
@@ -164,12 +167,12 @@ def main(argv=None) -> int:
     new = new_time_fraction(fractions, speedups)
     width = max(12, *(len(n) for n in names))
     print("Time accounting, with the old step time = 1:\n")
-    print(f"  {'part':<{width}}  {'old time':>8}  {'speedup':>8}  {'new time':>8}")
+    print(f"  {'part':<{width}}  {'old fraction':>12}  {'speedup':>8}  {'new time':>8}")
     for name, p, s in zip(names, fractions, speedups, strict=True):
         shown = "free" if math.isinf(s) else f"{s:.2f}×"
-        print(f"  {name:<{width}}  {p:8.3f}  {shown:>8}  {part_new_time(p, s):8.3f}")
-    print(f"  {'untouched':<{width}}  {untouched:8.3f}  {'1.00×':>8}  {untouched:8.3f}")
-    print(f"  {'total':<{width}}  {1.0:8.3f}  {'':>8}  {new:8.3f}\n")
+        print(f"  {name:<{width}}  {p:12.3f}  {shown:>8}  {part_new_time(p, s):8.3f}")
+    print(f"  {'untouched':<{width}}  {untouched:12.3f}  {'1.00×':>8}  {untouched:8.3f}")
+    print(f"  {'total':<{width}}  {1.0:12.3f}  {'':>8}  {new:8.3f}\n")
 
     speedup = amdahl_speedup(fractions, speedups)
     if math.isinf(speedup):

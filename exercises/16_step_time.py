@@ -43,12 +43,26 @@ from pathlib import Path
 TB = 1e12
 GB = 1e9
 
-BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
-                    "int4": 4 / 8 + 2 / 128, "fp4": 4 / 8 + 1 / 16}
+BYTES_PER_WEIGHT = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 4 / 8 + 2 / 128,
+    "fp4": 4 / 8 + 1 / 16,
+}
 
 # The functions a learner writes in exercises/starters/16_step_time.py.
-PHYSICS = ("step_bytes", "memory_time_s", "decode_flops", "compute_time_s", "step_time_s",
-           "tokens_per_s_per_user", "tokens_per_s_total")
+PHYSICS = (
+    "step_bytes",
+    "memory_time_s",
+    "decode_flops",
+    "compute_time_s",
+    "step_time_s",
+    "tokens_per_s_per_user",
+    "tokens_per_s_total",
+)
 
 # (function, arguments, expected, source): the card's figures, worked out by hand.
 CHECKS = [
@@ -89,11 +103,19 @@ def compute_time_s(flops, peak_flops_per_s) -> float:
     return flops / peak_flops_per_s
 
 
-def step_time_s(weight_bytes, batch, context_tokens, kv_bytes_per_token, bandwidth_bytes_per_s,
-                parameters, peak_flops_per_s) -> float:
+def step_time_s(
+    weight_bytes,
+    batch,
+    context_tokens,
+    kv_bytes_per_token,
+    bandwidth_bytes_per_s,
+    parameters,
+    peak_flops_per_s,
+) -> float:
     """One decode step for ``batch`` users (s): the slower of reading the bytes and doing the math."""
-    memory = memory_time_s(step_bytes(weight_bytes, batch, context_tokens, kv_bytes_per_token),
-                           bandwidth_bytes_per_s)
+    memory = memory_time_s(
+        step_bytes(weight_bytes, batch, context_tokens, kv_bytes_per_token), bandwidth_bytes_per_s
+    )
     compute = compute_time_s(decode_flops(batch, parameters), peak_flops_per_s)
     return max(memory, compute)
 
@@ -109,6 +131,7 @@ def tokens_per_s_total(batch, step_s) -> float:
 
 
 # --- command line -------------------------------------------------------------------------------------
+
 
 def _number(text: str, *, above=None, minimum=None, integer=False):
     try:
@@ -139,23 +162,53 @@ def _bytes_per_weight(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description="Decode step time for B users: max(bytes / bandwidth, FLOPs / peak), and the token rates.",
+        description="Decode step time for B users, max(bytes / bandwidth, FLOPs / peak), and token rates.",
     )
     positive = lambda t: _number(t, above=0)  # noqa: E731
-    parser.add_argument("--batch", nargs="+", type=lambda t: _number(t, minimum=1, integer=True), default=[32],
-                        help="users decoding together; several values give several rows (default: 32)")
-    parser.add_argument("--context", type=lambda t: _number(t, minimum=0), default=1000, metavar="TOKENS",
-                        help="tokens of KV cache each user holds (default: 1000)")
+    parser.add_argument(
+        "--batch",
+        nargs="+",
+        type=lambda t: _number(t, minimum=1, integer=True),
+        default=[32],
+        help="users decoding together; several values give several rows (default: 32)",
+    )
+    parser.add_argument(
+        "--context",
+        type=lambda t: _number(t, minimum=0),
+        default=1000,
+        metavar="TOKENS",
+        help="tokens of KV cache each user holds (default: 1000)",
+    )
     parser.add_argument("--params", type=positive, default=8e9, help="parameter count (default: 8e9)")
-    parser.add_argument("--precision", type=_bytes_per_weight, default=2.0, metavar="PRECISION",
-                        help=f"bytes per weight: {', '.join(BYTES_PER_WEIGHT)} or a number (default: bf16)")
-    parser.add_argument("--kv-bytes-per-token", type=lambda t: _number(t, minimum=0), default=128e3,
-                        metavar="BYTES", help="KV-cache bytes per token of context (default: 128e3, the card's "
-                        "128 KB; Llama 3 8B in BF16 is exactly 131072)")
-    parser.add_argument("--bandwidth-tb-s", type=positive, default=3.35, metavar="TB_S",
-                        help="memory bandwidth, TB/s (default: 3.35, an H100 SXM)")
-    parser.add_argument("--peak-tflops", type=positive, default=989.0, metavar="TFLOPS",
-                        help="dense peak for the math format, TFLOP/s (default: 989, H100 BF16)")
+    parser.add_argument(
+        "--precision",
+        type=_bytes_per_weight,
+        default=2.0,
+        metavar="PRECISION",
+        help=f"bytes per weight: {', '.join(BYTES_PER_WEIGHT)} or a number (default: bf16)",
+    )
+    parser.add_argument(
+        "--kv-bytes-per-token",
+        type=lambda t: _number(t, minimum=0),
+        default=128e3,
+        metavar="BYTES",
+        help="KV-cache bytes per token of context (default: 128e3, the card's "
+        "128 KB; Llama 3 8B in BF16 is exactly 131072)",
+    )
+    parser.add_argument(
+        "--bandwidth-tb-s",
+        type=positive,
+        default=3.35,
+        metavar="TB_S",
+        help="memory bandwidth, TB/s (default: 3.35, an H100 SXM)",
+    )
+    parser.add_argument(
+        "--peak-tflops",
+        type=positive,
+        default=989.0,
+        metavar="TFLOPS",
+        help="dense peak for the math format, TFLOP/s (default: 989, H100 BF16)",
+    )
     parser.add_argument("--check", action="store_true", help="check the functions against the card and exit")
     return parser
 
@@ -167,12 +220,19 @@ def main(argv=None) -> int:
     weights = args.params * args.precision
     bandwidth, peak = args.bandwidth_tb_s * TB, args.peak_tflops * 1e12
     t, kv = args.context, args.kv_bytes_per_token
-    print(f"Weights: {args.params / 1e9:.3g} billion parameters × {args.precision:g} bytes = {weights / GB:.3g} GB, "
-          "read once per step and shared by the batch")
-    print(f"KV:      {kv:,.0f} bytes per token × {t:,.0f} tokens = {kv * t / GB:.3g} GB per user, "
-          "read for that user alone")
-    print(f"GPU:     {args.bandwidth_tb_s:g} TB/s, {args.peak_tflops:g} TFLOP/s "
-          "(attention FLOPs left out of the math)\n")
+    print(
+        f"Weights: {args.params / 1e9:.3g} billion parameters × {args.precision:g} bytes = "
+        f"{weights / GB:.3g} GB, "
+        "read once per step and shared by the batch"
+    )
+    print(
+        f"KV:      {kv:,.0f} bytes per token × {t:,.0f} tokens = {kv * t / GB:.3g} GB per user, "
+        "read for that user alone"
+    )
+    print(
+        f"GPU:     {args.bandwidth_tb_s:g} TB/s, {args.peak_tflops:g} TFLOP/s "
+        "(attention FLOPs left out of the math)\n"
+    )
 
     def row(b):
         nbytes = step_bytes(weights, b, t, kv)
@@ -183,25 +243,36 @@ def main(argv=None) -> int:
 
     base_step = row(1)[3]
     base_total = tokens_per_s_total(1, base_step)
-    print(f"  {'batch':>6}  {'GB read':>8}  {'memory ms':>9}  {'compute ms':>10}  {'step ms':>8}  {'bound':>7}  "
-          f"{'tok/s/user':>10}  {'tok/s total':>11}  {'vs batch 1':>10}")
+    print(
+        f"  {'batch':>6}  {'GB read':>8}  {'memory ms':>9}  {'compute ms':>10}  {'step ms':>8}  "
+        f"{'bound':>7}  "
+        f"{'tok/s/user':>10}  {'tok/s total':>11}  {'vs batch 1':>10}"
+    )
     batches = [1] + [b for b in args.batch if b != 1]
     for b in batches:
         nbytes, mem, comp, step = row(b)
         total = tokens_per_s_total(b, step)
-        print(f"  {b:>6,}  {nbytes / GB:>8.1f}  {mem * 1e3:>9.2f}  {comp * 1e3:>10.2f}  {step * 1e3:>8.2f}  "
-              f"{'compute' if comp > mem else 'memory':>7}  {tokens_per_s_per_user(step):>10,.0f}  "
-              f"{total:>11,.0f}  {total / base_total:>9.1f}×")
+        print(
+            f"  {b:>6,}  {nbytes / GB:>8.1f}  {mem * 1e3:>9.2f}  {comp * 1e3:>10.2f}  {step * 1e3:>8.2f}  "
+            f"{'compute' if comp > mem else 'memory':>7}  {tokens_per_s_per_user(step):>10,.0f}  "
+            f"{total:>11,.0f}  {total / base_total:>9.1f}×"
+        )
     b = batches[-1]
     if b > 1:
         step = row(b)[3]
         longer = step / base_step
-        print(f"\nAt batch {b:,}: a step takes {step * 1e3:.2f} ms instead of {base_step * 1e3:.2f} ms "
-              f"({longer:.2f}× longer).")
-        print(f"  Each user gets 1 ÷ {step * 1e3:.2f} ms = {tokens_per_s_per_user(step):,.0f} tokens/s, "
-              f"{longer:.2f}× slower than alone, not {b:,}× slower.")
-        print(f"  The GPU makes {b:,} ÷ {step * 1e3:.2f} ms = {tokens_per_s_total(b, step):,.0f} tokens/s, "
-              f"{b:,} ÷ {longer:.3f} = {tokens_per_s_total(b, step) / base_total:.1f}× batch 1.")
+        print(
+            f"\nAt batch {b:,}: a step takes {step * 1e3:.2f} ms instead of {base_step * 1e3:.2f} ms "
+            f"({longer:.2f}× longer)."
+        )
+        print(
+            f"  Each user gets 1 ÷ {step * 1e3:.2f} ms = {tokens_per_s_per_user(step):,.0f} tokens/s, "
+            f"{longer:.2f}× slower than alone, not {b:,}× slower."
+        )
+        print(
+            f"  The GPU makes {b:,} ÷ {step * 1e3:.2f} ms = {tokens_per_s_total(b, step):,.0f} tokens/s, "
+            f"{b:,} ÷ {longer:.3f} = {tokens_per_s_total(b, step) / base_total:.1f}× batch 1."
+        )
     return 0
 
 

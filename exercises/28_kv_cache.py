@@ -62,8 +62,12 @@ CHECKS = [
 
 def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_element):
     """KV-cache bytes one token of context takes (bytes): a K and a V vector per KV head per layer."""
-    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim),
-                        ("bytes_per_element", bytes_per_element)):
+    for name, value in (
+        ("layers", layers),
+        ("kv_heads", kv_heads),
+        ("head_dim", head_dim),
+        ("bytes_per_element", bytes_per_element),
+    ):
         if not value > 0:
             raise ValueError(f"{name} must be above 0, got {value!r}")
     return 2 * layers * kv_heads * head_dim * bytes_per_element
@@ -79,12 +83,15 @@ def kv_cache_bytes(batch, context_tokens, kv_bytes_per_token_):
 def max_batch_users(weight_bytes, memory_bytes, context_tokens, kv_bytes_per_token_) -> int:
     """Most users with ``context_tokens`` each whose KV fits in the memory the weights leave (users)."""
     if not context_tokens > 0 or not kv_bytes_per_token_ > 0:
-        raise ValueError("context_tokens and kv_bytes_per_token must be above 0 (else the batch is unbounded)")
+        raise ValueError(
+            "context_tokens and kv_bytes_per_token must be above 0 (else the batch is unbounded)"
+        )
     free = max(memory_bytes - weight_bytes, 0.0)
     return int(math.floor(free / (context_tokens * kv_bytes_per_token_)))
 
 
 # --- command line -------------------------------------------------------------------------------------
+
 
 def _number(text: str, *, above=None, minimum=None, integer=False):
     try:
@@ -115,25 +122,50 @@ def _bytes_per_element(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description="KV bytes per token from the architecture, KV for B users, and the largest batch that fits.",
+        description="KV bytes per token from the architecture, KV for B users, and the largest batch.",
     )
     count = lambda t: _number(t, minimum=1, integer=True)  # noqa: E731
     parser.add_argument("--layers", type=count, default=32, help="transformer layers (default: 32)")
     parser.add_argument("--kv-heads", type=count, default=8, help="KV heads per layer (default: 8)")
     parser.add_argument("--head-dim", type=count, default=128, help="values per head (default: 128)")
-    parser.add_argument("--kv-precision", type=_bytes_per_element, default=2.0, metavar="PRECISION",
-                        help=f"bytes per KV value: {', '.join(BYTES_PER_ELEMENT)} or a number (default: bf16)")
-    parser.add_argument("--attention-heads", type=count, metavar="HEADS",
-                        help="query heads; if given, also show the cache full multi-head attention would need")
-    parser.add_argument("--batch", type=lambda t: _number(t, minimum=0, integer=True), default=64,
-                        help="users (default: 64)")
-    parser.add_argument("--context", type=count, default=4096, metavar="TOKENS",
-                        help="tokens of context each user holds (default: 4096)")
-    parser.add_argument("--weight-bytes", type=lambda t: _number(t, minimum=0), default=16.06e9, metavar="BYTES",
-                        help="bytes of weights (default: 16.06e9, Llama 3 8B in BF16)")
+    parser.add_argument(
+        "--kv-precision",
+        type=_bytes_per_element,
+        default=2.0,
+        metavar="PRECISION",
+        help=f"bytes per KV value: {', '.join(BYTES_PER_ELEMENT)} or a number (default: bf16)",
+    )
+    parser.add_argument(
+        "--attention-heads",
+        type=count,
+        metavar="HEADS",
+        help="query heads; if given, also show the cache full multi-head attention would need",
+    )
+    parser.add_argument(
+        "--batch", type=lambda t: _number(t, minimum=0, integer=True), default=64, help="users (default: 64)"
+    )
+    parser.add_argument(
+        "--context",
+        type=count,
+        default=4096,
+        metavar="TOKENS",
+        help="tokens of context each user holds (default: 4096)",
+    )
+    parser.add_argument(
+        "--weight-bytes",
+        type=lambda t: _number(t, minimum=0),
+        default=16.06e9,
+        metavar="BYTES",
+        help="bytes of weights (default: 16.06e9, Llama 3 8B in BF16)",
+    )
     parser.add_argument("--gpus", type=count, default=1, help="GPUs whose memory adds up (default: 1)")
-    parser.add_argument("--memory-gb", type=lambda t: _number(t, above=0), default=80.0, metavar="GB",
-                        help="memory per GPU, GB = 1e9 bytes (default: 80, an H100)")
+    parser.add_argument(
+        "--memory-gb",
+        type=lambda t: _number(t, above=0),
+        default=80.0,
+        metavar="GB",
+        help="memory per GPU, GB = 1e9 bytes (default: 80, an H100)",
+    )
     parser.add_argument("--check", action="store_true", help="check the functions against the card and exit")
     return parser
 
@@ -148,25 +180,39 @@ def main(argv=None) -> int:
     cache = kv_cache_bytes(users, t, per_token)
     memory = args.gpus * args.memory_gb * GB
     weights = args.weight_bytes
-    print(f"KV per token:  2 × {args.layers} layers × {args.kv_heads} KV heads × {args.head_dim} × {b_el:g} bytes "
-          f"= {per_token:,.0f} bytes = {per_token / KiB:,.4g} KiB")
+    print(
+        f"KV per token:  2 × {args.layers} layers × {args.kv_heads} KV heads × {args.head_dim} × "
+        f"{b_el:g} bytes "
+        f"= {per_token:,.0f} bytes = {per_token / KiB:,.4g} KiB"
+    )
     if args.attention_heads:
         mha = kv_bytes_per_token(args.layers, args.attention_heads, args.head_dim, b_el)
-        print(f"  (with one KV head per query head, {args.attention_heads} of them: {mha / KiB:,.4g} KiB, "
-              f"{mha / per_token:.3g}× more)")
-    print(f"Per user:      {t:,} tokens × {per_token:,.0f} bytes = {per_user / GB:.3g} GB ({per_user / MiB:,.4g} MiB)")
+        print(
+            f"  (with one KV head per query head, {args.attention_heads} of them: {mha / KiB:,.4g} KiB, "
+            f"{mha / per_token:.3g}× more)"
+        )
+    print(
+        f"Per user:      {t:,} tokens × {per_token:,.0f} bytes = {per_user / GB:.3g} GB "
+        f"({per_user / MiB:,.4g} MiB)"
+    )
     label = f"{users:,} users:"
     print(f"{label:<15}{users:,} × {per_user / GB:.3g} GB = {cache / GB:.3g} GB of KV")
     need = weights + cache
     verdict = "fits" if need <= memory else "does NOT fit"
-    print(f"Memory:        weights {weights / GB:.4g} GB + KV {cache / GB:.3g} GB = {need / GB:.4g} GB "
-          f"of {memory / GB:g} GB ({args.gpus} × {args.memory_gb:g} GB): {verdict}")
+    print(
+        f"Memory:        weights {weights / GB:.4g} GB + KV {cache / GB:.3g} GB = {need / GB:.4g} GB "
+        f"of {memory / GB:g} GB ({args.gpus} × {args.memory_gb:g} GB): {verdict}"
+    )
     most = max_batch_users(weights, memory, t, per_token)
     if weights > memory:
-        print(f"Largest batch: 0, the weights alone need {weights / GB:.4g} GB; add GPUs or shrink the weights")
+        print(
+            f"Largest batch: 0, the weights alone need {weights / GB:.4g} GB; add GPUs or shrink the weights"
+        )
     else:
-        print(f"Largest batch: ({memory / GB:g} − {weights / GB:.4g}) GB ÷ {per_user / GB:.3g} GB per user "
-              f"= {most:,} users at {t:,} tokens each")
+        print(
+            f"Largest batch: ({memory / GB:g} − {weights / GB:.4g}) GB ÷ {per_user / GB:.3g} GB per user "
+            f"= {most:,} users at {t:,} tokens each"
+        )
     return 0
 
 

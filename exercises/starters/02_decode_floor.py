@@ -35,7 +35,9 @@ def total_bandwidth_bytes_per_s(bandwidth_per_gpu_bytes_per_s, num_gpus=1) -> fl
 
 def decode_floor_s(weight_bytes_, bandwidth_bytes_per_s) -> float:
     """Shortest possible batch-1 decode step (s)."""
-    raise NotImplementedError("TODO: bytes go over a bandwidth in bytes/s, never over FLOP/s; the answer is in s")
+    raise NotImplementedError(
+        "TODO: bytes go over a bandwidth in bytes/s, never over FLOP/s; the answer is in s"
+    )
 
 
 def decode_ceiling_tokens_per_s(floor_s) -> float:

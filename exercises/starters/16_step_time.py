@@ -44,8 +44,15 @@ def compute_time_s(flops, peak_flops_per_s) -> float:
     raise NotImplementedError("TODO: FLOPs over FLOP/s")
 
 
-def step_time_s(weight_bytes, batch, context_tokens, kv_bytes_per_token, bandwidth_bytes_per_s,
-                parameters, peak_flops_per_s) -> float:
+def step_time_s(
+    weight_bytes,
+    batch,
+    context_tokens,
+    kv_bytes_per_token,
+    bandwidth_bytes_per_s,
+    parameters,
+    peak_flops_per_s,
+) -> float:
     """One decode step for ``batch`` users (s)."""
     raise NotImplementedError(
         "TODO: use your four functions above; the step lasts as long as the slower of memory and math"

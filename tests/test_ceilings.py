@@ -1,0 +1,162 @@
+"""Lesson 02's batch-1 ceiling table: hand-derived cells, the does-not-fit and unsupported masks, and
+agreement with the general decode-step model."""
+
+import math
+
+import numpy as np
+import pytest
+import roofline as rl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.ceilings import (
+    CeilingHeatmap,
+    batch1_ceiling_table,
+    ceiling_readout,
+    decode_ceiling_tokens_per_s,
+)
+from roofline.scenario import Scenario
+
+N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters (architecture)
+H100_BW = 3.35e12
+
+
+def test_ceiling_is_bandwidth_over_bytes():
+    # 3.35e12 / 16e9 = 209.375 tokens/s: the card's "≈ 200"
+    assert decode_ceiling_tokens_per_s(16e9, H100_BW) == pytest.approx(209.375)
+    # the ceiling is exactly 1 / the library's floor
+    assert decode_ceiling_tokens_per_s(70e9, 2 * H100_BW) == pytest.approx(
+        1 / rl.decode_floor_s(70e9, 6.7e12)
+    )
+
+
+def test_ceiling_broadcasts_and_rejects_bad_input():
+    got = decode_ceiling_tokens_per_s(np.array([[16e9], [8e9]]), np.array([3.35e12, 6.7e12]))
+    # rows: 16 GB, 8 GB; columns: one and two H100s -> 209.4, 418.75 / 418.75, 837.5
+    assert got.shape == (2, 2)
+    np.testing.assert_allclose(got, [[209.375, 418.75], [418.75, 837.5]])
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(rl.InvalidConfigurationError):
+            decode_ceiling_tokens_per_s(bad, H100_BW)
+    with pytest.raises(rl.InvalidConfigurationError):
+        decode_ceiling_tokens_per_s(16e9, 0)
+
+
+def test_table_cells_match_hand_arithmetic():
+    t = batch1_ceiling_table("llama-3-8b", ["h100-sxm", "a100-80gb-sxm"], ["bf16", "fp8", "int4"])
+    assert t.ceiling_tokens_per_s.shape == (2, 3)
+    # H100, BF16: 8.03e9 x 2 bytes = 16.06 GB; 16.06e9 / 3.35e12 = 4.794 ms
+    assert t.floor("h100-sxm", "bf16") == pytest.approx(N_8B * 2 / 3.35e12)
+    assert round(t.floor("h100-sxm", "bf16") * 1e3, 1) == 4.8
+    # FP8 halves the bytes: ceiling doubles (3.35e12 / 8.03e9 = 417)
+    assert t.ceiling("h100-sxm", "fp8") == pytest.approx(2 * t.ceiling("h100-sxm", "bf16"))
+    assert round(t.ceiling("h100-sxm", "fp8")) == 417
+    # INT4 with a 16-bit scale per 128 weights: 0.515625 bytes -> 3.35e12 / (8.03e9 x 0.515625) = 809
+    assert round(t.ceiling("h100-sxm", "int4")) == 809
+    # A100 80 GB has no FP8 math: no ceiling, and the status says why
+    assert t.status("a100-80gb-sxm", "fp8") == "unsupported"
+    assert math.isnan(t.ceiling("a100-80gb-sxm", "fp8"))
+    # A100 80 GB, BF16: 2.039e12 / 16.06e9 = 127 tokens/s
+    assert round(t.ceiling("a100-80gb-sxm", "bf16")) == 127
+
+
+def test_does_not_fit_cells_have_no_ceiling():
+    # 70B in BF16 is 141.1 GB: not in one 80 GB H100, but in two (160 GB)
+    one = batch1_ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=1)
+    assert one.status("h100-sxm", "bf16") == "does not fit" and math.isnan(one.ceiling("h100-sxm", "bf16"))
+    assert one.status("h100-sxm", "fp8") == "ok"  # 70.6 GB fits in 80 GB
+    two = batch1_ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=2)
+    assert two.status("h100-sxm", "bf16") == "ok"
+    # the card's follow-up with the exact architecture: 70.55e9 bytes / 6.7e12 = 10.5 ms
+    assert round(two.floor("h100-sxm", "fp8") * 1e3, 1) == 10.5
+    assert two.memory_capacity_bytes.tolist() == [160e9]
+
+
+def test_moe_reads_active_experts_but_must_store_all():
+    t = batch1_ceiling_table("mixtral-8x7b", ["h100-sxm"], ["bf16", "fp8"])
+    # 46.7 B parameters x 2 bytes = 93 GB > 80 GB: BF16 does not fit, although a step reads only ~26 GB
+    assert t.status("h100-sxm", "bf16") == "does not fit"
+    # a batch-1 token reads the shared part plus 2 of 8 experts: 25.9 GB of the 93.4 GB stored (28%)
+    assert t.weight_bytes_read[0] < 0.3 * t.weight_bytes_stored[0]
+    assert t.weight_bytes_read[0] == pytest.approx(float(rl.weight_bytes_read("mixtral-8x7b", "bf16", 1)))
+    # FP8: 46.7 GB fits; the step reads ~12.9 GB -> 3.35e12 / 12.9e9 ≈ 260 tokens/s
+    assert 250 < t.ceiling("h100-sxm", "fp8") < 270
+
+
+def test_default_table_covers_every_gpu_and_precision():
+    t = batch1_ceiling_table("llama-3-8b")
+    assert t.gpu_ids == tuple(rl.gpus()) and t.precisions == tuple(rl.PRECISIONS)
+    assert t.ceiling_tokens_per_s.shape == (len(rl.gpus()), len(rl.PRECISIONS))
+    # a cell has a number exactly where the format is supported and the weights fit
+    assert np.array_equal(np.isfinite(t.ceiling_tokens_per_s), t.supported & t.fits)
+    # 8B in FP32 is 32 GB: does not fit in a 24 GB L4
+    assert t.status("l4", "fp32") == "does not fit"
+
+
+def test_bad_input_raises():
+    with pytest.raises(rl.UnknownNameError):
+        batch1_ceiling_table("llama-9", ["h100-sxm"])
+    with pytest.raises(rl.UnknownNameError):
+        batch1_ceiling_table("llama-3-8b", ["h100"])
+    with pytest.raises(rl.UnknownNameError):
+        batch1_ceiling_table("llama-3-8b", ["h100-sxm"], ["float8"])
+    for bad in (0, 1.5, [1, 2]):
+        with pytest.raises(rl.InvalidConfigurationError):
+            batch1_ceiling_table("llama-3-8b", ["h100-sxm"], num_gpus=bad)
+    with pytest.raises(rl.InvalidConfigurationError):
+        batch1_ceiling_table("llama-3-8b", [], ["bf16"])
+    t = batch1_ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"])
+    with pytest.raises(rl.InvalidConfigurationError):
+        t.ceiling("l4", "bf16")  # not a row of this table
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(list(rl.models())),
+    gpu=st.sampled_from(list(rl.gpus())),
+    precision=st.sampled_from(list(rl.PRECISIONS)),
+    num_gpus=st.sampled_from([1, 2, 4, 8]),
+)
+def test_table_agrees_with_decode_step_at_batch_1(model, gpu, precision, num_gpus):
+    t = batch1_ceiling_table(model, [gpu], [precision], num_gpus)
+    status = t.status(gpu, precision)
+    if status == "unsupported":
+        with pytest.raises(rl.UnsupportedPrecisionError):
+            rl.decode_step(
+                model, gpu, 1, 0, num_gpus=num_gpus, weight_precision=precision, on_overflow="mask"
+            )
+        return
+    step = rl.decode_step(model, gpu, 1, 0, num_gpus=num_gpus, weight_precision=precision, on_overflow="mask")
+    assert bool(step.fits) == (status == "ok")
+    if status == "ok":
+        # batch 1 is always memory-bound, so the general model's step is exactly the floor
+        assert step.binding == "memory"
+        assert t.floor(gpu, precision) == pytest.approx(step.step_time_s, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(list(rl.models())), num_gpus=st.sampled_from([1, 2, 4]))
+def test_more_gpus_never_lower_the_ceiling_and_fewer_bytes_raise_it(model, num_gpus):
+    a = batch1_ceiling_table(model, None, ["bf16", "fp8", "int4"], num_gpus)
+    b = batch1_ceiling_table(model, None, ["bf16", "fp8", "int4"], 2 * num_gpus)
+    both = np.isfinite(a.ceiling_tokens_per_s)
+    assert np.all(np.isfinite(b.ceiling_tokens_per_s[both]))  # what fits on G GPUs fits on 2G
+    assert np.allclose(b.ceiling_tokens_per_s[both], 2 * a.ceiling_tokens_per_s[both])
+    # along a row, fewer bytes per weight means a higher ceiling wherever both cells exist
+    row = a.ceiling_tokens_per_s
+    ok = np.isfinite(row[:, :-1]) & np.isfinite(row[:, 1:])
+    assert np.all(row[:, 1:][ok] > row[:, :-1][ok])
+
+
+def test_heatmap_and_readout():
+    fig = CeilingHeatmap(Scenario(model="llama-3-70b", num_gpus=2, weight_precision="fp8"))
+    assert repr(fig) == "<CeilingHeatmap: llama-3-70b, G=2>"
+    assert fig.png()[:4] == b"\x89PNG"
+    texts = [a.get_text() for a in fig.labels.ravel()]
+    assert "95" in texts  # 3.35e12 x 2 / 70.55e9 = 95 tokens/s for the outlined cell
+    assert any(x.startswith("no fit") for x in texts)  # 282 GB of FP32 does not fit in 160 GB
+    fig.update(Scenario())
+    assert "209" in [a.get_text() for a in fig.labels.ravel()]
+    assert not any(h.get_visible() for h in fig.hatches[0])  # 8B fits on an H100 at every precision
+    assert "10.53 ms" in ceiling_readout(Scenario(model="llama-3-70b", num_gpus=2, weight_precision="fp8"))
+    assert "do not fit" in ceiling_readout(Scenario(model="llama-3-70b"))
+    assert "no fp8 tensor-core math" in ceiling_readout(Scenario(gpu="a100-80gb-sxm", weight_precision="fp8"))
