@@ -227,11 +227,12 @@ class StepTimeVsBatch(LiveFigure):
         ax = self.axes[0]
         sweep = s.decode(batch=BATCH_SWEEP)
         seconds_per_byte = 1 / (s.num_gpus * get_gpu(s.gpu).memory_bandwidth_bytes_per_s)
-        weights_ms = sweep.weight_bytes_read * seconds_per_byte / MS
-        kv_ms = np.where(sweep.kv_bytes_read > 0, sweep.kv_bytes_read * seconds_per_byte / MS, np.nan)
+        # Parts of a step that cannot run (memory overflow) are not drawn: no time without a server.
+        weights_ms = np.where(sweep.fits, sweep.weight_bytes_read * seconds_per_byte / MS, np.nan)
+        kv_ms = np.where(sweep.fits & (sweep.kv_bytes_read > 0), sweep.kv_bytes_read * seconds_per_byte / MS, np.nan)
         self.lines["weights"].set_data(BATCH_SWEEP, weights_ms)
         self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
-        self.lines["compute"].set_data(BATCH_SWEEP, sweep.compute_time_s / MS)
+        self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
         self.lines["step"].set_data(BATCH_SWEEP, sweep.step_time_s / MS)
         ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS]), log=True))
         here = s.decode()
@@ -239,7 +240,7 @@ class StepTimeVsBatch(LiveFigure):
             y = here.step_time_s / MS
             self.marker.set_data([s.batch], [y])
             text = f"B={s.batch}, T={s.context_tokens:,}: {y:.2f} ms ({here.binding}-bound)"
-            self._transient_artist(ax.annotate(text, (s.batch, y), xytext=(8, -20), textcoords="offset points",
+            self._transient_artist(ax.annotate(text, (s.batch, y), xytext=(-8, 12), textcoords="offset points",
                                                fontsize=12, ha="right" if s.batch > 64 else "left"))
         else:
             self.marker.set_data([], [])
@@ -343,7 +344,7 @@ class RooflineChart(LiveFigure):
         self.prefill_pts = m(ax.plot([], [], "s", color=COLORS["prefill"], label="prefill of P tokens")[0])
         ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)",
                ylabel="achieved TFLOP/s", xlim=(self.intensities[0], self.intensities[-1]))
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left")
 
     def _draw(self, s):
         ax = self.axes[0]

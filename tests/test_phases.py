@@ -1,0 +1,203 @@
+"""roofline.phases: prefill vs decode, the stall of streaming users, batching gain, ridge tables (lessons 04,
+15, 16). Expected values are derived by hand in the comments."""
+
+import math
+
+import numpy as np
+import pytest
+import roofline as rl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.phases import (
+    PrefillVsPrompt,
+    StallTimeline,
+    batching_gain,
+    bytes_over_flops_trap,
+    paste_fits,
+    per_user_slowdown,
+    prefill_crossover_prompt_tokens,
+    prefill_readout,
+    prefill_stall,
+    ridge_points,
+    ridge_table,
+    roofline_readout,
+    stall_readout,
+    throughput_tokens_per_s,
+)
+from roofline.scenario import Scenario
+
+N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters
+PEAK = 989e12  # H100 dense BF16, FLOP/s
+BW = 3.35e12  # H100 HBM3, bytes/s
+KV = 131072  # Llama 3 8B BF16 KV bytes per token (128 KiB)
+
+
+def test_crossover_without_attention_matches_hand_formula():
+    # compute 2NP/peak > memory (2N + P·KV)/BW  ⇔  P > (2N/BW) / (2N/peak − KV/BW)
+    #   = 295.22 / (1 − 989e12 × 131072 / (3.35e12 × 2N)) = 295.22 / 0.99759 = 295.93  → smallest integer 296
+    exact = (2 * N_8B / BW) / (2 * N_8B / PEAK - KV / BW)
+    assert 295.9 < exact < 296.0
+    assert prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False) == 296
+
+
+def test_crossover_is_where_binding_flips():
+    p = prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
+    below, at = rl.prefill("llama-3-8b", "h100-sxm", [p - 1, p]).binding.tolist()
+    assert (below, at) == ("memory", "compute")
+
+
+def test_crossover_moe_is_later_than_the_dense_rule():
+    # Mixtral reads all 8 experts for a long prompt (≈ 93 GB) but each token uses 2 (≈ 12.9 B active):
+    # P ≈ ridge × 93.4e9 / (2 × 12.9e9) ≈ 295 × 3.6 ≈ 1,070; the dense rule says 295.
+    p = prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")
+    assert 1000 < p < 1100
+    assert round(rl.compute_bound_prompt_tokens("mixtral-8x7b", "h100-sxm")) == 295
+
+
+def test_crossover_independent_of_gpu_count_and_scales_with_ridge():
+    one = prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
+    assert prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", num_gpus=4) == one
+    # H200: same FLOP/s, 4.8 TB/s: ridge 989/4.8 = 206 → crossover near 206
+    assert abs(prefill_crossover_prompt_tokens("llama-3-8b", "h200") - 206) <= 2
+
+
+def test_crossover_raises_when_never_compute_bound():
+    with pytest.raises(rl.InvalidConfigurationError):
+        prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", max_tokens=100)
+
+
+def test_stall_of_the_cards_8000_token_paste():
+    # 2 × 8.03e9 × 8000 / 989e12 = 129.9 ms; one batch-1 step at T=0: 16.06e9 / 3.35e12 = 4.79 ms → 27.1 steps
+    s = prefill_stall("llama-3-8b", "h100-sxm", 8000, include_attention=False)
+    assert s.prefill_time_s == pytest.approx(2 * N_8B * 8000 / PEAK)
+    assert s.decode_step_time_s == pytest.approx(2 * N_8B / BW)
+    assert round(s.stalled_steps) == 27
+
+
+def test_stall_batched_users_miss_fewer_longer_steps():
+    # 30 users × 1000 tokens × 128 KiB = 3.93 GB of KV: step (16.06 + 3.93) / 3.35 = 5.97 ms
+    # exact prefill 147 ms → 147 / 5.97 ≈ 24.6 steps (vs ≈ 30.4 at batch 1, T=1000)
+    s = prefill_stall("llama-3-8b", "h100-sxm", 8000, batch=[1, 30], context_tokens=1000)
+    assert s.decode_step_time_s[1] == pytest.approx((2 * N_8B + 30 * 1000 * KV) / BW)
+    assert round(s.prefill_time_s[1] * 1e3) == 147
+    assert s.stalled_steps[1] < s.stalled_steps[0]
+    assert round(float(s.stalled_steps[1]), 1) == 24.6
+
+
+def test_stall_is_nan_where_users_do_not_fit():
+    s = prefill_stall("llama-3-8b", "h100-sxm", 8000, batch=[1, 1024], context_tokens=4096)
+    assert np.isfinite(s.stalled_steps[0]) and np.isnan(s.stalled_steps[1])
+    assert s.to_dict()["batch"] == [1.0, 1024.0]
+
+
+def test_stall_rejects_bad_input():
+    with pytest.raises(rl.InvalidConfigurationError):
+        prefill_stall("llama-3-8b", "h100-sxm", 0)
+    with pytest.raises(rl.UnknownNameError):
+        prefill_stall("llama-3-8b", "h100", 500)
+
+
+def test_batching_gain_and_slowdown_card_q3():
+    # 6.0 / 4.8 = 1.25; 32 / 1.25 = 25.6
+    assert per_user_slowdown(6.0e-3, 4.8e-3) == pytest.approx(1.25)
+    assert batching_gain(32, 6.0e-3, 4.8e-3) == pytest.approx(25.6)
+    with pytest.raises(rl.InvalidConfigurationError):
+        batching_gain(0, 6e-3, 4.8e-3)
+    with pytest.raises(rl.InvalidConfigurationError):
+        per_user_slowdown(0, 4.8e-3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 512), st.integers(0, 8192))
+def test_batching_gain_never_exceeds_batch(batch, context):
+    one = rl.decode_step("llama-3-8b", "h100-sxm", 1, context, on_overflow="mask").step_time_s
+    many = rl.decode_step("llama-3-8b", "h100-sxm", batch, context, on_overflow="mask").step_time_s
+    if math.isnan(many):
+        return
+    gain = batching_gain(batch, many, one)
+    assert 1 - 1e-9 <= gain <= batch + 1e-9
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 32000), st.integers(1, 32000))
+def test_longer_paste_never_stalls_less(p1, p2):
+    lo, hi = sorted((p1, p2))
+    s = prefill_stall("llama-3-8b", "h100-sxm", [lo, hi], batch=8, context_tokens=500)
+    assert s.stalled_steps[0] <= s.stalled_steps[1]
+
+
+def test_bytes_over_flops_trap_is_the_wrong_number():
+    # 16e9 / 989e12 = 1.618e-5 (byte·s/FLOP): ~300x smaller than the 4.8 ms the bytes really take
+    wrong = bytes_over_flops_trap(16e9, PEAK)
+    assert wrong == pytest.approx(1.6178e-5, rel=1e-4)
+    assert rl.memory_time_s(16e9, BW) / wrong == pytest.approx(PEAK / BW)  # off by exactly the ridge
+
+
+def test_ridge_points_every_gpu():
+    r = ridge_points("bf16")
+    assert set(r) == set(rl.gpus())
+    assert r["h100-sxm"] == pytest.approx(989 / 3.35)  # 295.2
+    assert r["a100-80gb-sxm"] == pytest.approx(312 / 2.039)  # 153.0
+    assert math.isnan(ridge_points("fp8")["a100-80gb-sxm"])  # Ampere has no FP8 math
+    assert ridge_points("bf16", num_gpus=8)["h100-sxm"] == pytest.approx(r["h100-sxm"])
+    with pytest.raises(rl.UnknownNameError):
+        ridge_points("float8")
+
+
+def test_ridge_table_has_a_row_per_gpu():
+    t = ridge_table()
+    assert len(t.rows) == len(rl.gpus())
+    h100 = t.rows[0]
+    assert h100[0] == "NVIDIA H100 SXM5 80GB" and h100[-2:] == ["295", "591"]  # 989/3.35, 1979/3.35
+    assert "—" in dict(zip(rl.gpus(), t.rows, strict=True))["a100-80gb-sxm"]
+    assert "<table" in t._repr_html_()
+
+
+def test_paste_fits():
+    # 16.06 GB + 30 × 1000 × 131072 (3.93 GB) + 8000 × 131072 (1.05 GB) = 21 GB < 80 GB
+    assert paste_fits(Scenario(batch=30, prompt_tokens=8000))
+    # 500 × 1000 × 131072 = 65.5 GB + 16.06 + 1.05 = 82.6 GB > 80 GB
+    assert not paste_fits(Scenario(batch=500, prompt_tokens=8000))
+
+
+def test_readouts_give_numbers_or_say_it_does_not_fit():
+    assert "295" in roofline_readout(Scenario())
+    assert "does not fit" in roofline_readout(Scenario(model="llama-3-70b"))
+    text = prefill_readout(Scenario())
+    assert "8.12 ms" in text  # 2 × 8.03e9 × 500 / 989e12 = 8.12e-3 s
+    assert "does not fit" in prefill_readout(Scenario(model="llama-3-70b"))
+    assert "24.6" in stall_readout(Scenario(batch=30, prompt_tokens=8000))
+    assert "do not fit" in stall_readout(Scenario(batch=1024, context_tokens=4096, prompt_tokens=8000))
+
+
+def _texts(fig):
+    return [t.get_text() for t in fig._transient if hasattr(t, "get_text")]
+
+
+def test_prefill_figure_marks_crossover_and_overflow():
+    fig = PrefillVsPrompt(Scenario())
+    assert any("compute-bound from P ≈ 295" in t for t in _texts(fig))
+    assert any("P=500" in t and "compute-bound" in t for t in _texts(fig))
+    assert len(fig.png()) > 10_000
+    fig.update(Scenario(model="llama-3-70b"))  # 141 GB of weights on one 80 GB GPU
+    assert any("do not fit" in t for t in _texts(fig))
+    assert not any("ms" in t for t in _texts(fig))  # no time shown where it cannot run
+    assert np.isnan(fig.lines["prefill"].get_ydata()).all()
+
+
+def test_stall_figure_labels_the_gap_or_says_it_does_not_fit():
+    fig = StallTimeline(Scenario(batch=30, prompt_tokens=8000))
+    assert any("≈ 25 missed steps" in t for t in _texts(fig))
+    fig.update(Scenario(batch=1024, context_tokens=4096, prompt_tokens=8000))
+    assert any("does not fit" in t for t in _texts(fig))
+    assert len(fig.png()) > 5_000
+
+
+def test_throughput_per_user_and_total():
+    # 1 / 6 ms = 166.7 tok/s each; 32 / 6 ms = 5,333 tok/s in total
+    per_user, total = throughput_tokens_per_s(32, 6.0e-3)
+    assert per_user == pytest.approx(1000 / 6) and total == pytest.approx(32000 / 6)
+    per_user, total = throughput_tokens_per_s([1, 64], [4.8e-3, 15e-3])
+    assert total.tolist() == pytest.approx([1 / 4.8e-3, 64 / 15e-3])
+    with pytest.raises(rl.InvalidConfigurationError):
+        throughput_tokens_per_s(32, 0)
