@@ -1,0 +1,170 @@
+"""Chunked prefill (lesson 44): mixed steps, the prompt-arrival timeline and the chunk-size trade-off."""
+
+import numpy as np
+import pytest
+import roofline as rl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.chunked_prefill import (
+    ChunkScenario,
+    ChunkTradeoffChart,
+    PrefillTimeline,
+    chunk_attention_flops,
+    chunk_explorer,
+    chunk_readout,
+    chunk_size_tradeoff,
+    mixed_step,
+    prompt_arrival_timeline,
+)
+
+M, G = "llama-3-8b", "h100-sxm"
+BW, PEAK = 3.35e12, 989e12
+N = rl.parameter_count(M)  # 8,030,261,248 parameters
+W = rl.weight_bytes(M)  # 2 bytes each: 16.06 GB
+KV = 128 * 1024  # bytes per token
+
+
+def test_mixed_step_by_hand():
+    # 30 decoders at T=1000 plus a 256-token chunk after 512 done, no attention terms:
+    # FLOPs = 286 × 2N; bytes = W + (30 × 1000 + 512 + 256) × KV.
+    s = mixed_step(M, G, 30, 1000, 256, 512, include_attention=False)
+    assert s.flops == pytest.approx(286 * 2 * N)
+    assert s.bytes_moved == pytest.approx(W + 30_768 * KV)
+    # memory 20.09 GB / 3.35 TB/s = 5.997 ms > compute 4.593e15 / 989e12 = 4.644 ms
+    assert s.step_time_s == pytest.approx((W + 30_768 * KV) / BW)
+    assert s.binding == "memory"
+
+
+def test_mixed_step_with_attention_by_hand():
+    # Attention: decoders 30 × 4·32·32·128·1000; chunk 4·32·32·128·(256·512 + 256·255/2)
+    per_pair = 4 * 32 * 32 * 128
+    s = mixed_step(M, G, 30, 1000, 256, 512)
+    expect = 286 * 2 * N + per_pair * (30 * 1000 + 256 * 512 + 256 * 255 / 2)
+    assert s.flops == pytest.approx(expect)
+
+
+def test_whole_prompt_alone_equals_prefill():
+    for p in (1, 500, 8000):
+        alone = mixed_step(M, G, 0, 0, p)
+        ref = rl.prefill(M, G, p)
+        assert alone.flops == pytest.approx(ref.flops)
+        assert alone.bytes_moved == pytest.approx(ref.bytes_moved)
+        assert alone.step_time_s == pytest.approx(ref.time_s)
+
+
+def test_decode_only_step_equals_decode_step():
+    s = mixed_step(M, G, [1, 32, 64], [0, 1000, 4096], 0)
+    ref = rl.decode_step(M, G, [1, 32, 64], [0, 1000, 4096])
+    np.testing.assert_allclose(s.step_time_s, ref.step_time_s)
+
+
+def test_empty_step_takes_no_time():
+    assert mixed_step(M, G, 0, 1000, 0).step_time_s == 0.0
+
+
+def test_chunks_sum_to_whole_attention():
+    # 8000 = 3000 + 3000 + 2000
+    parts = sum(chunk_attention_flops(M, c, s) for c, s in ((3000, 0), (3000, 3000), (2000, 6000)))
+    assert parts == pytest.approx(rl.causal_attention_flops(M, 8000))
+
+
+def test_card_8000_token_paste():
+    # The card: 2 × 8e9 × 8000 / 989e12 ≈ 130 ms; 130 / 4.8 ≈ 27 steps missed by a batch-1 decoder.
+    t = prompt_arrival_timeline(M, G, 1, 0, 8000, include_attention=False)
+    assert round(t.ttft_s * 1e3) == 130
+    assert round(t.stalled_steps) == 27
+    assert t.stalled_steps == pytest.approx(rl.stalled_decode_steps(t.ttft_s, t.normal_gap_s))
+    exact = prompt_arrival_timeline(M, G, 1, 0, 8000)
+    assert round(exact.ttft_s * 1e3) == 147
+
+
+def test_unchunked_gap_is_prefill_plus_one_step():
+    t = prompt_arrival_timeline(M, G, 30, 1000, 8000)
+    # the decoders' token before the prompt, then the prefill alone, then one step at B + 1 = 31
+    after = rl.decode_step(M, G, 31, 1000).step_time_s
+    assert t.worst_gap_s == pytest.approx(rl.prefill(M, G, 8000).time_s + after)
+    assert t.prefill_steps == 1 and t.decoders_in_step[4] == 0
+
+
+def test_chunked_timeline_structure():
+    t = prompt_arrival_timeline(M, G, 30, 1000, 8000, chunk_tokens=3000, steps_before=2, steps_after=3)
+    # chunks 3000, 3000, 2000 between 2 steps before and 3 after
+    assert t.prompt_tokens_in_step.tolist() == [0, 0, 3000, 3000, 2000, 0, 0, 0]
+    assert t.decoders_in_step.tolist() == [30, 30, 30, 30, 30, 31, 31, 31]
+    assert t.step_start_s[2] == pytest.approx(0.0, abs=1e-12)
+    assert t.ttft_s == pytest.approx(t.step_time_s[2:5].sum())
+    assert t.worst_gap_s == pytest.approx(t.step_time_s[2:5].max())
+
+
+def test_chunking_trades_ttft_for_gap():
+    base = prompt_arrival_timeline(M, G, 30, 1000, 8000)
+    ch = prompt_arrival_timeline(M, G, 30, 1000, 8000, chunk_tokens=512)
+    assert ch.worst_gap_s < base.worst_gap_s / 10
+    assert ch.ttft_s > base.ttft_s
+
+
+def test_tradeoff_matches_timeline_and_broadcasts():
+    chunks = np.array([64, 512, 3000])
+    r = chunk_size_tradeoff(M, G, 30, 1000, 8000, chunks)
+    for i, c in enumerate(chunks):
+        t = prompt_arrival_timeline(M, G, 30, 1000, 8000, int(c))
+        assert r.ttft_s[i] == pytest.approx(t.ttft_s)
+        assert r.worst_gap_s[i] == pytest.approx(t.worst_gap_s)
+    assert r.prefill_steps.tolist() == [125, 16, 3]  # ceil(8000 / C)
+    grid = chunk_size_tradeoff(M, G, [[1], [64]], 1000, 8000, chunks)
+    assert grid.ttft_s.shape == (2, 3)
+
+
+def test_tradeoff_masks_what_does_not_fit():
+    r = chunk_size_tradeoff(M, G, [10, 1000], 4096, 8000, 512)
+    assert r.fits.tolist() == [True, False] and np.isnan(r.ttft_s[1])
+    with pytest.raises(rl.DoesNotFitError):
+        prompt_arrival_timeline(M, G, 1000, 4096, 8000, 512)
+
+
+def test_bad_inputs():
+    with pytest.raises(rl.InvalidConfigurationError):
+        chunk_size_tradeoff(M, G, 30, 1000, 8000, 0)
+    with pytest.raises(rl.InvalidConfigurationError):
+        prompt_arrival_timeline(M, G, 0, 1000, 8000)
+    with pytest.raises(rl.InvalidConfigurationError):
+        mixed_step(M, G, -1, 1000, 10)
+    with pytest.raises(rl.InvalidConfigurationError):
+        chunk_size_tradeoff(M, G, 30, 1000, 10_000_000, 1)  # ten million steps: refuse the grid
+
+
+@settings(max_examples=60, deadline=None)
+@given(b=st.integers(1, 64), p=st.integers(1, 20_000), c=st.integers(16, 20_000))
+def test_chunking_never_beats_the_work(b, p, c):
+    r = chunk_size_tradeoff(M, G, b, 1000, p, c)
+    alone = rl.prefill(M, G, p).time_s
+    # Total prompt FLOPs are the same however they are cut, so TTFT ≥ the prompt's compute time;
+    # and every decoder's worst gap is at least a normal step and at most the unchunked gap's prefill + step.
+    assert r.ttft_s >= rl.prefill(M, G, p).compute_time_s * (1 - 1e-9)
+    assert r.normal_gap_s <= r.worst_gap_s
+    if c >= p:
+        assert r.prefill_steps == 1 and r.ttft_s >= alone * (1 - 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 64), p=st.integers(100, 20_000))
+def test_smaller_chunks_never_raise_the_worst_gap_much(b, p):
+    # The worst gap grows with C (a bigger chunk is more work in one step), up to rounding of the last chunk.
+    r = chunk_size_tradeoff(M, G, b, 1000, p, [64, 256, 1024, 4096])
+    assert np.all(np.diff(r.worst_gap_s) >= -1e-4)
+
+
+def test_figures_and_explorer_render():
+    s = ChunkScenario(batch=30, prompt_tokens=8000, chunk_tokens=512)
+    for fig_cls in (PrefillTimeline, ChunkTradeoffChart):
+        fig = fig_cls(s)
+        assert len(fig.png()) > 10_000
+        fig.update(s.with_(batch=1000, context_tokens=4096))  # does not fit: still draws, with the label
+        assert len(fig.png()) > 10_000
+    assert (
+        "TTFT" in chunk_readout(s)
+        and "does not fit" in chunk_readout(s.with_(batch=1000, context_tokens=4096)).lower()
+    )
+    ex = chunk_explorer(s)
+    ex.set(chunk_tokens=128, prompt_tokens=16000)
+    assert ex.scenario.chunk_tokens == 128 and ex.scenario.prompt_tokens == 16000

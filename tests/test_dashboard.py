@@ -1,0 +1,134 @@
+"""The serving dashboard (lesson 59): analytic steady state, seeded simulation, diagnosis, figure."""
+
+import numpy as np
+import pytest
+import roofline as rl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.dashboard import (
+    DashboardFigure,
+    dashboard,
+    dashboard_explorer,
+    dashboard_for,
+    dashboard_readout,
+    diagnose,
+    steady_state,
+)
+from roofline.scenario import Scenario
+
+M, G = "llama-3-8b", "h100-sxm"
+BW, PEAK = 3.35e12, 989e12
+KV = 128 * 1024
+
+
+def test_card_q5_mbu_and_mfu():
+    # 16 GB read in 6 ms: 2.67 TB/s of 3.35 = 80%; 2 × 8e9 FLOP in 6 ms of 989 TFLOP/s = 0.27%.
+    assert round(rl.mbu(16e9, 6e-3, BW), 2) == 0.80
+    assert rl.mfu(16e9, 6e-3, PEAK) == pytest.approx(16e9 / 6e-3 / 989e12)
+    # The dashboard's batch-1 server, with almost no prompts (P = 1 per 10,000 tokens), shows the same:
+    # the step is 4.79 ms ÷ 0.8 = 5.99 ms, so MBU = 0.8 by construction and MFU ≈ 0.27%.
+    s = steady_state(M, G, 1, 1, prompt_tokens=1, output_tokens=10_000)
+    assert s.mbu == pytest.approx(0.8, abs=0.001)
+    assert s.step_time_s == pytest.approx(rl.weight_bytes(M) / BW / 0.8, rel=1e-3)
+    assert s.mfu == pytest.approx(0.0027, abs=0.0002)
+
+
+def test_steady_state_by_hand():
+    # 300 users at T = 4096: max batch = floor((80e9 − 16.06e9) / (4096 × 131072)) = 119 run, 181 wait.
+    s = steady_state(M, G, 300, 4096, prompt_tokens=0)
+    assert (s.max_batch, s.running, s.waiting) == (119, 119, 181)
+    free = 80e9 - rl.weight_bytes(M)
+    assert s.kv_use_fraction == pytest.approx(119 * 4096 * KV / free)
+    # With no prompts it is a plain decode step of 119 users, slowed by 0.8.
+    step = rl.decode_step(M, G, 119, 4096).step_time_s / 0.8
+    assert s.step_time_s == pytest.approx(step)
+    assert s.tokens_per_s == pytest.approx(119 / step)
+
+
+def test_steady_state_broadcasts_and_masks():
+    s = steady_state(M, G, [[1], [64]], [1000, 4096])
+    assert s.tokens_per_s.shape == (2, 2)
+    big = steady_state("llama-3-70b", G, 8, 1000)  # 141 GB of weights on 80 GB
+    assert not big.fits and np.isnan(big.tokens_per_s)
+    two = steady_state("llama-3-70b", G, 8, 1000, num_gpus=2)
+    assert two.fits
+
+
+def test_simulation_agrees_with_steady_state():
+    # Where the chunk budget is not binding (64 × 500 / 250 = 128 < 512 prompt tokens per step), the
+    # averages of the simulation and the analytic model agree within a few per cent.
+    d = dashboard(M, G, 64, 4096)
+    s = steady_state(M, G, 64, 4096)
+    assert d.tokens_per_s == pytest.approx(s.tokens_per_s, rel=0.05)
+    assert d.mbu == pytest.approx(s.mbu, rel=0.03)
+    assert d.running == 64 and d.waiting == 0
+
+
+def test_simulation_is_seeded():
+    a, b = dashboard(M, G, 32, 1000, seed=3), dashboard(M, G, 32, 1000, seed=3)
+    assert a == b
+    assert dashboard(M, G, 32, 1000, seed=4).ttft_p99_s != a.ttft_p99_s
+
+
+def test_queue_makes_ttft_not_tpot():
+    full = dashboard(M, G, 300, 4096)
+    healthy = dashboard(M, G, 64, 4096)
+    assert full.running == 119 and full.waiting == 181
+    assert full.kv_use_fraction == pytest.approx(1.0, abs=0.01)
+    # 181 users ahead, 119 slots, ~250 tokens per answer at ~30 ms per step: ≈ 181/119 × 250 × 0.03 ≈ 11 s
+    assert 8 < full.ttft_p50_s < 15
+    assert healthy.ttft_p99_s < 0.2
+    assert full.tpot_p99_s < 0.05  # the ones inside still stream smoothly
+
+
+def test_percentiles_ordered_and_cost_consistent():
+    d = dashboard(M, G, 100, 2000)
+    assert d.ttft_p50_s <= d.ttft_p99_s and d.tpot_p50_s <= d.tpot_p99_s
+    assert d.cost_per_million_usd == pytest.approx(rl.cost_per_million_tokens_usd(3.0, d.tokens_per_s))
+    assert 0 < d.mfu < d.mbu <= 0.8 + 1e-9
+
+
+def test_weights_do_not_fit():
+    d = dashboard("llama-3-70b", G, 10, 1000)
+    assert not d.fits and np.isnan(d.tokens_per_s)
+    assert diagnose(d).startswith("does not fit")
+
+
+def test_diagnose_three_servers():
+    assert diagnose(dashboard(M, G, 1, 1000)).startswith("under-batched")
+    assert diagnose(dashboard(M, G, 64, 4096)).startswith("healthy")
+    assert diagnose(dashboard(M, G, 300, 4096)).startswith("memory-full")
+
+
+def test_bad_inputs():
+    with pytest.raises(rl.InvalidConfigurationError):
+        dashboard(M, G, 0, 1000)
+    with pytest.raises(rl.InvalidConfigurationError):
+        dashboard(M, G, 10, 1000, kernel_efficiency=1.5)
+    with pytest.raises(rl.InvalidConfigurationError):
+        steady_state(M, G, 10, 0)
+    with pytest.raises(rl.UnknownNameError):
+        dashboard("llama-9", G, 10, 1000)
+
+
+@settings(max_examples=25, deadline=None)
+@given(u=st.integers(1, 400), t=st.sampled_from([256, 1000, 4096, 16384]))
+def test_dashboard_invariants(u, t):
+    d = dashboard(M, G, u, t, steps=300)
+    assert d.running + d.waiting == pytest.approx(u)
+    assert d.running <= d.max_batch
+    assert 0 <= d.kv_use_fraction <= 1 + 1e-9
+    assert d.mbu <= 0.8 + 1e-9 and d.mfu <= 0.8 + 1e-9  # never above the assumed kernel efficiency
+    assert d.best_tokens_per_s >= steady_state(M, G, d.max_batch, t).tokens_per_s
+
+
+def test_figure_readout_explorer():
+    fig = DashboardFigure(Scenario(batch=64, context_tokens=4096))
+    assert len(fig.png()) > 10_000 and fig.dashboard.running == 64
+    fig.update(Scenario(model="llama-3-70b"))
+    assert not fig.dashboard.fits and len(fig.png()) > 10_000
+    assert "healthy" in dashboard_readout(Scenario(batch=64, context_tokens=4096))
+    assert dashboard_for(Scenario(batch=64, context_tokens=4096)) == dashboard(M, G, 64, 4096)
+    ex = dashboard_explorer()
+    ex.set(batch=300)
+    assert ex.live.dashboard.waiting == 181
