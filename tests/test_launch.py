@@ -1,0 +1,107 @@
+"""Lesson 03: launch overhead. Expected values derived by hand in the comments."""
+
+import math
+
+import numpy as np
+import pytest
+import roofline as rl
+from hypothesis import given
+from hypothesis import strategies as st
+from roofline.launch import (
+    kernels_per_step_estimate,
+    launch_budget,
+    launch_explorer,
+    overhead_share,
+    share_grid,
+)
+
+W_8B = 16_060_522_496  # Llama 3 8B BF16 weight bytes (8,030,261,248 parameters x 2)
+BW = 3.35e12  # H100 SXM bytes/s
+
+
+def test_overhead_share_by_hand():
+    # 1.2 ms of launches on top of a 4.8 ms step: 1.2 / (4.8 + 1.2) = 0.2
+    assert overhead_share(4.8e-3, 1.2e-3) == pytest.approx(0.2)
+    assert overhead_share(0.0, 1e-3) == 1.0
+    assert overhead_share(1e-3, 0.0) == 0.0
+
+
+def test_card_budget_eager():
+    b = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6)
+    roof = W_8B / BW  # 4.794 ms
+    assert b.overhead_s == pytest.approx(300 * 4e-6)  # 1.2 ms
+    assert b.roofline_time_s == pytest.approx(roof)
+    assert b.step_time_s == pytest.approx(roof + 1.2e-3)  # 5.994 ms
+    assert b.overhead_vs_roofline == pytest.approx(1.2e-3 / roof)  # 0.2503: the card's "quarter"
+    assert round(b.overhead_vs_roofline, 2) == 0.25
+    assert b.share == pytest.approx(1.2e-3 / (roof + 1.2e-3))  # 0.2002
+    assert b.tokens_per_s_per_user == pytest.approx(1 / (roof + 1.2e-3))  # 166.8 tok/s
+
+
+def test_cuda_graph_is_one_launch():
+    b = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, cuda_graphs=True)
+    assert b.kernels_launched == 1
+    assert b.overhead_s == pytest.approx(4e-6)
+    assert b.step_time_s == pytest.approx(W_8B / BW + 4e-6)
+
+
+def test_fewer_bytes_grows_the_share():
+    # FP8 halves the weight bytes: 2.397 ms roofline; 1.2 / (2.397 + 1.2) = 0.334 > 0.200
+    bf16 = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6)
+    fp8 = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, weight_precision="fp8")
+    assert fp8.overhead_s == pytest.approx(bf16.overhead_s)  # unchanged
+    assert fp8.roofline_time_s == pytest.approx(W_8B / 2 / BW)
+    assert fp8.share == pytest.approx(1.2e-3 / (W_8B / 2 / BW + 1.2e-3))
+    assert fp8.share > bf16.share
+
+
+def test_broadcast_over_kernels():
+    b = launch_budget("llama-3-8b", "h100-sxm", [100, 300, 600], 4e-6)
+    assert b.overhead_s == pytest.approx([0.4e-3, 1.2e-3, 2.4e-3])
+    assert np.all(np.diff(b.share) > 0)
+
+
+def test_does_not_fit_gives_nan():
+    b = launch_budget("llama-3-70b", "h100-sxm")  # 141 GB of BF16 weights on 80 GB
+    assert not b.fits and math.isnan(b.step_time_s) and math.isnan(b.share)
+
+
+def test_kernels_estimate_scales_with_layers():
+    assert kernels_per_step_estimate("llama-3-8b") == pytest.approx(300)  # 32 layers x 9.375
+    assert kernels_per_step_estimate("llama-3.2-1b") == pytest.approx(150)  # 16 layers
+
+
+def test_share_grid_by_hand():
+    g = share_grid(["llama-3.2-1b", "llama-3-70b"], ["h100-sxm"])
+    # 1B: 2,471,628,800 bytes / 3.35e12 = 0.7378 ms; 150 kernels x 4 us = 0.6 ms; 0.6 / 1.3378 = 0.4485
+    assert g[0, 0] == pytest.approx(0.6e-3 / (2_471_628_800 / BW + 0.6e-3))
+    assert math.isnan(g[1, 0])  # 70B BF16 does not fit on one H100
+
+
+def test_bad_input():
+    with pytest.raises(rl.InvalidConfigurationError):
+        launch_budget("llama-3-8b", "h100-sxm", -1, 4e-6)
+    with pytest.raises(rl.InvalidConfigurationError):
+        overhead_share(-1.0, 1e-3)
+    with pytest.raises(rl.UnknownNameError):
+        launch_budget("llama-3-8b", "h1000")
+
+
+@given(k=st.floats(0, 5000), c=st.floats(0, 50e-6))
+def test_share_properties(k, c):
+    eager = launch_budget("llama-3-8b", "h100-sxm", k, c)
+    graph = launch_budget("llama-3-8b", "h100-sxm", k, c, cuda_graphs=True)
+    assert 0 <= eager.share < 1
+    assert eager.step_time_s == pytest.approx(eager.roofline_time_s + eager.overhead_s)
+    if k >= 1:
+        assert graph.step_time_s <= eager.step_time_s + 1e-15
+
+
+def test_explorer_moves():
+    ex = launch_explorer()
+    ex.set(kernels_per_step=600)
+    assert ex.live.options["kernels_per_step"] == 600 and "2.400 ms" in ex.readout.value
+    ex.set(cuda_graphs=True)
+    assert "0.004 ms" in ex.readout.value
+    ex.set(model="llama-3-70b")
+    assert "does not fit" in ex.readout.value

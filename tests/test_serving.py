@@ -1,0 +1,104 @@
+"""Lesson 25: a one-at-a-time queue against continuous batching (roofline.serving)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.errors import InvalidConfigurationError
+from roofline.scenario import Scenario
+from roofline.serving import (
+    QueueVsBatching,
+    gpu_upgrade_vs_batching,
+    serve_continuous_batching,
+    serve_one_at_a_time,
+    serving_explorer,
+    serving_readout,
+)
+
+W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
+BW = 3.35e12  # H100 SXM bytes/s
+KV = 131072  # bytes per token
+
+
+def test_card_twenty_users_queue_for_about_forty_seconds():
+    q = serve_one_at_a_time("llama-3-8b", "h100-sxm", 20, 400, context_tokens=0)
+    step = W8B / BW  # 4.79 ms
+    assert q.step_time_s == pytest.approx(step)
+    # the last of 20 requests ends after 20 x 400 x 4.79 ms = 38.35 s
+    assert q.finish_last_s == pytest.approx(20 * 400 * step)
+    assert round(q.finish_last_s) == 38
+    # it starts after 19 requests and gets its first token one step later
+    assert q.wait_last_s == pytest.approx(19 * 400 * step + step)
+    # mean finish = (1 + 2 + ... + 20) / 20 requests = 10.5 requests
+    assert q.finish_mean_s == pytest.approx(10.5 * 400 * step)
+    assert q.tokens_per_s_total == pytest.approx(1 / step)
+
+
+def test_continuous_batching_shares_the_weight_read():
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, context_tokens=1000)
+    # (16.06 GB + 20 x 1,000 x 128 KiB = 2.62 GB) / 3.35 TB/s = 5.58 ms per step, 400 steps
+    step = (W8B + 20 * 1000 * KV) / BW
+    assert b.step_time_s == pytest.approx(step)
+    assert b.finish_last_s == pytest.approx(400 * step) and b.finish_mean_s == b.finish_last_s
+    assert b.tokens_per_s_total == pytest.approx(20 / step)
+    assert b.wait_last_s == pytest.approx(step)
+
+
+def test_vectorized_over_users():
+    users = np.array([1, 2, 10, 100])
+    q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users, 100, 500)
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", users, 100, 500)
+    assert q.finish_last_s.shape == users.shape == b.finish_last_s.shape
+    assert q.finish_last_s[0] == pytest.approx(b.finish_last_s[0])  # one user: same thing
+    assert np.all(np.diff(b.tokens_per_s_total) > 0)
+
+
+def test_batch_that_does_not_fit_has_no_time():
+    # 8B: 63.9 GB free / (32,768 x 128 KiB = 4.29 GB per user) = 14 users at most
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", [14, 15], 100, 32768)
+    assert b.fits.tolist() == [True, False]
+    assert np.isfinite(b.finish_last_s[0]) and np.isnan(b.finish_last_s[1])
+
+
+def test_bigger_gpu_does_not_fix_a_queue():
+    r = gpu_upgrade_vs_batching("llama-3-8b", 20, 400, 1000)
+    # H200: 4.8 TB/s instead of 3.35: only 1.43x faster; batching is ~17x
+    assert r["one at a time"] / r["one at a time, bigger GPU"] == pytest.approx(4.8 / 3.35, rel=1e-9)
+    assert r["batched"] < r["one at a time, bigger GPU"] / 10
+
+
+def test_bad_inputs():
+    with pytest.raises(InvalidConfigurationError):
+        serve_one_at_a_time("llama-3-8b", "h100-sxm", 0, 100)
+    with pytest.raises(InvalidConfigurationError):
+        serve_continuous_batching("llama-3-8b", "h100-sxm", 2.5, 100)
+    with pytest.raises(InvalidConfigurationError):
+        serve_continuous_batching("llama-3-8b", "h100-sxm", 2, 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    users=st.integers(1, 300),
+    n=st.integers(1, 2000),
+    context=st.integers(0, 8192),
+    gpu=st.sampled_from(["h100-sxm", "a100-80gb-sxm", "h200", "l40s"]),
+)
+def test_batching_never_finishes_later_and_never_makes_fewer_tokens(users, n, context, gpu):
+    q = serve_one_at_a_time("llama-3-8b", gpu, users, n, context)
+    b = serve_continuous_batching("llama-3-8b", gpu, users, n, context)
+    if b.fits:
+        assert b.finish_last_s <= q.finish_last_s * (1 + 1e-12)
+        assert b.tokens_per_s_total >= q.tokens_per_s_total * (1 - 1e-12)
+        assert b.wait_mean_s <= q.wait_mean_s * (1 + 1e-12)
+
+
+def test_figure_and_explorer():
+    fig = QueueVsBatching(Scenario(context_tokens=32768), users=20, output_tokens=400)
+    assert len(fig.png()) > 10_000
+    ex = serving_explorer()
+    ex.set(users=64, output_tokens=100, context_tokens=500)
+    assert ex.live.options == {"users": 64, "output_tokens": 100}
+    assert "64 users" not in ex.readout.value and "batched: everyone done" in ex.readout.value
+    assert "does not fit" in serving_readout(
+        Scenario(context_tokens=32768), {"users": 100, "output_tokens": 10}
+    )

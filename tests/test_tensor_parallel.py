@@ -1,0 +1,98 @@
+"""Lesson 24: tensor parallelism, ideal and with the all-reduces (roofline.tensor_parallel)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from roofline.errors import InvalidConfigurationError
+from roofline.scenario import Scenario
+from roofline.tensor_parallel import (
+    KnobExplorer,
+    SpeedupVsGPUs,
+    scaling_comparison_figure,
+    tensor_parallel_explorer,
+    tensor_parallel_readout,
+    tensor_parallel_scaling,
+    weight_bytes_per_gpu,
+)
+
+
+def test_card_70b_fp8_on_two_h100s():
+    s = tensor_parallel_scaling("llama-3-70b", "h100-sxm", 2, weight_precision="fp8")
+    # 70.55e9 bytes / (2 x 3.35e12 bytes/s) = 10.53 ms: the card's 10.4 ms uses a round 70 GB
+    assert s.step_time_ideal_s == pytest.approx(70.553706496e9 / 6.7e12)
+    # 2 all-reduces x 80 layers, each 10 µs + 2 x (1/2) x 16,384 bytes / 450e9 bytes/s = 10.036 µs
+    assert s.communication_time_s == pytest.approx(160 * (10e-6 + 16384 / 450e9))
+    assert s.step_time_s == pytest.approx(s.step_time_ideal_s + s.communication_time_s)
+    # MBU at the measured 14 ms: floor / measured = 10.53 / 14 = 75%
+    assert round(100 * s.step_time_ideal_s / 14e-3) == 75
+
+
+def test_ideal_speedup_is_g_and_real_speedup_is_less():
+    s = tensor_parallel_scaling("llama-3-8b", "h100-sxm", [1, 2, 4, 8])
+    assert s.speedup_ideal.tolist() == pytest.approx([1, 2, 4, 8])
+    assert s.speedup[0] == pytest.approx(1.0)
+    assert np.all(s.speedup[1:] < s.speedup_ideal[1:])
+    # 8B BF16 at G=8: 4.79 ms / 8 + 64 x 10.03 µs = 0.599 + 0.642 = 1.24 ms, 3.86x
+    assert s.step_time_s[-1] == pytest.approx(
+        16.060522496e9 / 8 / 3.35e12 + 64 * (10e-6 + 2 * 7 / 8 * 8192 / 450e9)
+    )
+    assert round(s.speedup[-1], 2) == 3.86
+
+
+def test_small_models_scale_worse_than_large_ones():
+    small = tensor_parallel_scaling("llama-3-8b", "h100-sxm", 8)
+    large = tensor_parallel_scaling("llama-3-70b", "h100-sxm", 8, weight_precision="fp8")
+    assert small.efficiency < large.efficiency
+    assert small.communication_fraction > large.communication_fraction
+
+
+def test_pcie_link_costs_more_at_large_batch():
+    # batch 256 x 4096 x 2 bytes = 2 MiB messages: bytes / link now matter, and PCIe is 7x slower
+    nv = tensor_parallel_scaling("llama-3-8b", "h100-sxm", 8, batch=256)
+    pcie = tensor_parallel_scaling("llama-3-8b", "h100-pcie", 8, batch=256)
+    assert pcie.communication_time_s > 3 * nv.communication_time_s
+
+
+def test_one_gpu_that_cannot_hold_the_model_has_no_baseline():
+    s = tensor_parallel_scaling("llama-3-70b", "h100-sxm", [1, 2])  # 141 GB of BF16
+    assert s.fits.tolist() == [False, True]
+    assert np.isnan(s.speedup).all() and not s.fits_one_gpu.any()
+    assert np.isnan(s.step_time_s[0]) and np.isfinite(s.step_time_s[1])
+
+
+def test_weight_bytes_per_gpu_and_errors():
+    assert weight_bytes_per_gpu("llama-3-8b", "bf16", 4) == pytest.approx(16.060522496e9 / 4)
+    with pytest.raises(InvalidConfigurationError):
+        tensor_parallel_scaling("llama-3-8b", "h100-sxm", 0)
+    with pytest.raises(InvalidConfigurationError):
+        weight_bytes_per_gpu("llama-3-8b", "bf16", 0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3-8b", "llama-3.2-1b", "qwen2.5-7b"]),
+    gpu=st.sampled_from(["h100-sxm", "h100-pcie", "a100-80gb-sxm", "b200"]),
+    g=st.sampled_from([2, 4, 8]),
+    batch=st.integers(1, 64),
+    context=st.integers(0, 4096),
+)
+def test_communication_never_helps(model, gpu, g, batch, context):
+    s = tensor_parallel_scaling(model, gpu, g, batch, context)
+    if s.fits:
+        assert s.step_time_s > s.step_time_ideal_s
+        assert 0 < s.efficiency < 1
+        assert 0 < s.communication_fraction < 1
+
+
+def test_figures_and_explorer():
+    fig = SpeedupVsGPUs(Scenario(model="llama-3-70b", num_gpus=2))  # G=1 does not fit: shaded
+    assert len(fig.png()) > 10_000
+    assert "speedup vs GPUs" in repr(scaling_comparison_figure())
+    ex = tensor_parallel_explorer()
+    ex.set(communication=False)
+    assert "switched off" in ex.readout.value
+    ex.set(num_gpus=8)
+    assert ex.scenario.num_gpus == 8
+    assert "does not fit" in tensor_parallel_readout(Scenario(model="llama-3-70b"), {})
+    assert isinstance(ex, KnobExplorer)
