@@ -33,6 +33,7 @@ Run it:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -173,10 +174,11 @@ def main(argv=None) -> int:
 
 
 def _self_check() -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _selfcheck import run_checks
-
-    return 0 if run_checks(globals(), CHECKS) else 1
+    # Load the shared checker by path: these scripts run standalone (PEP 723), outside any package.
+    spec = importlib.util.spec_from_file_location("_selfcheck", Path(__file__).with_name("_selfcheck.py"))
+    checker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checker)
+    return 0 if checker.run_checks(globals(), CHECKS) else 1
 
 
 if __name__ == "__main__":

@@ -42,13 +42,15 @@ def cost_per_million_tokens_usd(usd_per_gpu_hour, tokens_per_s, num_gpus=1) -> f
 
 
 def _main() -> int:
-    import sys
+    import importlib.util
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from _selfcheck import run_starter
-
-    return run_starter(__file__, globals())
+    # Load the shared checker by path: starters run standalone (PEP 723), outside any package.
+    path = Path(__file__).resolve().parents[1] / "_selfcheck.py"
+    spec = importlib.util.spec_from_file_location("_selfcheck", path)
+    checker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checker)
+    return checker.run_starter(__file__, globals())
 
 
 if __name__ == "__main__":
