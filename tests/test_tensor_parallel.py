@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from roofline.errors import InvalidConfigurationError
 from roofline.scenario import Scenario
+from roofline.widgets import Explorer
 from roofline.tensor_parallel import (
-    KnobExplorer,
     SpeedupVsGPUs,
     scaling_comparison_figure,
     tensor_parallel_explorer,
@@ -95,4 +95,4 @@ def test_figures_and_explorer():
     ex.set(num_gpus=8)
     assert ex.scenario.num_gpus == 8
     assert "does not fit" in tensor_parallel_readout(Scenario(model="llama-3-70b"), {})
-    assert isinstance(ex, KnobExplorer)
+    assert isinstance(ex, Explorer)

@@ -41,10 +41,10 @@ from .errors import (
     UnknownNameError,
     UnsupportedPrecisionError,
 )
-from .memory import check_fits, fits, kv_cache_bytes, max_batch, memory_capacity_bytes, memory_needed_bytes
+from .memory import users_that_fit, check_fits, fits, kv_cache_bytes, max_batch, memory_capacity_bytes, memory_needed_bytes
 from .metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
 from .overheads import amdahl_ceiling, amdahl_new_time_fraction, amdahl_speedup, launch_overhead_s
-from .parallel import allreduce_time_s, tensor_parallel_comm_time_s
+from .parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s
 from .precision import PRECISIONS, bytes_per_element, get_precision, peak_flops_per_s
 from .prefill import (
     Prefill,

@@ -26,12 +26,11 @@ import numpy as np
 from ._arrays import checked, out
 from .decode import decode_step
 from .errors import InvalidConfigurationError
-from .launch import KnobExplorer
 from .plots import BATCH_SWEEP, COLORS, STYLE_PATH, LiveFigure, describe, new_figure, nice_limits, show
 from .prefill import prefill
 from .scenario import Scenario
 from .units import MS
-from .widgets import table_html
+from .widgets import Explorer, table_html
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
 # well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of 209 tok/s).
@@ -413,7 +412,7 @@ def plausibility_readout(s: Scenario, options) -> str:
 
 def plausibility_explorer(
     claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None
-) -> KnobExplorer:
+) -> Explorer:
     """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, batch (and context).
 
     >>> ex = plausibility_explorer()
@@ -425,12 +424,12 @@ def plausibility_explorer(
             value=claimed_tokens_per_s, min=1, max=1e7, step=10, description="claimed tokens/s"
         )
     }
-    return KnobExplorer(
+    return Explorer(
         CeilingVsBatch,
         ["model", "gpu", "batch", "context_tokens"],
-        knobs,
         scenario or Scenario(context_tokens=0),
-        readout=plausibility_readout,
+        plausibility_readout,
+        knobs=knobs,
     )
 
 

@@ -661,20 +661,14 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
     """
     import ipywidgets as W
 
-    from .widgets import _LAYOUT, _STYLE, Explorer
+    from .widgets import Explorer
 
     s = _chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
-    ex = Explorer(figure, controls=["batch", "prompt_tokens"], scenario=s, readout=chunk_readout)
-    ex.controls["batch"].description = "decoding users B"
     slider = W.SelectionSlider(
         options=sorted(set(CHUNK_OPTIONS) | {s.chunk_tokens}),
         value=s.chunk_tokens,
         description="chunk size C (tokens)",
-        style=_STYLE,
-        layout=_LAYOUT,
     )
-    slider.observe(lambda change: ex._changed("chunk_tokens", change["new"]), names="value")
-    ex.controls["chunk_tokens"] = slider
-    grid = ex.children[0]
-    grid.children = (*grid.children, slider)
+    ex = Explorer(figure, ["batch", "prompt_tokens", ("chunk_tokens", slider)], s, chunk_readout)
+    ex.controls["batch"].description = "decoding users B"
     return ex

@@ -31,13 +31,12 @@ from ._arrays import checked, out
 from .architecture import weight_bytes
 from .data import get_gpu, get_model, gpus, models
 from .decode import decode_step
-from .errors import RooflineError
 from .memory import fits
 from .overheads import launch_overhead_s
 from .plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 from .scenario import Scenario
 from .units import MS, TB, US
-from .widgets import control, jpeg, table_html
+from .widgets import Explorer, table_html
 
 CARD_KERNELS_PER_STEP = 300  # kernels one eager decode step launches (the card's round figure)
 CARD_CPU_S_PER_LAUNCH = 4e-6  # CPU time to launch one kernel (s)
@@ -323,85 +322,6 @@ class LaunchBars(LiveFigure):
         )
 
 
-class KnobExplorer(W.VBox):
-    """An explorer for a LiveFigure with knobs that are not ``Scenario`` fields (lessons 03, 06, 09, 60).
-
-    ``scenario_controls`` are Scenario field names (standard widgets); ``knobs`` maps option names to
-    ready-made widgets whose values go into the figure's ``options``; ``to_options`` (optional) converts
-    the knob values (a dict) into figure options (e.g. µs to s). ``readout`` : (scenario, options) -> HTML.
-    A library error (a bad combination) is shown as a message and the last valid state kept.
-
-    >>> ex = KnobExplorer(LaunchBars, ["gpu"], {"kernels_per_step": W.IntSlider(value=300, max=1000)})
-    >>> ex.set(kernels_per_step=100, gpu="h200"); ex.live.options["kernels_per_step"], ex.scenario.gpu
-    (100, 'h200')
-    """
-
-    def __init__(
-        self,
-        figure,
-        scenario_controls=(),
-        knobs=None,
-        scenario: Scenario | None = None,
-        to_options=None,
-        readout=None,
-    ):
-        self.scenario = scenario or Scenario()
-        self.knobs = dict(knobs or {})
-        self.to_options = to_options or (lambda values: values)
-        self.readout_fn = readout
-        style = {"description_width": "11em"}
-        for widget in self.knobs.values():
-            widget.style = style
-            widget.layout = W.Layout(width="26em")
-        self.controls = {name: control(name, getattr(self.scenario, name)) for name in scenario_controls}
-        self.live = figure(self.scenario, **self._options())
-        self.image = W.Image(
-            format="jpeg", value=jpeg(self.live), layout=W.Layout(width="900px", max_width="100%")
-        )
-        self.readout = W.HTML(self._readout_html(self.scenario))
-        self.message = W.HTML("")
-        for widget in [*self.knobs.values(), *self.controls.values()]:
-            widget.observe(lambda change: self._changed(), names="value")
-        grid = W.GridBox(
-            [*self.knobs.values(), *self.controls.values()],
-            layout=W.Layout(grid_template_columns="repeat(2, 27em)", grid_gap="2px 12px"),
-        )
-        super().__init__([grid, self.message, W.HBox([self.image, self.readout])])
-
-    def _options(self):
-        return dict(self.to_options({k: w.value for k, w in self.knobs.items()}))
-
-    def _readout_html(self, scenario):
-        return self.readout_fn(scenario, self.live.options) if self.readout_fn else ""
-
-    def set(self, **values) -> None:
-        """Move knobs or controls from code (same path as a slider move)."""
-        for name, value in values.items():
-            (self.knobs.get(name) or self.controls[name]).value = value
-
-    def _changed(self):
-        candidate = self.scenario.with_(**{k: w.value for k, w in self.controls.items()})
-        old = dict(self.live.options)
-        self.live.options = self._options()
-        try:
-            self.live.update(candidate)
-            picture, text = jpeg(self.live), self._readout_html(candidate)
-        except (RooflineError, ValueError) as err:
-            self.message.value = f'<p style="color:#b00020;font-size:15px"><b>Not possible:</b> {err}</p>'
-            self.live.options = old
-            self.live.update(self.scenario)
-            return
-        self.scenario = candidate
-        self.message.value = ""
-        self.image.value = picture
-        self.readout.value = text
-
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} {type(self.live).__name__}: {', '.join([*self.knobs, *self.controls])}>"
-        )
-
-
 def launch_readout(s: Scenario, options) -> str:
     """HTML table of the launch budget for the explorer's current settings."""
     b = launch_budget(
@@ -430,7 +350,7 @@ def launch_readout(s: Scenario, options) -> str:
     )
 
 
-def launch_explorer(scenario: Scenario | None = None) -> KnobExplorer:
+def launch_explorer(scenario: Scenario | None = None) -> Explorer:
     """Lesson 03's explorer: kernels per step, CPU µs per launch, CUDA graphs on/off, model, GPU, precision.
 
     >>> ex = launch_explorer()
@@ -454,11 +374,11 @@ def launch_explorer(scenario: Scenario | None = None) -> KnobExplorer:
             "cuda_graphs": v["cuda_graphs"],
         }
 
-    return KnobExplorer(
+    return Explorer(
         LaunchBars,
         ["model", "gpu", "weight_precision"],
-        knobs,
         scenario or Scenario(context_tokens=0),
-        to_options,
         launch_readout,
+        knobs=knobs,
+        to_options=to_options,
     )

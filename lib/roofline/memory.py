@@ -66,6 +66,18 @@ def fits(model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf1
     return out(need <= have)
 
 
+def users_that_fit(free_bytes, context_tokens, kv_bytes_per_token_):
+    """How many users' KV caches of ``context_tokens`` each fit in ``free_bytes`` (users, rounded down).
+
+    >>> users_that_fit(63.9e9, 4096, 128 * 1024)   # an H100 after Llama 3 8B's BF16 weights
+    119
+    """
+    free = checked(free_bytes, "free_bytes", minimum=-np.inf)
+    t = checked(context_tokens, "context_tokens", above=0)
+    k = checked(kv_bytes_per_token_, "kv_bytes_per_token", above=0)
+    return out(np.floor(np.maximum(free, 0) / (t * k)).astype(int))
+
+
 def max_batch(model, gpu, context_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"):
     """Largest number of users at ``context_tokens`` each whose KV fits beside the weights (users).
 
@@ -74,10 +86,8 @@ def max_batch(model, gpu, context_tokens, *, num_gpus=1, weight_precision="bf16"
     >>> max_batch("llama-3-8b", "h100-sxm", context_tokens=[1000, 8192]).tolist()
     [487, 59]
     """
-    t = checked(context_tokens, "context_tokens", above=0)
     free = np.asarray(memory_capacity_bytes(gpu, num_gpus)) - weight_bytes(model, weight_precision)
-    per_user = t * kv_bytes_per_token(model, kv_precision)
-    return out(np.floor(np.maximum(free, 0) / per_user).astype(int))
+    return users_that_fit(free, context_tokens, kv_bytes_per_token(model, kv_precision))
 
 
 def check_fits(model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf16",

@@ -43,6 +43,16 @@ def allreduce_time_s(message_bytes, num_gpus, link_bytes_per_s, latency_s=DEFAUL
     return out(np.where(n > 1, t, 0.0))
 
 
+def allreduce_message_bytes(model, batch):
+    """Bytes in one tensor-parallel all-reduce of a decode step: B tokens × d activations × 2 bytes.
+
+    >>> allreduce_message_bytes("llama-3-70b", 1)   # 8192 activations of 2 bytes
+    16384.0
+    """
+    b = checked(batch, "batch", minimum=1)
+    return out(b * get_model(model).hidden_size * ACTIVATION_BYTES)
+
+
 def tensor_parallel_comm_time_s(model, batch, num_gpus, link_bytes_per_s,
                                 latency_s=DEFAULT_ALLREDUCE_LATENCY_S):
     """Communication time of one decode step under tensor parallelism (s): 2 all-reduces per layer
@@ -52,7 +62,6 @@ def tensor_parallel_comm_time_s(model, batch, num_gpus, link_bytes_per_s,
     >>> round(t * 1e3, 2)   # 160 all-reduces, latency-dominated at batch 1
     1.6
     """
-    m = get_model(model)
-    b = checked(batch, "batch", minimum=1)
-    msg = b * m.hidden_size * ACTIVATION_BYTES
-    return out(2 * m.layers * np.asarray(allreduce_time_s(msg, num_gpus, link_bytes_per_s, latency_s)))
+    msg = allreduce_message_bytes(model, batch)
+    t = np.asarray(allreduce_time_s(msg, num_gpus, link_bytes_per_s, latency_s))
+    return out(2 * get_model(model).layers * t)

@@ -25,12 +25,11 @@ from ._arrays import checked, out
 from .architecture import attention_flops_per_token, kv_bytes_per_token, parameter_breakdown
 from .data import get_gpu, get_model
 from .errors import InvalidConfigurationError
-from .launch import KnobExplorer
 from .overheads import amdahl_ceiling, amdahl_speedup, launch_overhead_s
 from .plots import STYLE_PATH, LiveFigure, new_figure, show
 from .precision import bytes_per_element, peak_flops_per_s
 from .scenario import Scenario
-from .widgets import table_html
+from .widgets import Explorer, table_html
 
 PART_COLORS = ["#999999", "#D55E00", "#0072B2", "#E69F00", "#009E73", "#CC79A7"]
 
@@ -278,7 +277,7 @@ def amdahl_readout(s: Scenario, options) -> str:
     )
 
 
-def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) -> KnobExplorer:
+def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) -> Explorer:
     """Lesson 60's explorer: share and speedup of two non-overlapping optimizations.
 
     >>> ex = amdahl_explorer()
@@ -306,4 +305,4 @@ def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) 
     def to_options(v):
         return {**v, "names": names}
 
-    return KnobExplorer(AmdahlBars, [], knobs, Scenario(), to_options, amdahl_readout)
+    return Explorer(AmdahlBars, [], Scenario(), amdahl_readout, knobs=knobs, to_options=to_options)

@@ -34,7 +34,7 @@ from .errors import InvalidConfigurationError
 from .plots import COLORS, LiveFigure, nice_limits
 from .scenario import Scenario
 from .units import MS
-from .widgets import table_html
+from .widgets import Explorer, table_html
 
 # Numbers of users the lesson's figure sweeps.
 USERS_SWEEP = np.unique(np.round(np.geomspace(1, 512, 120)).astype(int))
@@ -306,7 +306,6 @@ def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_t
     >>> serving_explorer().live.options
     {'users': 20, 'output_tokens': 400}
     """
-    from .tensor_parallel import KnobExplorer
 
     scenario = scenario or Scenario()
     style = {"description_width": "11em"}
@@ -327,9 +326,7 @@ def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_t
             layout=layout,
         ),
     }
-    return KnobExplorer(
-        QueueVsBatching, ["context_tokens", "gpu"], scenario, knobs=knobs, readout=serving_readout
-    )
+    return Explorer(QueueVsBatching, ["context_tokens", "gpu"], scenario, serving_readout, knobs=knobs)
 
 
 def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h100-sxm", bigger_gpu="h200"):

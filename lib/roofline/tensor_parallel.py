@@ -17,8 +17,6 @@ with G, so the speedup falls below G, most for small models whose floor is alrea
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import ipywidgets as W
@@ -28,12 +26,11 @@ import numpy as np
 from ._arrays import checked, out
 from .data import get_gpu, get_model
 from .decode import decode_step
-from .errors import RooflineError
 from .parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from .plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 from .scenario import Scenario
 from .units import GB, MS
-from .widgets import Explorer, jpeg, table_html
+from .widgets import Explorer, table_html
 
 # GPU counts the lesson's figures sweep (tensor parallelism splits heads, so powers of two).
 GPU_COUNTS = np.array([1, 2, 4, 8])
@@ -357,75 +354,19 @@ def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
     return table_html(rows)
 
 
-class KnobExplorer(Explorer):
-    """An ``Explorer`` with extra knobs that are not ``Scenario`` fields (e.g. "communication on/off",
-    "users queued"). Each knob sets the LiveFigure's option of the same name; ``readout`` receives the
-    scenario and the options dict. Taught in lesson 24 (used again in lesson 25).
-
-    >>> ex = KnobExplorer(SpeedupVsGPUs, ["num_gpus"], Scenario(),
-    ...                   knobs={"communication": W.Checkbox(value=True, description="all-reduces")},
-    ...                   readout=tensor_parallel_readout)
-    >>> ex.set(communication=False); ex.live.options["communication"]
-    False
-    """
-
-    def __init__(
-        self,
-        figure,
-        controls,
-        scenario: Scenario | None = None,
-        *,
-        knobs: dict[str, W.Widget],
-        readout: Callable[[Scenario, dict], str] | None = None,
-    ):
-        scenario = scenario or Scenario()
-        self.knobs = knobs
-        live = figure(scenario, **{name: w.value for name, w in knobs.items()})
-        super().__init__(
-            live, controls, scenario, readout=(lambda sc: readout(sc, live.options)) if readout else None
-        )
-        for name, widget in knobs.items():
-            widget.observe(lambda change, name=name: self._knob_changed(name, change["new"]), names="value")
-        grid = self.children[0]
-        grid.children = tuple(grid.children) + tuple(knobs.values())
-
-    def set(self, **values) -> None:
-        """Move controls or knobs from code: same path as a slider move."""
-        for name, value in values.items():
-            (self.knobs[name] if name in self.knobs else self.controls[name]).value = value
-
-    def _knob_changed(self, name, value) -> None:
-        old = self.live.options.get(name)
-        self.live.options[name] = value
-        try:
-            self.live.update(self.scenario)
-            picture = jpeg(self.live)
-            text = self.readout_fn(self.scenario) if self.readout_fn else ""
-        except RooflineError as err:
-            self.message.value = (
-                f'<p style="color:#b00020;font-size:15px"><b>Not possible:</b> {html.escape(str(err))}</p>'
-            )
-            self.live.options[name] = old
-            self.live.update(self.scenario)
-            return
-        self.message.value = ""
-        self.image.value = picture
-        self.readout.value = text
-
-
-def tensor_parallel_explorer(scenario: Scenario | None = None) -> KnobExplorer:
+def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
     """The lesson-24 explorer: model, GPU, weight precision, G, batch, and all-reduces on/off.
     Taught in lesson 24.
 
     >>> tensor_parallel_explorer()
-    <Explorer SpeedupVsGPUs: model, gpu, weight_precision, num_gpus, batch>
+    <Explorer SpeedupVsGPUs: model, gpu, weight_precision, num_gpus, batch, communication>
     """
     scenario = scenario or Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
     knob = W.Checkbox(value=True, description="include the all-reduces", indent=False)
-    return KnobExplorer(
+    return Explorer(
         SpeedupVsGPUs,
         ["model", "gpu", "weight_precision", "num_gpus", "batch"],
         scenario,
+        tensor_parallel_readout,
         knobs={"communication": knob},
-        readout=tensor_parallel_readout,
     )

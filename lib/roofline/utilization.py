@@ -31,12 +31,11 @@ from ._arrays import checked, out
 from .data import get_gpu
 from .decode import decode_step
 from .errors import InvalidConfigurationError
-from .launch import KnobExplorer
 from .plots import COLORS, LiveFigure, describe
 from .precision import peak_flops_per_s
 from .scenario import Scenario
 from .units import MS
-from .widgets import table_html
+from .widgets import Explorer, table_html
 
 # Share of peak bandwidth good decode kernels reach; the card's 6 ms step for a 4.8 ms floor is 80 %.
 TYPICAL_MEMORY_EFFICIENCY = 0.8
@@ -308,7 +307,7 @@ def utilization_readout(s: Scenario, options) -> str:
     )
 
 
-def utilization_explorer(scenario: Scenario | None = None) -> KnobExplorer:
+def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
     """Lesson 09's explorer: batch (MFU rises, GPU-util stays at 100 %) and the gap between steps.
 
     >>> ex = utilization_explorer()
@@ -327,11 +326,11 @@ def utilization_explorer(scenario: Scenario | None = None) -> KnobExplorer:
     def to_options(v):
         return {"gap_s": v["gap_ms"] * MS, "window_s": v["window_ms"] * MS, "n_steps": 3}
 
-    return KnobExplorer(
+    return Explorer(
         UtilTimeline,
         ["batch", "model", "gpu"],
-        knobs,
         scenario or Scenario(context_tokens=0),
-        to_options,
         utilization_readout,
+        knobs=knobs,
+        to_options=to_options,
     )

@@ -41,8 +41,8 @@ CONTEXT_OPTIONS = [128, 256, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536, 1
 PROMPT_OPTIONS = [16, 32, 64, 128, 256, 500, 1000, 2000, 4000, 8000, 16000, 32000]
 GPU_COUNT_OPTIONS = [1, 2, 4, 8]
 
-_STYLE = {"description_width": "11em"}
-_LAYOUT = W.Layout(width="26em")
+_STYLE = {"description_width": "14em"}
+_LAYOUT = W.Layout(width="30em")
 
 
 def _selection_slider(options, value, description):
@@ -76,8 +76,9 @@ def control(field: str, value) -> W.Widget:
     return CONTROL_FACTORIES[field](value)
 
 
-def decode_readout(s: Scenario) -> str:
-    """HTML table of the decode numbers for a scenario: what the explorers print beside their figure."""
+def decode_readout(s: Scenario, options: dict | None = None) -> str:
+    """HTML table of the decode numbers for a scenario: what the explorers print beside their figure.
+    (``options``, the figure options of an explorer with knobs, are not needed here.)"""
     step = s.decode()
     rows = [("memory needed", f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB")]
     if not step.fits:
@@ -121,46 +122,77 @@ class Explorer(W.VBox):
     Parameters
     ----------
     figure : a LiveFigure subclass (or instance) to draw.
-    controls : ``Scenario`` field names to put sliders/dropdowns on, in order.
+    controls : ``Scenario`` fields to put controls on, in order: a field name gets the standard widget;
+        a ``(name, widget)`` pair brings its own (e.g. a field of a Scenario subclass, like a chunk size).
     scenario : starting values (the lesson's worked example).
-    readout : function Scenario -> HTML shown beside the figure (``decode_readout`` by default; None hides it).
+    readout : function -> HTML shown beside the figure (``decode_readout`` by default; None hides it).
+        Called as ``readout(scenario)``, or ``readout(scenario, options)`` when there are knobs.
+    knobs : ``{name: widget}`` for settings that are not ``Scenario`` fields (kernels per step, all-reduces
+        on/off, ...). Their values become the figure's ``options`` (the figure is built with them).
+    to_options : converts the knob values (a dict) into figure options, e.g. µs into s. Default: as they are.
+
+    >>> ex = Explorer(StepTimeVsBatch, controls=["batch"], knobs={"note": W.Checkbox(value=True)})
+    >>> ex.set(note=False, batch=64); ex.live.options["note"], ex.scenario.batch
+    (False, 64)
     """
 
-    def __init__(self, figure=StepTimeVsBatch, controls: Sequence[str] = ("batch", "context_tokens"),
-                 scenario: Scenario | None = None, readout: Callable[[Scenario], str] | None = decode_readout):
+    def __init__(self, figure=StepTimeVsBatch, controls: Sequence = ("batch", "context_tokens"),
+                 scenario: Scenario | None = None, readout: Callable | None = decode_readout, *,
+                 knobs: dict[str, W.Widget] | None = None, to_options: Callable[[dict], dict] | None = None):
         self.scenario = scenario or Scenario()
-        self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario)
+        self.knobs = dict(knobs or {})
+        self.to_options = to_options or dict
+        self.controls = {}
+        for item in controls:
+            name, widget = item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
+            self.controls[name] = widget
+        for widget in [*self.knobs.values(), *self.controls.values()]:
+            widget.style.description_width = _STYLE["description_width"]
+            widget.layout.width = _LAYOUT.width
+        options = self._options()
+        self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
+        self.live.options.update(options)
         self.readout_fn = readout
-        self.controls = {name: control(name, getattr(self.scenario, name)) for name in controls}
         self.image = W.Image(format="jpeg", value=jpeg(self.live), layout=W.Layout(width="900px", max_width="100%"))
-        self.readout = W.HTML(readout(self.scenario) if readout else "")
+        self.readout = W.HTML(self._readout_html(self.scenario))
         self.message = W.HTML("")
         self.last_update_s = 0.0
-        for name, widget in self.controls.items():
-            widget.observe(lambda change, name=name: self._changed(name, change["new"]), names="value")
-        grid = W.GridBox(list(self.controls.values()),
-                         layout=W.Layout(grid_template_columns="repeat(2, 27em)", grid_gap="2px 12px"))
+        for widget in [*self.controls.values(), *self.knobs.values()]:
+            widget.observe(lambda change: self._changed(), names="value")
+        grid = W.GridBox([*self.controls.values(), *self.knobs.values()],
+                         layout=W.Layout(grid_template_columns="repeat(2, 31em)", grid_gap="2px 12px"))
         super().__init__([grid, self.message, W.HBox([self.image, self.readout])])
         self.add_class("roofline-explorer")
 
     def __repr__(self) -> str:  # the default repr would print the whole picture's bytes
-        return f"<Explorer {type(self.live).__name__}: {', '.join(self.controls)}>"
+        return f"<Explorer {type(self.live).__name__}: {', '.join([*self.controls, *self.knobs])}>"
 
     def set(self, **values) -> None:
-        """Move controls from code (tests, benchmarks, a demo script): same path as a slider move."""
+        """Move controls or knobs from code (tests, benchmarks, a demo script): same path as a slider move."""
         for name, value in values.items():
-            self.controls[name].value = value
+            (self.knobs[name] if name in self.knobs else self.controls[name]).value = value
 
-    def _changed(self, name: str, value) -> None:
+    def _options(self) -> dict:
+        return dict(self.to_options({name: w.value for name, w in self.knobs.items()}))
+
+    def _readout_html(self, scenario: Scenario) -> str:
+        if not self.readout_fn:
+            return ""
+        return self.readout_fn(scenario, self.live.options) if self.knobs else self.readout_fn(scenario)
+
+    def _changed(self) -> None:
         start = time.perf_counter()
-        candidate = self.scenario.with_(**{name: value})
+        candidate = self.scenario.with_(**{name: w.value for name, w in self.controls.items()})
+        old_options = dict(self.live.options)
+        self.live.options.update(self._options())
         try:
             self.live.update(candidate)
             picture = jpeg(self.live)
-            text = self.readout_fn(candidate) if self.readout_fn else ""
+            text = self._readout_html(candidate)
         except RooflineError as err:
             self.message.value = f'<p style="color:#b00020;font-size:15px"><b>Not possible:</b> {html.escape(str(err))}</p>'
-            self.live.update(self.scenario)  # keep the figure consistent with the last valid scenario
+            self.live.options = old_options
+            self.live.update(self.scenario)  # keep the figure consistent with the last valid state
             return
         self.scenario = candidate
         self.message.value = ""
