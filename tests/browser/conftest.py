@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,3 +113,54 @@ def _is_loopback(url: str) -> bool:
     import re
 
     return re.match(LOOPBACK, url) is not None or url.startswith(("data:", "blob:"))
+
+
+EXPLORER_NOTEBOOK = """
+from roofline.plots import StepTimeVsBatch
+from roofline.scenario import Scenario
+from roofline.widgets import Explorer
+Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context_tokens"],
+         scenario=Scenario(batch=32))
+"""
+
+# Every lesson notebook plus the Pack 01 self-check (which has its own test: its controls are answer boxes).
+LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Voilà serving a temporary copy of the notebooks plus one explorer with every kind of control."""
+    directory = tmp_path_factory.mktemp("app")
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(path, directory / path.name)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_NOTEBOOK)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, directory / "explorer_controls.ipynb")
+    srv = VoilaServer(directory)
+    yield srv
+    srv.stop()
+
+
+SNAPSHOT_JS = """() => Array.from(document.querySelectorAll('.widget-image, .jp-OutputArea img, .widget-html-content'))
+    .map(e => e.getAttribute('src') || e.innerText).join('|')"""
+
+
+def drive_first_control(browser, server, lesson: str) -> None:
+    """Open a lesson as an app, move its first slider one step (or pick another option of its first
+    dropdown), and wait until a figure or readout on the page changes; no error output may appear."""
+    page = open_page(browser, f"{server.url}/voila/render/{lesson}", ".widget-slider, .widget-dropdown")
+    page.wait_for_selector(".widget-image, .jp-OutputArea img", state="attached", timeout=60_000)
+    before = page.evaluate(SNAPSHOT_JS)
+    if page.locator(".widget-slider .noUi-handle").count():
+        page.locator(".widget-slider .noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+    else:
+        select = page.locator(".widget-dropdown select").first
+        options = select.locator("option").all_inner_texts()
+        current = select.evaluate("e => e.options[e.selectedIndex].text")
+        select.select_option(label=next(o for o in options if o != current))
+    page.wait_for_function(f"(before) => ({SNAPSHOT_JS})() !== before", arg=before, timeout=30_000)
+    assert not page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
+    page.screenshot(path=ARTIFACTS / f"{lesson.removesuffix('.ipynb')}.png", full_page=False)
+    assert all("fontawesome" in url for url in page.outside_requests), page.outside_requests
+    page.close()

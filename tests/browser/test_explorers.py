@@ -6,41 +6,13 @@ Synchronization is by condition (Playwright waits for a selector or a page-side 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 
-import nbformat
 import pytest
-
 import roofline as rl
 from roofline.scenario import Scenario
 
-from .conftest import ARTIFACTS, ROOT, VoilaServer, open_page
-
-EXPLORER_NOTEBOOK = """
-from roofline.plots import StepTimeVsBatch
-from roofline.scenario import Scenario
-from roofline.widgets import Explorer
-Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context_tokens"],
-         scenario=Scenario(batch=32))
-"""
-
-LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """Voilà serving a temporary copy of the lessons plus a notebook with one explorer of every control kind."""
-    directory = tmp_path_factory.mktemp("app")
-    for name in LESSONS:
-        shutil.copy(ROOT / "notebooks" / name, directory / name)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_NOTEBOOK)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, directory / "explorer_controls.ipynb")
-    srv = VoilaServer(directory)
-    yield srv
-    srv.stop()
+from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 
 
 def readout(page, key: str) -> str:
@@ -111,31 +83,8 @@ def test_every_kind_of_control_updates_figure_and_readout(browser, server):
     page.close()
 
 
-SNAPSHOT_JS = """() => Array.from(document.querySelectorAll('.widget-image, .jp-OutputArea img, .widget-html-content'))
-    .map(e => e.getAttribute('src') || e.innerText).join('|')"""
 
-# Every lesson is rendered and driven when SPEED_PHYSICS_ALL_LESSONS=1; by default the core lessons only,
-# to keep the whole test command within its time budget on a 2-core machine (a Voila page load runs the
-# whole notebook: 5-15 s each here).
-CORE = ["01_token_cost.ipynb", "02_decode_floor.ipynb", "04_roofline.ipynb", "15_prefill_vs_decode.ipynb",
-        "16_step_time.ipynb"]
-DRIVEN = LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") else [n for n in CORE if n in LESSONS]
-
-
-@pytest.mark.parametrize("lesson", DRIVEN)
+# The lessons are split over two files so that pytest-xdist (--dist loadfile) runs them on both workers.
+@pytest.mark.parametrize("lesson", [n for n in LESSONS if n < "20"])
 def test_lesson_explorer_responds_to_its_first_control(browser, server, lesson):
-    page = open_page(browser, f"{server.url}/voila/render/{lesson}", ".widget-slider, .widget-dropdown")
-    page.wait_for_selector(".widget-image, .jp-OutputArea img", state="attached", timeout=60_000)
-    before = page.evaluate(SNAPSHOT_JS)
-    if page.locator(".widget-slider .noUi-handle").count():
-        page.locator(".widget-slider .noUi-handle").first.focus()
-        page.keyboard.press("ArrowRight")
-    else:
-        select = page.locator(".widget-dropdown select").first
-        options = select.locator("option").all_inner_texts()
-        current = select.evaluate("e => e.options[e.selectedIndex].text")
-        select.select_option(label=next(o for o in options if o != current))
-    page.wait_for_function(f"(before) => ({SNAPSHOT_JS})() !== before", arg=before, timeout=30_000)
-    assert not page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
-    page.screenshot(path=ARTIFACTS / f"{lesson.removesuffix('.ipynb')}.png", full_page=False)
-    page.close()
+    drive_first_control(browser, server, lesson)
