@@ -84,17 +84,23 @@ def main() -> None:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
                 page = open_page(browser, f"{server.url}/voila/render/latency.ipynb", ".bench-naive img")
-                results = {name: measure(page, root, args.moves)
-                           for name, root in (("course Explorer", ".bench-course"),
-                                              ("naive interact + new figure", ".bench-naive"))}
+                results = {
+                    name: measure(page, root, args.moves)
+                    for name, root in (
+                        ("course Explorer", ".bench-course"),
+                        ("naive interact + new figure", ".bench-naive"),
+                    )
+                }
                 page.screenshot(path=ARTIFACTS / "browser-latency.png")
                 browser.close()
         finally:
             server.stop()
     for name, samples in results.items():
         a = np.array(samples)
-        print(f"{name:<30} median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   "
-              f"n={len(a)} of {args.moves} moves")
+        print(
+            f"{name:<30} median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   "
+            f"n={len(a)} of {args.moves} moves"
+        )
     course = np.array(results["course Explorer"])
     ok = np.median(course) <= 50 and np.percentile(course, 95) <= 100
     print(f"goal (median <= 50 ms, p95 <= 100 ms) for the course explorer: {'met' if ok else 'NOT met'}")

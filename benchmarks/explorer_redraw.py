@@ -36,9 +36,18 @@ def naive_step_figure(s: Scenario) -> bytes:
     here = s.decode()
     with plt.style.context(STYLE_PATH):
         fig, ax = plt.subplots(figsize=(9, 4.5))
-        ax.plot(BATCH_SWEEP, sweep.weight_bytes_read / sweep.bytes_read * sweep.memory_time_s / MS, "--",
-                label="weight read")
-        ax.plot(BATCH_SWEEP, sweep.kv_bytes_read / sweep.bytes_read * sweep.memory_time_s / MS, "--", label="KV read")
+        ax.plot(
+            BATCH_SWEEP,
+            sweep.weight_bytes_read / sweep.bytes_read * sweep.memory_time_s / MS,
+            "--",
+            label="weight read",
+        )
+        ax.plot(
+            BATCH_SWEEP,
+            sweep.kv_bytes_read / sweep.bytes_read * sweep.memory_time_s / MS,
+            "--",
+            label="KV read",
+        )
         ax.plot(BATCH_SWEEP, sweep.compute_time_s / MS, ":", label="compute")
         ax.plot(BATCH_SWEEP, sweep.step_time_s / MS, label="step")
         ax.plot([s.batch], [here.step_time_s / MS], "o")
@@ -61,7 +70,8 @@ def time_moves(move) -> list[float]:
 
 def summary(name: str, times: list[float]) -> str:
     ms = np.array(times) * 1e3
-    return f"{name:<44} median {statistics.median(ms):6.1f} ms   p95 {np.percentile(ms, 95):6.1f} ms   n={len(ms)}"
+    median, p95 = statistics.median(ms), np.percentile(ms, 95)
+    return f"{name:<44} median {median:6.1f} ms   p95 {p95:6.1f} ms   n={len(ms)}"
 
 
 def main() -> None:
@@ -70,13 +80,17 @@ def main() -> None:
     for cls in (StepTimeVsBatch, ThroughputVsBatch):
         explorer = Explorer(cls, controls=["batch", "context_tokens"], scenario=base)
         results[f"course Explorer ({cls.__name__})"] = time_moves(lambda b, e=explorer: e.set(batch=b))
-    results["naive interact + new figure (step time)"] = time_moves(lambda b: naive_step_figure(base.with_(batch=b)))
+    results["naive interact + new figure (step time)"] = time_moves(
+        lambda b: naive_step_figure(base.with_(batch=b))
+    )
     for name, times in results.items():
         print(summary(name, times))
     ours = statistics.median(results["course Explorer (StepTimeVsBatch)"])
     naive = statistics.median(results["naive interact + new figure (step time)"])
-    print(f"speed-up of the in-place explorer over the naive pattern: {naive / ours:.1f}x "
-          f"(goal: course median < 50 ms: {'met' if ours < 0.05 else 'NOT met'})")
+    print(
+        f"speed-up of the in-place explorer over the naive pattern: {naive / ours:.1f}x "
+        f"(goal: course median < 50 ms: {'met' if ours < 0.05 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

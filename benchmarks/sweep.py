@@ -37,6 +37,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
+
 import roofline as rl
 
 TARGET_S = 0.1

@@ -4,9 +4,10 @@ import time
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.benchmarking import (
     EDGE_OF_POSSIBLE,
     AsyncStream,

@@ -5,9 +5,10 @@ import math
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.ceilings import (
     CeilingHeatmap,
     batch1_ceiling_table,

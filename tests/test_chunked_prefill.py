@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.chunked_prefill import (
     ChunkScenario,
     ChunkTradeoffChart,

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from roofline.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The data tables: every row sourced, figures plausible, parameter counts consistent with the architecture."""
+"""The data tables: every row sourced, figures plausible, parameter counts consistent with architecture."""
 
 import math
 
@@ -6,10 +6,29 @@ import pytest
 
 import roofline as rl
 
-GPU_IDS = ["h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb-sxm", "a100-40gb", "l40s", "l4", "a10g",
-           "rtx-4090", "mi300x"]
-MODEL_IDS = ["llama-3-8b", "llama-3-70b", "llama-3.1-405b", "llama-3.2-1b", "mistral-7b", "qwen2.5-7b",
-             "qwen2.5-72b", "mixtral-8x7b"]
+GPU_IDS = [
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "b200",
+    "a100-80gb-sxm",
+    "a100-40gb",
+    "l40s",
+    "l4",
+    "a10g",
+    "rtx-4090",
+    "mi300x",
+]
+MODEL_IDS = [
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "mistral-7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "mixtral-8x7b",
+]
 
 
 def test_required_rows_present():
@@ -18,8 +37,9 @@ def test_required_rows_present():
     assert rl.prices()
 
 
-@pytest.mark.parametrize("row", [*rl.gpus().values(), *rl.models().values(), *rl.prices().values()],
-                         ids=lambda r: r.id)
+@pytest.mark.parametrize(
+    "row", [*rl.gpus().values(), *rl.models().values(), *rl.prices().values()], ids=lambda r: r.id
+)
 def test_every_row_cites_a_source_and_says_what_it_is(row):
     assert row.source.startswith("https://"), f"{row.id} has no source URL"
     assert len(row.note) > 20, f"{row.id} needs a note saying what its figures are"
@@ -48,7 +68,10 @@ def test_gpu_figures_are_in_physical_ranges(gpu):
 @pytest.mark.parametrize("model", rl.models().values(), ids=lambda m: m.id)
 def test_parameter_count_from_architecture_matches_published(model):
     derived = rl.parameter_count(model)
-    assert math.isclose(derived, model.published_parameters, rel_tol=0.02), (derived, model.published_parameters)
+    assert math.isclose(derived, model.published_parameters, rel_tol=0.02), (
+        derived,
+        model.published_parameters,
+    )
     if model.is_moe:
         active = rl.active_parameter_count(model)
         assert math.isclose(active, model.published_active_parameters, rel_tol=0.02)

@@ -25,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 STARTERS = EXERCISES / "starters"

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.launch import (
     kernels_per_step_estimate,
     launch_budget,

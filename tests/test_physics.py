@@ -52,8 +52,9 @@ def test_tensor_parallel_communication_latency_dominated_at_batch_one():
     # 80 layers x 2 all-reduces x (10 us + 2 x 1/2 x 16 KB / 450 GB/s) = 160 x 10.036 us = 1.606 ms
     t = rl.tensor_parallel_comm_time_s("llama-3-70b", 1, 2, 900e9)
     assert t == pytest.approx(160 * (10e-6 + 8192 * 2 / 450e9), rel=1e-9)
-    with_comm = rl.decode_step("llama-3-70b", "h100-sxm", num_gpus=2, weight_precision="fp8",
-                               include_communication=True)
+    with_comm = rl.decode_step(
+        "llama-3-70b", "h100-sxm", num_gpus=2, weight_precision="fp8", include_communication=True
+    )
     ideal = rl.decode_step("llama-3-70b", "h100-sxm", num_gpus=2, weight_precision="fp8")
     assert with_comm.step_time_s - ideal.step_time_s == pytest.approx(t)
 
@@ -90,8 +91,9 @@ def test_ridge_point_of_each_gpu_is_computed_not_stored():
     for gpu in rl.gpus().values():
         assert not hasattr(gpu, "ridge_point")
     mi300x = rl.get_gpu("mi300x")
-    assert rl.ridge_point_flop_per_byte(mi300x.dense_flops_per_s["bf16"], mi300x.memory_bandwidth_bytes_per_s) \
-        == pytest.approx(1307.4e12 / 5.3e12)
+    assert rl.ridge_point_flop_per_byte(
+        mi300x.dense_flops_per_s["bf16"], mi300x.memory_bandwidth_bytes_per_s
+    ) == pytest.approx(1307.4e12 / 5.3e12)
 
 
 def test_vectorized_equals_scalar_calls():

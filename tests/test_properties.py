@@ -14,14 +14,28 @@ MODELS = list(rl.models())
 def configs(draw):
     gpu = rl.get_gpu(draw(st.sampled_from(GPUS)))
     model = draw(st.sampled_from(MODELS))
-    precision = draw(st.sampled_from([p for p in ("bf16", "fp8", "int8", "int4", "fp4")
-                                      if rl.PRECISIONS[p].compute in gpu.dense_flops_per_s]))
+    precision = draw(
+        st.sampled_from(
+            [
+                p
+                for p in ("bf16", "fp8", "int8", "int4", "fp4")
+                if rl.PRECISIONS[p].compute in gpu.dense_flops_per_s
+            ]
+        )
+    )
     kv = draw(st.sampled_from(["bf16", "fp8"]))
     num_gpus = draw(st.sampled_from([1, 2, 4, 8]))
     batch = draw(st.integers(1, 512))
     context = draw(st.integers(0, 131_072))
-    return dict(model=model, gpu=gpu, num_gpus=num_gpus, weight_precision=precision, kv_precision=kv,
-                batch=batch, context_tokens=context)
+    return dict(
+        model=model,
+        gpu=gpu,
+        num_gpus=num_gpus,
+        weight_precision=precision,
+        kv_precision=kv,
+        batch=batch,
+        context_tokens=context,
+    )
 
 
 def step(cfg, **changes):
@@ -50,8 +64,10 @@ def test_more_users_or_more_context_never_shortens_a_step(cfg, extra_batch, extr
     if bigger_batch.fits:
         assert bigger_batch.step_time_s >= s.step_time_s
         assert bigger_batch.tokens_per_s_per_user <= s.tokens_per_s_per_user
-        assert bigger_batch.tokens_per_s_total >= s.tokens_per_s_total * (1 - 1e-12) or \
-            bigger_batch.binding == "compute"
+        assert (
+            bigger_batch.tokens_per_s_total >= s.tokens_per_s_total * (1 - 1e-12)
+            or bigger_batch.binding == "compute"
+        )
     if longer.fits:
         assert longer.step_time_s >= s.step_time_s
 

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.errors import InvalidConfigurationError
 from roofline.saturation import (
     FlipBatchVsContext,

@@ -6,9 +6,10 @@ Expected values are worked out by hand from the study card's own inputs (16 GB o
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline import selfcheck as sc
 
 # (card, answer, the study card's figure, how far the card's rounding lets it be, hand arithmetic)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from roofline.errors import InvalidConfigurationError
 from roofline.scenario import Scenario
 from roofline.serving import (

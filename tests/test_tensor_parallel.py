@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from roofline.errors import InvalidConfigurationError
 from roofline.scenario import Scenario
-from roofline.widgets import Explorer
 from roofline.tensor_parallel import (
     SpeedupVsGPUs,
     scaling_comparison_figure,
@@ -15,6 +15,7 @@ from roofline.tensor_parallel import (
     tensor_parallel_scaling,
     weight_bytes_per_gpu,
 )
+from roofline.widgets import Explorer
 
 
 def test_card_70b_fp8_on_two_h100s():

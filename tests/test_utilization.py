@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-import roofline as rl
 from hypothesis import given
 from hypothesis import strategies as st
+
+import roofline as rl
 from roofline.utilization import (
     busy_time_fraction,
     decode_timeline,

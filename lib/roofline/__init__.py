@@ -41,7 +41,15 @@ from .errors import (
     UnknownNameError,
     UnsupportedPrecisionError,
 )
-from .memory import users_that_fit, check_fits, fits, kv_cache_bytes, max_batch, memory_capacity_bytes, memory_needed_bytes
+from .memory import (
+    check_fits,
+    fits,
+    kv_cache_bytes,
+    max_batch,
+    memory_capacity_bytes,
+    memory_needed_bytes,
+    users_that_fit,
+)
 from .metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
 from .overheads import amdahl_ceiling, amdahl_new_time_fraction, amdahl_speedup, launch_overhead_s
 from .parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s

@@ -7,8 +7,15 @@ import numpy as np
 from .errors import InvalidConfigurationError
 
 
-def checked(value, name: str, *, minimum: float | None = None, above: float | None = None,
-            maximum: float | None = None, allow_inf: bool = False) -> np.ndarray:
+def checked(
+    value,
+    name: str,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    allow_inf: bool = False,
+) -> np.ndarray:
     """``value`` as a float array, after checking bounds; the error names the parameter and the rule."""
     try:
         arr = np.asarray(value, dtype=float)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Model, get_model
 from ._arrays import checked, out
+from .data import Model, get_model
 from .precision import bytes_per_element
 
 

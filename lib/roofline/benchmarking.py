@@ -410,9 +410,7 @@ def plausibility_readout(s: Scenario, options) -> str:
     return table_html(rows)
 
 
-def plausibility_explorer(
-    claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None
-) -> Explorer:
+def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None) -> Explorer:
     """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, batch (and context).
 
     >>> ex = plausibility_explorer()

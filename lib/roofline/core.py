@@ -49,9 +49,7 @@ def roofline_time_s(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s)
     4.776...
     """
     return out(
-        np.maximum(
-            compute_time_s(flops, peak_flops_per_s), memory_time_s(bytes_moved, bandwidth_bytes_per_s)
-        )
+        np.maximum(compute_time_s(flops, peak_flops_per_s), memory_time_s(bytes_moved, bandwidth_bytes_per_s))
     )
 
 

@@ -23,7 +23,12 @@ from typing import Literal
 import numpy as np
 
 from ._arrays import checked, out
-from .architecture import attention_flops_per_token, active_parameter_count, kv_bytes_per_token, weight_bytes_read
+from .architecture import (
+    active_parameter_count,
+    attention_flops_per_token,
+    kv_bytes_per_token,
+    weight_bytes_read,
+)
 from .data import get_gpu, get_model
 from .memory import check_fits, memory_capacity_bytes, memory_needed_bytes
 from .parallel import DEFAULT_ALLREDUCE_LATENCY_S, tensor_parallel_comm_time_s
@@ -137,7 +142,8 @@ def decode_step(
         b, t, n, w_bytes, kv_bytes, total_bytes, flops, mem_t, comp_t, comm_t, overhead, ok
     )
     binding = np.array(["memory", "compute", "does not fit"]).take(
-        np.where(ok, (comp_t > mem_t).view(np.int8), 2))
+        np.where(ok, (comp_t > mem_t).view(np.int8), 2)
+    )
     step = np.maximum(mem_t, comp_t) + comm_t + overhead
     step = np.where(ok, step, np.nan)
     nan_unless_fits = lambda x: np.where(ok, x, np.nan)  # noqa: E731

@@ -90,8 +90,9 @@ def max_batch(model, gpu, context_tokens, *, num_gpus=1, weight_precision="bf16"
     return users_that_fit(free, context_tokens, kv_bytes_per_token(model, kv_precision))
 
 
-def check_fits(model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf16",
-               kv_precision="bf16"):
+def check_fits(
+    model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"
+):
     """Raise ``DoesNotFitError`` with the numbers if any configuration does not fit; else return None.
 
     >>> check_fits("llama-3-70b", "h100-sxm", 1, 1000)
@@ -99,12 +100,22 @@ def check_fits(model, gpu, batch, context_tokens, *, num_gpus=1, weight_precisio
     ...
     roofline.errors.DoesNotFitError: Does not fit: needs 141.5 GB (weights 141.1 GB + KV 0.3 GB) ...
     """
-    ok = np.asarray(fits(model, gpu, batch, context_tokens, num_gpus=num_gpus,
-                         weight_precision=weight_precision, kv_precision=kv_precision))
+    ok = np.asarray(
+        fits(
+            model,
+            gpu,
+            batch,
+            context_tokens,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+        )
+    )
     if ok.all():
         return
     need = np.broadcast_to(
-        memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision), ok.shape)
+        memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision), ok.shape
+    )
     have = np.broadcast_to(memory_capacity_bytes(gpu, num_gpus), ok.shape)
     worst = np.unravel_index(np.argmax(np.where(ok, -np.inf, need - have)), ok.shape)
     w = weight_bytes(model, weight_precision)

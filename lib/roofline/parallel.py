@@ -53,8 +53,9 @@ def allreduce_message_bytes(model, batch):
     return out(b * get_model(model).hidden_size * ACTIVATION_BYTES)
 
 
-def tensor_parallel_comm_time_s(model, batch, num_gpus, link_bytes_per_s,
-                                latency_s=DEFAULT_ALLREDUCE_LATENCY_S):
+def tensor_parallel_comm_time_s(
+    model, batch, num_gpus, link_bytes_per_s, latency_s=DEFAULT_ALLREDUCE_LATENCY_S
+):
     """Communication time of one decode step under tensor parallelism (s): 2 all-reduces per layer
     (after attention and after the MLP), each of ``batch`` × d activations.
 

@@ -27,10 +27,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from .architecture import kv_bytes_per_token, weight_bytes
 from .core import attainable_flops_per_s, ridge_point_flop_per_byte
 from .cost import cost_per_million_tokens_usd
 from .data import get_gpu
-from .architecture import kv_bytes_per_token, weight_bytes
 from .memory import kv_cache_bytes, max_batch
 from .precision import peak_flops_per_s
 from .scenario import Scenario
@@ -65,7 +65,6 @@ def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
         FigureCanvasAgg(fig)
         axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
     return fig, axes
-
 
 
 def figure_png(fig: Figure, dpi: int = 100) -> bytes:
@@ -170,15 +169,21 @@ class LiveFigure:
 
     def __repr__(self) -> str:
         s = self.scenario
-        return (f"<{type(self).__name__}: {s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, "
-                f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>")
+        return (
+            f"<{type(self).__name__}: {s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, "
+            f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>"
+        )
 
     def _layout_key(self):
         parts = [self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else ""]
         for ax in self.axes:
             legend = ax.get_legend()
-            parts += [ax.get_xlim(), ax.get_ylim(), ax.get_title(),
-                      tuple(t.get_text() for t in legend.get_texts()) if legend else ()]
+            parts += [
+                ax.get_xlim(),
+                ax.get_ylim(),
+                ax.get_title(),
+                tuple(t.get_text() for t in legend.get_texts()) if legend else (),
+            ]
         return tuple(parts)
 
     # helpers for subclasses
@@ -192,12 +197,29 @@ class LiveFigure:
         if first_bad is None or first_bad > last:
             return
         self._transient_artist(ax.axvspan(first_bad, last * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0))
-        self._transient_artist(ax.text(first_bad * 1.08, 0.5, label, transform=ax.get_xaxis_transform(),
-                                       rotation=90, va="center", ha="left", color="#444444", fontsize=11))
+        self._transient_artist(
+            ax.text(
+                first_bad * 1.08,
+                0.5,
+                label,
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="center",
+                ha="left",
+                color="#444444",
+                fontsize=11,
+            )
+        )
 
     def _first_overflow_batch(self, s: Scenario):
-        limit = max_batch(s.model, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
-                          weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        limit = max_batch(
+            s.model,
+            s.gpu,
+            max(s.context_tokens, 1),
+            num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
         return max(limit + 1, 1) if limit < BATCH_SWEEP[-1] else None
 
     @staticmethod
@@ -219,8 +241,13 @@ class StepTimeVsBatch(LiveFigure):
             "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
         }
         self.marker = m(ax.plot([], [], "o", color=COLORS["step"], zorder=5)[0])
-        ax.set(xscale="log", yscale="log", xlabel="batch B (users decoding together)",
-               ylabel="time per step (ms)", xlim=(1, BATCH_SWEEP[-1] * 1.05))
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="batch B (users decoding together)",
+            ylabel="time per step (ms)",
+            xlim=(1, BATCH_SWEEP[-1] * 1.05),
+        )
         ax.legend(loc="upper left")
 
     def _draw(self, s):
@@ -229,7 +256,9 @@ class StepTimeVsBatch(LiveFigure):
         seconds_per_byte = 1 / (s.num_gpus * get_gpu(s.gpu).memory_bandwidth_bytes_per_s)
         # Parts of a step that cannot run (memory overflow) are not drawn: no time without a server.
         weights_ms = np.where(sweep.fits, sweep.weight_bytes_read * seconds_per_byte / MS, np.nan)
-        kv_ms = np.where(sweep.fits & (sweep.kv_bytes_read > 0), sweep.kv_bytes_read * seconds_per_byte / MS, np.nan)
+        kv_ms = np.where(
+            sweep.fits & (sweep.kv_bytes_read > 0), sweep.kv_bytes_read * seconds_per_byte / MS, np.nan
+        )
         self.lines["weights"].set_data(BATCH_SWEEP, weights_ms)
         self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
         self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
@@ -240,8 +269,16 @@ class StepTimeVsBatch(LiveFigure):
             y = here.step_time_s / MS
             self.marker.set_data([s.batch], [y])
             text = f"B={s.batch}, T={s.context_tokens:,}: {y:.2f} ms ({here.binding}-bound)"
-            self._transient_artist(ax.annotate(text, (s.batch, y), xytext=(-8, 12), textcoords="offset points",
-                                               fontsize=12, ha="right" if s.batch > 64 else "left"))
+            self._transient_artist(
+                ax.annotate(
+                    text,
+                    (s.batch, y),
+                    xytext=(-8, 12),
+                    textcoords="offset points",
+                    fontsize=12,
+                    ha="right" if s.batch > 64 else "left",
+                )
+            )
         else:
             self.marker.set_data([], [])
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
@@ -275,9 +312,16 @@ class ThroughputVsBatch(LiveFigure):
         for ax, marker, value in zip(self.axes, self.markers, values, strict=True):
             if here.fits:
                 marker.set_data([s.batch], [value])
-                self._transient_artist(ax.annotate(f"{value:,.0f} tok/s", (s.batch, value), xytext=(8, 8),
-                                                   textcoords="offset points", fontsize=12,
-                                                   ha="right" if s.batch > 64 else "left"))
+                self._transient_artist(
+                    ax.annotate(
+                        f"{value:,.0f} tok/s",
+                        (s.batch, value),
+                        xytext=(8, 8),
+                        textcoords="offset points",
+                        fontsize=12,
+                        ha="right" if s.batch > 64 else "left",
+                    )
+                )
             else:
                 marker.set_data([], [])
             self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
@@ -312,20 +356,30 @@ class CostVsBatch(LiveFigure):
         here = s.decode()
         if here.fits:
             here_cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, here.tokens_per_s_total, s.num_gpus)
-            points = ((here_cost, f"${here_cost:.2f} per M"), (here.tokens_per_s_per_user,
-                                                                 f"{here.tokens_per_s_per_user:.0f} tok/s"))
+            points = (
+                (here_cost, f"${here_cost:.2f} per M"),
+                (here.tokens_per_s_per_user, f"{here.tokens_per_s_per_user:.0f} tok/s"),
+            )
         for i, ax in enumerate(self.axes):
             if here.fits:
                 value, label = points[i]
                 self.markers[i].set_data([s.batch], [value])
-                self._transient_artist(ax.annotate(label, (s.batch, value), xytext=(8, 8),
-                                                   textcoords="offset points", fontsize=12,
-                                                   ha="right" if s.batch > 64 else "left"))
+                self._transient_artist(
+                    ax.annotate(
+                        label,
+                        (s.batch, value),
+                        xytext=(8, 8),
+                        textcoords="offset points",
+                        fontsize=12,
+                        ha="right" if s.batch > 64 else "left",
+                    )
+                )
             else:
                 self.markers[i].set_data([], [])
             self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
-        self.fig.suptitle(f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour",
-                          fontsize=12)
+        self.fig.suptitle(
+            f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour", fontsize=12
+        )
 
 
 class RooflineChart(LiveFigure):
@@ -342,8 +396,13 @@ class RooflineChart(LiveFigure):
         self.ridge = m(ax.axvline(1, color="grey", ls="--", lw=1.5))
         self.decode_pts = m(ax.plot([], [], "o", color=COLORS["decode"], label="decode at batch B")[0])
         self.prefill_pts = m(ax.plot([], [], "s", color=COLORS["prefill"], label="prefill of P tokens")[0])
-        ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)",
-               ylabel="achieved TFLOP/s", xlim=(self.intensities[0], self.intensities[-1]))
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="arithmetic intensity (FLOP per byte)",
+            ylabel="achieved TFLOP/s",
+            xlim=(self.intensities[0], self.intensities[-1]),
+        )
         ax.legend(loc="upper left")
 
     def _draw(self, s):
@@ -354,8 +413,16 @@ class RooflineChart(LiveFigure):
         self.roof.set_data(self.intensities, attainable_flops_per_s(self.intensities, peak, bw) / TFLOPS)
         ridge = ridge_point_flop_per_byte(peak, bw)
         self.ridge.set_xdata([ridge, ridge])
-        self._transient_artist(ax.text(ridge * 1.1, 0.04, f"ridge ≈ {ridge:.0f} FLOP/byte",
-                                       transform=ax.get_xaxis_transform(), fontsize=11, color="grey"))
+        self._transient_artist(
+            ax.text(
+                ridge * 1.1,
+                0.04,
+                f"ridge ≈ {ridge:.0f} FLOP/byte",
+                transform=ax.get_xaxis_transform(),
+                fontsize=11,
+                color="grey",
+            )
+        )
         d = s.decode(batch=np.array(self.decode_batches))
         d_int = d.flops / d.bytes_read
         d_perf = np.where(d.fits, d.flops / d.step_time_s / TFLOPS, np.nan)
@@ -366,14 +433,34 @@ class RooflineChart(LiveFigure):
         self.prefill_pts.set_data(p_int, p_perf)
         for x, y, b in zip(d_int, d_perf, self.decode_batches, strict=True):
             if np.isfinite(y):
-                self._transient_artist(ax.annotate(f"B={b}", (x, y), xytext=(-6, 8), textcoords="offset points",
-                                                   fontsize=10, color=COLORS["decode"], ha="right"))
+                self._transient_artist(
+                    ax.annotate(
+                        f"B={b}",
+                        (x, y),
+                        xytext=(-6, 8),
+                        textcoords="offset points",
+                        fontsize=10,
+                        color=COLORS["decode"],
+                        ha="right",
+                    )
+                )
         for x, y, n in zip(p_int, p_perf, self.prefill_prompts, strict=True):
-            self._transient_artist(ax.annotate(f"P={n}", (x, y), xytext=(4, -14), textcoords="offset points",
-                                               fontsize=10, color=COLORS["prefill"]))
+            self._transient_artist(
+                ax.annotate(
+                    f"P={n}",
+                    (x, y),
+                    xytext=(4, -14),
+                    textcoords="offset points",
+                    fontsize=10,
+                    color=COLORS["prefill"],
+                )
+            )
         ax.set_ylim(nice_limits([peak / TFLOPS / 3000, peak / TFLOPS * 3], log=True))
-        ax.set_title(f"Roofline: {s.num_gpus}x {s.gpu} ({s.weight_precision} math), {s.model}, "
-                     f"decode at T={s.context_tokens:,}", fontsize=12)
+        ax.set_title(
+            f"Roofline: {s.num_gpus}x {s.gpu} ({s.weight_precision} math), {s.model}, "
+            f"decode at T={s.context_tokens:,}",
+            fontsize=12,
+        )
 
 
 class MemoryUse(LiveFigure):
@@ -396,11 +483,21 @@ class MemoryUse(LiveFigure):
         kv = kv_cache_bytes(BATCH_SWEEP, s.context_tokens, kv_bytes_per_token(s.model, s.kv_precision))
         cap = get_gpu(s.gpu).memory_bytes * s.num_gpus
         self._transient_artist(ax.fill_between(BATCH_SWEEP, 0, w / GB, color=COLORS["weights"], alpha=0.7))
-        self._transient_artist(ax.fill_between(BATCH_SWEEP, w / GB, (w + kv) / GB, color=COLORS["kv"], alpha=0.7))
+        self._transient_artist(
+            ax.fill_between(BATCH_SWEEP, w / GB, (w + kv) / GB, color=COLORS["kv"], alpha=0.7)
+        )
         self.capacity.set_ydata([cap / GB, cap / GB])
         self.marker.set_xdata([s.batch, s.batch])
-        self._transient_artist(ax.text(1.2, cap / GB, f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB",
-                                       va="bottom", fontsize=11, color=COLORS["capacity"]))
+        self._transient_artist(
+            ax.text(
+                1.2,
+                cap / GB,
+                f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB",
+                va="bottom",
+                fontsize=11,
+                color=COLORS["capacity"],
+            )
+        )
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1], label="KV does not fit")
         ax.set_ylim(nice_limits([cap / GB * 1.3, w / GB * 1.3], log=False))
         ax.set_title(f"Memory: {describe(s)}, T={s.context_tokens:,}", fontsize=12)

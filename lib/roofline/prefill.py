@@ -58,8 +58,16 @@ def causal_attention_flops(model, prompt_tokens):
     return out(4.0 * m.layers * m.attention_heads * m.head_dim * p * (p - 1) / 2)
 
 
-def prefill(model, gpu, prompt_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16",
-            include_attention: bool = True) -> Prefill:
+def prefill(
+    model,
+    gpu,
+    prompt_tokens,
+    *,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention: bool = True,
+) -> Prefill:
     """Model the prefill of a ``prompt_tokens``-token prompt (P ≥ 1) on ``num_gpus`` GPUs (G).
 
     ``include_attention=False`` gives the textbook 2 × N × P estimate (the study card's numbers).

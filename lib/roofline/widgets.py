@@ -46,8 +46,14 @@ _LAYOUT = W.Layout(width="30em")
 
 
 def _selection_slider(options, value, description):
-    return W.SelectionSlider(options=options, value=value, description=description, style=_STYLE,
-                             layout=_LAYOUT, continuous_update=True)
+    return W.SelectionSlider(
+        options=options,
+        value=value,
+        description=description,
+        style=_STYLE,
+        layout=_LAYOUT,
+        continuous_update=True,
+    )
 
 
 def _dropdown(options, value, description):
@@ -61,11 +67,13 @@ CONTROL_FACTORIES: dict[str, Callable] = {
     "weight_precision": lambda v: _dropdown(list(PRECISIONS), v, "weight precision"),
     "kv_precision": lambda v: _dropdown(["bf16", "fp16", "fp8", "int8", "int4"], v, "KV precision"),
     "batch": lambda v: _selection_slider(sorted(set(BATCH_OPTIONS) | {v}), v, "batch B (users)"),
-    "context_tokens": lambda v: _selection_slider(sorted(set(CONTEXT_OPTIONS) | {v}), v,
-                                                  "context T (tokens/user)"),
+    "context_tokens": lambda v: _selection_slider(
+        sorted(set(CONTEXT_OPTIONS) | {v}), v, "context T (tokens/user)"
+    ),
     "prompt_tokens": lambda v: _selection_slider(sorted(set(PROMPT_OPTIONS) | {v}), v, "prompt P (tokens)"),
-    "usd_per_gpu_hour": lambda v: W.BoundedFloatText(value=v, min=0.01, max=100, step=0.1,
-                                                     description="$ per GPU-hour", style=_STYLE, layout=_LAYOUT),
+    "usd_per_gpu_hour": lambda v: W.BoundedFloatText(
+        value=v, min=0.01, max=100, step=0.1, description="$ per GPU-hour", style=_STYLE, layout=_LAYOUT
+    ),
 }
 
 
@@ -80,14 +88,22 @@ def decode_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table of the decode numbers for a scenario: what the explorers print beside their figure.
     (``options``, the figure options of an explorer with knobs, are not needed here.)"""
     step = s.decode()
-    rows = [("memory needed", f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB")]
+    rows = [
+        (
+            "memory needed",
+            f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB",
+        )
+    ]
     if not step.fits:
         rows.append(("step time", "does not fit in memory: no step time"))
     else:
         cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, step.tokens_per_s_total, s.num_gpus)
         rows += [
             ("step time", f"{step.step_time_s / MS:.2f} ms ({step.binding}-bound)"),
-            ("memory / compute time", f"{step.memory_time_s / MS:.2f} ms / {step.compute_time_s / MS:.2f} ms"),
+            (
+                "memory / compute time",
+                f"{step.memory_time_s / MS:.2f} ms / {step.compute_time_s / MS:.2f} ms",
+            ),
             ("tokens/s per user", f"{step.tokens_per_s_per_user:,.0f}"),
             ("tokens/s total", f"{step.tokens_per_s_total:,.0f}"),
             ("cost per 1M tokens", f"${cost:.2f}"),
@@ -136,15 +152,24 @@ class Explorer(W.VBox):
     (False, 64)
     """
 
-    def __init__(self, figure=StepTimeVsBatch, controls: Sequence = ("batch", "context_tokens"),
-                 scenario: Scenario | None = None, readout: Callable | None = decode_readout, *,
-                 knobs: dict[str, W.Widget] | None = None, to_options: Callable[[dict], dict] | None = None):
+    def __init__(
+        self,
+        figure=StepTimeVsBatch,
+        controls: Sequence = ("batch", "context_tokens"),
+        scenario: Scenario | None = None,
+        readout: Callable | None = decode_readout,
+        *,
+        knobs: dict[str, W.Widget] | None = None,
+        to_options: Callable[[dict], dict] | None = None,
+    ):
         self.scenario = scenario or Scenario()
         self.knobs = dict(knobs or {})
         self.to_options = to_options or dict
         self.controls = {}
         for item in controls:
-            name, widget = item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
+            name, widget = (
+                item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
+            )
             self.controls[name] = widget
         for widget in [*self.knobs.values(), *self.controls.values()]:
             widget.style.description_width = _STYLE["description_width"]
@@ -153,14 +178,18 @@ class Explorer(W.VBox):
         self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
         self.live.options.update(options)
         self.readout_fn = readout
-        self.image = W.Image(format="jpeg", value=jpeg(self.live), layout=W.Layout(width="900px", max_width="100%"))
+        self.image = W.Image(
+            format="jpeg", value=jpeg(self.live), layout=W.Layout(width="900px", max_width="100%")
+        )
         self.readout = W.HTML(self._readout_html(self.scenario))
         self.message = W.HTML("")
         self.last_update_s = 0.0
         for widget in [*self.controls.values(), *self.knobs.values()]:
             widget.observe(lambda change: self._changed(), names="value")
-        grid = W.GridBox([*self.controls.values(), *self.knobs.values()],
-                         layout=W.Layout(grid_template_columns="repeat(2, 31em)", grid_gap="2px 12px"))
+        grid = W.GridBox(
+            [*self.controls.values(), *self.knobs.values()],
+            layout=W.Layout(grid_template_columns="repeat(2, 31em)", grid_gap="2px 12px"),
+        )
         super().__init__([grid, self.message, W.HBox([self.image, self.readout])])
         self.add_class("roofline-explorer")
 
@@ -190,7 +219,9 @@ class Explorer(W.VBox):
             picture = jpeg(self.live)
             text = self._readout_html(candidate)
         except RooflineError as err:
-            self.message.value = f'<p style="color:#b00020;font-size:15px"><b>Not possible:</b> {html.escape(str(err))}</p>'
+            self.message.value = (
+                f'<p style="color:#b00020;font-size:15px"><b>Not possible:</b> {html.escape(str(err))}</p>'
+            )
             self.live.options = old_options
             self.live.update(self.scenario)  # keep the figure consistent with the last valid state
             return
@@ -212,8 +243,10 @@ class Reveal:
         self.summary, self.body_html = summary, body_html
 
     def _repr_html_(self) -> str:
-        return (f'<details class="roofline-reveal"><summary><b>{html.escape(self.summary)}</b></summary>'
-                f"{self.body_html}</details>")
+        return (
+            f'<details class="roofline-reveal"><summary><b>{html.escape(self.summary)}</b></summary>'
+            f"{self.body_html}</details>"
+        )
 
     def __repr__(self) -> str:
         return f"<Reveal: {self.summary}>"

@@ -21,8 +21,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run", "--disable-quic"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 LOOPBACK = r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?/"
 
 
@@ -51,9 +58,19 @@ class VoilaServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(ARTIFACTS / f"voila-{self.port}.log", "w")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "voila", str(directory), "--no-browser", f"--port={self.port}",
-             "--Voila.ip=127.0.0.1", "--VoilaConfiguration.show_tracebacks=True"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=directory,
+            [
+                sys.executable,
+                "-m",
+                "voila",
+                str(directory),
+                "--no-browser",
+                f"--port={self.port}",
+                "--Voila.ip=127.0.0.1",
+                "--VoilaConfiguration.show_tracebacks=True",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=directory,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -96,8 +113,14 @@ def open_page(browser, url: str, ready_selector: str, attempts: int = 3):
     last_error = None
     for _ in range(attempts):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.route("**/*", lambda route: route.continue_() if _is_loopback(route.request.url)
-                   else (outside.append(route.request.url), route.abort()))
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if _is_loopback(route.request.url)
+                else (outside.append(route.request.url), route.abort())
+            ),
+        )
         try:
             page.goto(url, wait_until="domcontentloaded", timeout=60_000)
             page.wait_for_selector(ready_selector, state="visible", timeout=90_000)
@@ -141,7 +164,8 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-SNAPSHOT_JS = """() => Array.from(document.querySelectorAll('.widget-image, .jp-OutputArea img, .widget-html-content'))
+SNAPSHOT_JS = """() => Array.from(document.querySelectorAll(
+        '.widget-image, .jp-OutputArea img, .widget-html-content'))
     .map(e => e.getAttribute('src') || e.innerText).join('|')"""
 
 

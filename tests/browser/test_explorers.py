@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 import roofline as rl
 from roofline.scenario import Scenario
 
@@ -24,7 +25,9 @@ def wait_for_change(page, selector: str, old: str, attr: str | None = None):
     getter = f"e.getAttribute({attr!r})" if attr else "e.innerText"
     page.wait_for_function(
         f"([sel, old]) => {{ const e = document.querySelector(sel); return e && {getter} !== old; }}",
-        arg=[selector, old], timeout=20_000)
+        arg=[selector, old],
+        timeout=20_000,
+    )
 
 
 def ms(text: str) -> float:
@@ -81,7 +84,6 @@ def test_every_kind_of_control_updates_figure_and_readout(browser, server):
     # CSS (blocked here, purely cosmetic: the explorers above worked without it).
     assert all("fontawesome" in url for url in page.outside_requests), page.outside_requests
     page.close()
-
 
 
 # The lessons are split over two files so that pytest-xdist (--dist loadfile) runs them on both workers.
