@@ -24,14 +24,24 @@ from tests.browser.conftest import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, VoilaServer
 
 CELLS = [
     """import matplotlib.pyplot as plt
-from ipywidgets import interact, SelectionSlider
+from ipywidgets import Image, Layout, SelectionSlider, VBox, interact
 from roofline.plots import StepTimeVsBatch
 from roofline.scenario import Scenario
-from roofline.widgets import BATCH_OPTIONS, Explorer
+from roofline.widgets import BATCH_OPTIONS, Explorer, jpeg
 from benchmarks.explorer_redraw import naive_step_figure_pyplot""",
     """course = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32), readout=None)
 course.add_class("bench-course")
 course""",
+    """floor_pictures = [jpeg(StepTimeVsBatch(Scenario(batch=b))) for b in (32, 48)]
+floor_image = Image(value=floor_pictures[0], format="jpeg", layout=Layout(width="900px"))
+floor_slider = SelectionSlider(options=BATCH_OPTIONS, value=32, description="batch")
+def swap(change):
+    floor_pictures.reverse()
+    floor_image.value = floor_pictures[0]
+floor_slider.observe(swap, names="value")
+floor = VBox([floor_slider, floor_image])
+floor.add_class("bench-floor")
+floor""",
     """naive = interact(naive_step_figure_pyplot,
                  batch=SelectionSlider(options=BATCH_OPTIONS, value=32, description="batch"))
 naive.widget.add_class("bench-naive")""",
@@ -88,6 +98,7 @@ def main() -> None:
                     name: measure(page, root, args.moves)
                     for name, root in (
                         ("course Explorer", ".bench-course"),
+                        ("transport floor (no compute)", ".bench-floor"),
                         ("naive interact + new figure", ".bench-naive"),
                     )
                 }
@@ -98,7 +109,7 @@ def main() -> None:
     for name, samples in results.items():
         a = np.array(samples)
         print(
-            f"{name:<30} median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   "
+            f"{name:<32} median {np.median(a):6.1f} ms   p95 {np.percentile(a, 95):6.1f} ms   "
             f"n={len(a)} of {args.moves} moves"
         )
     course = np.array(results["course Explorer"])
