@@ -51,21 +51,21 @@ def free_port() -> int:
 
 
 class VoilaServer:
-    """``voila DIR`` on a free loopback port; pages are /voila/render/NAME.ipynb."""
+    """The instructor app (``roofline.instructor``, Voilà) on a free loopback port; pages are
+    /voila/render/NAME.ipynb."""
 
     def __init__(self, directory: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(ARTIFACTS / f"voila-{self.port}.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(
+        self.proc = subprocess.Popen(  # the README's instructor app, as a user starts it
             [
                 sys.executable,
                 "-m",
-                "voila",
+                "roofline.instructor",
                 str(directory),
                 "--no-browser",
                 f"--port={self.port}",
-                "--Voila.ip=127.0.0.1",
                 "--VoilaConfiguration.show_tracebacks=True",
             ],
             stdout=self.log,
@@ -156,7 +156,6 @@ def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("app")
     for path in (ROOT / "notebooks").glob("*.ipynb"):
         shutil.copy(path, directory / path.name)
-    shutil.copy(ROOT / "voila.json", directory / "voila.json")  # the app's own settings (loopback, CSP)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_NOTEBOOK)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, directory / "explorer_controls.ipynb")
@@ -187,5 +186,5 @@ def drive_first_control(browser, server, lesson: str) -> None:
     page.wait_for_function(f"(before) => ({SNAPSHOT_JS})() !== before", arg=before, timeout=30_000)
     assert not page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
     page.screenshot(path=ARTIFACTS / f"{lesson.removesuffix('.ipynb')}.png", full_page=False)
-    assert page.outside_requests == []  # voila.json's Content-Security-Policy keeps the page on loopback
+    assert page.outside_requests == []  # the app's Content-Security-Policy keeps the page on loopback
     page.close()

@@ -81,7 +81,7 @@ def test_every_kind_of_control_updates_figure_and_readout(browser, server):
     assert "does not fit" in readout(page, "step time")
     page.screenshot(path=ARTIFACTS / "explorer-out-of-memory.png")
     # Everything comes from loopback: Voila's template links Font Awesome on a CDN, but the icons are also
-    # in its bundle, and voila.json's Content-Security-Policy stops the browser from asking other hosts.
+    # in its bundle, and the app's Content-Security-Policy stops the browser from asking other hosts.
     assert page.outside_requests == []
     page.close()
 
