@@ -175,8 +175,8 @@ class CeilingHeatmap(LiveFigure):
     need; "—" marks formats the GPU has no tensor-core math for. The scenario's own GPU × precision cell
     is outlined. Colours use one fixed log scale, so a colour means the same speed for every model.
 
-    Every cell's label and hatch patch is built once and only changes text, colour or visibility on an
-    update, and the axes never change, so a slider move redraws no background.
+    The table depends only on the model and G, so the cells are part of the cached background (redrawn
+    when the model or G changes) and a change of GPU or precision moves only the outline.
     """
 
     def _build(self):
@@ -186,41 +186,38 @@ class CeilingHeatmap(LiveFigure):
         self.precisions = tuple(PRECISIONS)
         self.norm = LogNorm(*CEILING_COLOR_RANGE_TOKENS_PER_S)
         rows, cols = len(self.gpu_ids), len(self.precisions)
-        self.image = self._moving(
-            ax.imshow(
-                np.full((rows, cols), np.nan),
-                cmap=colormaps["viridis"].with_extremes(bad="#f2f2f2"),
-                norm=self.norm,
-                aspect="auto",
-                zorder=1,
-            )
+        self.image = ax.imshow(
+            np.full((rows, cols), np.nan),
+            cmap=colormaps["viridis"].with_extremes(bad="#f2f2f2"),
+            norm=self.norm,
+            aspect="auto",
+            zorder=1,
         )
         bar = self.fig.colorbar(self.image, ax=ax, pad=0.02)
         bar.set_label("tokens/s for one user (ceiling)")
         ax.set_xticks(range(cols), self.precisions)
         ax.set_yticks(range(rows), self.gpu_ids)
         ax.grid(False)
-        # Cell borders drawn on top of the (animated) image, so they move with it.
-        self._moving(ax.vlines(np.arange(cols + 1) - 0.5, -0.5, rows - 0.5, color="white", lw=2, zorder=3))
-        self._moving(ax.hlines(np.arange(rows + 1) - 0.5, -0.5, cols - 0.5, color="white", lw=2, zorder=3))
+        ax.vlines(np.arange(cols + 1) - 0.5, -0.5, rows - 0.5, color="white", lw=2, zorder=3)
+        ax.hlines(np.arange(rows + 1) - 0.5, -0.5, cols - 0.5, color="white", lw=2, zorder=3)
         ax.set_xlabel("weight precision (— = no tensor-core math for it; hatched = weights do not fit)")
         ax.set_xlim(-0.5, cols - 0.5)
         ax.set_ylim(rows - 0.5, -0.5)
         ax.set_title("Batch-1 decode ceiling for one user", fontsize=13, pad=24)
-        self.subtitle = self._moving(
-            ax.text(0.5, 1.012, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=11)
-        )
+        self.subtitle = ax.text(0.5, 1.012, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=11)
         self.hatches = np.empty((rows, cols), dtype=object)
         self.labels = np.empty((rows, cols), dtype=object)
         for i in range(rows):
             for j in range(cols):
-                self.hatches[i, j] = self._moving(ax.add_patch(_cell_patch(j, i, hatch=True)))
-                self.labels[i, j] = self._moving(
-                    ax.text(j, i, "", ha="center", va="center", linespacing=0.95, zorder=4)
-                )
+                self.hatches[i, j] = ax.add_patch(_cell_patch(j, i, hatch=True))
+                self.labels[i, j] = ax.text(j, i, "", ha="center", va="center", linespacing=0.95, zorder=4)
         self.outline = self._moving(ax.add_patch(_cell_patch(0, 0, outline=True)))
 
     def _draw(self, s: Scenario):
+        self._draw_outline(s)
+        if self.background_key == (s.model, s.num_gpus):
+            return  # the cells already show this table
+        self.background_key = (s.model, s.num_gpus)
         t = batch1_ceiling_table(s.model, self.gpu_ids, self.precisions, s.num_gpus)
         self.image.set_data(t.ceiling_tokens_per_s)
         for i in range(len(self.gpu_ids)):
@@ -238,13 +235,15 @@ class CeilingHeatmap(LiveFigure):
                     label.set(
                         text=f"{v:,.0f}", color="white" if self.norm(v) < 0.55 else "black", fontsize=10.5
                     )
+        g = "1 GPU" if s.num_gpus == 1 else f"{s.num_gpus} GPUs in tensor parallel"
+        self.subtitle.set_text(f"{s.model} on {g} of each type")
+
+    def _draw_outline(self, s: Scenario):
         here = s.gpu in self.gpu_ids and s.weight_precision in self.precisions
         self.outline.set_visible(here)
         if here:
             i, j = self.gpu_ids.index(s.gpu), self.precisions.index(s.weight_precision)
             self.outline.set_xy((j - 0.48, i - 0.46))
-        g = "1 GPU" if s.num_gpus == 1 else f"{s.num_gpus} GPUs in tensor parallel"
-        self.subtitle.set_text(f"{s.model} on {g} of each type")
 
     def __repr__(self) -> str:
         return f"<CeilingHeatmap: {self.scenario.model}, G={self.scenario.num_gpus}>"

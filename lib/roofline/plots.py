@@ -118,6 +118,9 @@ class LiveFigure:
     """
 
     ncols = 1
+    # Subclasses whose static artists depend on the scenario set this in ``_draw``; a new value redraws
+    # the cached background.
+    background_key = None
 
     def __init__(self, scenario: Scenario | None = None, **options):
         self.options = options
@@ -175,7 +178,7 @@ class LiveFigure:
         )
 
     def _layout_key(self):
-        parts = [self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else ""]
+        parts = [self.background_key, self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else ""]
         for ax in self.axes:
             legend = ax.get_legend()
             parts += [
