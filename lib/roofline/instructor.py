@@ -26,16 +26,28 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
+def voila_arguments(args: list[str]) -> list[str]:
+    """Voilà's command line for ``args``: loopback only, code hidden, every lesson unless a path is given.
+
+    >>> voila_arguments(["notebooks/16_step_time.ipynb", "--port=8870"])  # doctest: +NORMALIZE_WHITESPACE
+    ['--Voila.ip=127.0.0.1', '--VoilaConfiguration.strip_sources=True',
+     'notebooks/16_step_time.ipynb', '--port=8870']
+    >>> voila_arguments([])[-1] == str(NOTEBOOKS)
+    True
+    """
+    args = list(args)
+    if not any(not a.startswith("-") for a in args):
+        args.insert(0, str(NOTEBOOKS))
+    return ["--Voila.ip=127.0.0.1", "--VoilaConfiguration.strip_sources=True", *args]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Start Voilà with the course's settings; ``argv`` as on the command line (default: sys.argv[1:])."""
     from voila.app import Voila
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not any(not a.startswith("-") for a in args):
-        args.insert(0, str(NOTEBOOKS))
     enable_tcp_nodelay()
     Voila.launch_instance(
-        argv=["--Voila.ip=127.0.0.1", "--VoilaConfiguration.strip_sources=True", *args],
+        argv=voila_arguments(sys.argv[1:] if argv is None else argv),
         tornado_settings={"headers": {"Content-Security-Policy": CONTENT_SECURITY_POLICY}},
     )
 

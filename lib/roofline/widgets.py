@@ -172,8 +172,9 @@ class Explorer(W.VBox):
             )
             self.controls[name] = widget
         for widget in [*self.knobs.values(), *self.controls.values()]:
-            widget.style.description_width = _STYLE["description_width"]
             widget.layout.width = _LAYOUT.width
+            if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
+                widget.style.description_width = _STYLE["description_width"]
         options = self._options()
         self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
         self.live.options.update(options)
