@@ -276,10 +276,12 @@ class StepTimeVsBatch(LiveFigure):
                 ax.annotate(
                     text,
                     (s.batch, y),
-                    xytext=(-8, 12),
+                    # Above the point, on the side where the curve is flatter and lower.
+                    xytext=(10, 12) if s.batch < 16 else (-10, 10),
                     textcoords="offset points",
                     fontsize=12,
-                    ha="right" if s.batch > 64 else "left",
+                    ha="left" if s.batch < 16 else "right",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
                 )
             )
         else:
