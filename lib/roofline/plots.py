@@ -86,8 +86,15 @@ def canvas_png(fig: Figure) -> bytes:
 
 
 def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
-    """Axis limits that change only in coarse steps (decades for log axes; 1-2-5 steps for linear ones),
-    so most slider moves leave the axes, and the cached background, unchanged."""
+    """Axis limits that change only in coarse steps (decades for log axes; 1-1.5-2-3-4-5-6-8 steps of the
+    leading digit, with 15% headroom, for linear ones), so most slider moves leave the axes, and the cached
+    background, unchanged. Non-finite values (memory overflow) are ignored.
+
+    >>> nice_limits([4.8, 6.05, np.nan], log=True)
+    (1.0, 10.0)
+    >>> nice_limits([209, 165], log=False)
+    (0.0, 300.0)
+    """
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & ((v > 0) if log else np.ones_like(v, bool))]
     if v.size == 0:
@@ -96,11 +103,11 @@ def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
         lo, hi = 10 ** np.floor(np.log10(v.min())), 10 ** np.ceil(np.log10(v.max()) + 1e-9)
         return float(lo), float(max(hi, lo * 10))
     top = v.max() * 1.15
+    if top <= 0:
+        return (0.0 if floor is None else floor), 1.0
     step = 10 ** np.floor(np.log10(top))
-    for m in (1, 2, 5, 10):
-        if m * step >= top:
-            return (0.0 if floor is None else floor), float(m * step)
-    return 0.0, float(10 * step)
+    m = next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top)
+    return (0.0 if floor is None else floor), float(m * step)
 
 
 def describe(s: Scenario) -> str:
@@ -290,85 +297,42 @@ class StepTimeVsBatch(LiveFigure):
         ax.set_title(f"Decode step time: {describe(s)}", fontsize=12)
 
 
-class ThroughputVsBatch(LiveFigure):
-    """Total tokens/s (the GPU's output) and per-user tokens/s (what one user feels) against batch."""
+class _TwoPanelsVsBatch(LiveFigure):
+    """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked.
+
+    Subclasses set ``panels`` ((y label, title, colour) for left and right) and implement ``_curves``
+    (the two sweeps), ``_points`` (value and label at the scenario's batch) and ``_suptitle``.
+    """
 
     ncols = 2
+    panels: tuple = ()
 
     def _build(self):
-        left, right = self.axes
         m = self._moving
-        self.total = m(left.plot([], [], color=COLORS["decode"])[0])
-        self.user = m(right.plot([], [], color=COLORS["prefill"])[0])
+        self.curves = [
+            m(ax.plot([], [], color=color)[0])
+            for ax, (_, _, color) in zip(self.axes, self.panels, strict=True)
+        ]
         self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
-        for ax in self.axes:
-            ax.set(xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05))
-        left.set(yscale="log", ylabel="tokens/s, all users", title="GPU output")
-        right.set(ylabel="tokens/s, each user", title="What each user feels")
-
-    def _draw(self, s):
-        sweep = s.decode(batch=BATCH_SWEEP)
-        self.total.set_data(BATCH_SWEEP, sweep.tokens_per_s_total)
-        self.user.set_data(BATCH_SWEEP, sweep.tokens_per_s_per_user)
-        self.axes[0].set_ylim(nice_limits(sweep.tokens_per_s_total, log=True))
-        self.axes[1].set_ylim(nice_limits(sweep.tokens_per_s_per_user, log=False))
-        here = s.decode()
-        values = (here.tokens_per_s_total, here.tokens_per_s_per_user)
-        for ax, marker, value in zip(self.axes, self.markers, values, strict=True):
-            if here.fits:
-                marker.set_data([s.batch], [value])
-                self._transient_artist(
-                    ax.annotate(
-                        f"{value:,.0f} tok/s",
-                        (s.batch, value),
-                        xytext=(8, 8),
-                        textcoords="offset points",
-                        fontsize=12,
-                        ha="right" if s.batch > 64 else "left",
-                    )
-                )
-            else:
-                marker.set_data([], [])
-            self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
-        self.fig.suptitle(f"Throughput: {describe(s)}, T={s.context_tokens:,}", fontsize=12)
-
-
-class CostVsBatch(LiveFigure):
-    """Cost per million output tokens against batch, beside the per-user speed it buys."""
-
-    ncols = 2
-
-    def _build(self):
-        left, right = self.axes
-        m = self._moving
-        self.cost = m(left.plot([], [], color=COLORS["compute"])[0])
-        self.user = m(right.plot([], [], color=COLORS["prefill"])[0])
-        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
-        for ax in self.axes:
-            ax.set(xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05))
-        left.set(yscale="log", ylabel="$ per million output tokens", title="Cost")
-        right.set(ylabel="tokens/s, each user", title="Speed each user gets")
-
-    def _draw(self, s):
-        sweep = s.decode(batch=BATCH_SWEEP)
-        cost = np.full(BATCH_SWEEP.shape, np.nan)
-        ok = sweep.fits
-        cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus)
-        self.cost.set_data(BATCH_SWEEP, cost)
-        self.user.set_data(BATCH_SWEEP, sweep.tokens_per_s_per_user)
-        self.axes[0].set_ylim(nice_limits(cost, log=True))
-        self.axes[1].set_ylim(nice_limits(sweep.tokens_per_s_per_user, log=False))
-        here = s.decode()
-        if here.fits:
-            here_cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, here.tokens_per_s_total, s.num_gpus)
-            points = (
-                (here_cost, f"${here_cost:.2f} per M"),
-                (here.tokens_per_s_per_user, f"{here.tokens_per_s_per_user:.0f} tok/s"),
+        for ax, (ylabel, title, _) in zip(self.axes, self.panels, strict=True):
+            ax.set(
+                xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
             )
-        for i, ax in enumerate(self.axes):
-            if here.fits:
-                value, label = points[i]
-                self.markers[i].set_data([s.batch], [value])
+        self.axes[0].set_yscale("log")
+
+    def _draw(self, s):
+        sweep = s.decode(batch=BATCH_SWEEP)
+        for i, (curve, values) in enumerate(zip(self.curves, self._curves(s, sweep), strict=True)):
+            curve.set_data(BATCH_SWEEP, values)
+            self.axes[i].set_ylim(nice_limits(values, log=i == 0))
+        here = s.decode()
+        points = self._points(s, here) if here.fits else (None, None)
+        for ax, marker, point in zip(self.axes, self.markers, points, strict=True):
+            if point is None:
+                marker.set_data([], [])
+            else:
+                value, label = point
+                marker.set_data([s.batch], [value])
                 self._transient_artist(
                     ax.annotate(
                         label,
@@ -379,12 +343,51 @@ class CostVsBatch(LiveFigure):
                         ha="right" if s.batch > 64 else "left",
                     )
                 )
-            else:
-                self.markers[i].set_data([], [])
             self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
-        self.fig.suptitle(
-            f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour", fontsize=12
+        self.fig.suptitle(self._suptitle(s), fontsize=12)
+
+
+class ThroughputVsBatch(_TwoPanelsVsBatch):
+    """Total tokens/s (the GPU's output) and per-user tokens/s (what one user feels) against batch."""
+
+    panels = (
+        ("tokens/s, all users", "GPU output", COLORS["decode"]),
+        ("tokens/s, each user", "What each user feels", COLORS["prefill"]),
+    )
+
+    def _curves(self, s, sweep):
+        return sweep.tokens_per_s_total, sweep.tokens_per_s_per_user
+
+    def _points(self, s, here):
+        return tuple((v, f"{v:,.0f} tok/s") for v in (here.tokens_per_s_total, here.tokens_per_s_per_user))
+
+    def _suptitle(self, s):
+        return f"Throughput: {describe(s)}, T={s.context_tokens:,}"
+
+
+class CostVsBatch(_TwoPanelsVsBatch):
+    """Cost per million output tokens against batch, beside the per-user speed it buys."""
+
+    panels = (
+        ("$ per million output tokens", "Cost", COLORS["compute"]),
+        ("tokens/s, each user", "Speed each user gets", COLORS["prefill"]),
+    )
+
+    def _curves(self, s, sweep):
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = sweep.fits
+        cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus)
+        return cost, sweep.tokens_per_s_per_user
+
+    def _points(self, s, here):
+        cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, here.tokens_per_s_total, s.num_gpus)
+        return (cost, f"${cost:.2f} per M"), (
+            here.tokens_per_s_per_user,
+            f"{here.tokens_per_s_per_user:.0f} tok/s",
         )
+
+    def _suptitle(self, s):
+        return f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour"
 
 
 class RooflineChart(LiveFigure):
