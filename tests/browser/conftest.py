@@ -93,13 +93,17 @@ class VoilaServer:
 
 @pytest.fixture(scope="session")
 def browser():
+    """One Chromium context for the whole run: pages share its HTTP and compiled-script caches, so only
+    the first page pays for parsing Voilà's JavaScript bundle."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield b
+        context = b.new_context(viewport={"width": 1400, "height": 1000})
+        yield context
+        context.close()
         b.close()
 
 
@@ -112,7 +116,7 @@ def open_page(browser, url: str, ready_selector: str, attempts: int = 3):
     outside = []
     last_error = None
     for _ in range(attempts):
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page()  # ``browser`` is a context (tests) or a Browser (benchmark)
         page.route(
             "**/*",
             lambda route: (
