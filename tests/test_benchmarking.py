@@ -8,17 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.benchmarking import (
+from roofline.lessons.benchmarking import (
     EDGE_OF_POSSIBLE,
     AsyncStream,
     latency_summary,
     plausibility,
-    plausibility_explorer,
     reported_tokens_per_s,
     request_time_s,
     simulated_latencies_s,
     time_decode,
 )
+from roofline.views.benchmarking import plausibility_explorer
 
 
 def test_launch_returns_before_the_work_is_done():

@@ -9,13 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.ceilings import (
-    CeilingHeatmap,
-    batch1_ceiling_table,
-    ceiling_readout,
-    decode_ceiling_tokens_per_s,
-)
-from roofline.scenario import Scenario
+from roofline.lessons.ceilings import batch1_ceiling_table, decode_ceiling_tokens_per_s
+from roofline.lessons.scenario import Scenario
+from roofline.views.ceilings import CeilingHeatmap, ceiling_readout
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters (architecture)
 H100_BW = 3.35e12

@@ -6,17 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.chunked_prefill import (
+from roofline.lessons.chunked_prefill import (
     ChunkScenario,
-    ChunkTradeoffChart,
-    PrefillTimeline,
     chunk_attention_flops,
-    chunk_explorer,
-    chunk_readout,
     chunk_size_tradeoff,
     mixed_step,
     prompt_arrival_timeline,
 )
+from roofline.views.chunked_prefill import ChunkTradeoffChart, PrefillTimeline, chunk_explorer, chunk_readout
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.cli import main
+from roofline.apps.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -489,7 +489,7 @@ def test_runs_as_a_module_without_uv():
         [
             sys.executable,
             "-m",
-            "roofline.cli",
+            "roofline.apps.cli",
             "step",
             "--model",
             "llama-3-8b",

@@ -6,16 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.dashboard import (
-    DashboardFigure,
-    dashboard,
-    dashboard_explorer,
-    dashboard_for,
-    dashboard_readout,
-    diagnose,
-    steady_state,
-)
-from roofline.scenario import Scenario
+from roofline.lessons.dashboard import dashboard, dashboard_for, diagnose, steady_state
+from roofline.lessons.scenario import Scenario
+from roofline.views.dashboard import DashboardFigure, dashboard_explorer, dashboard_readout
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline import instructor
-from roofline.server_latency import enable_tcp_nodelay
+from roofline.apps import instructor
+from roofline.apps.server_latency import enable_tcp_nodelay
 
 
 def test_kernel_websocket_turns_off_nagle_before_opening():
@@ -29,7 +29,8 @@ def test_kernel_websocket_turns_off_nagle_before_opening():
 def test_jupyterlab_loads_the_extension_from_the_environment():
     config = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/roofline.json"
     assert (
-        json.loads(config.read_text())["ServerApp"]["jpserver_extensions"]["roofline.server_latency"] is True
+        json.loads(config.read_text())["ServerApp"]["jpserver_extensions"]["roofline.apps.server_latency"]
+        is True
     )
 
 

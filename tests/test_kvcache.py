@@ -1,4 +1,4 @@
-"""Lesson 28: the KV cache (roofline.kvcache, with roofline.architecture and roofline.memory)."""
+"""Lesson 28: the KV cache (roofline.lessons.kvcache, with roofline.physics.architecture and roofline.physics.memory)."""
 
 import numpy as np
 import pytest
@@ -7,16 +7,9 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError, UnknownNameError
-from roofline.kvcache import (
-    MaxBatchVsContext,
-    compare_gpus_memory,
-    gqa_factor,
-    kv_readout,
-    kv_table_html,
-    kv_table_rows,
-    kv_token_capacity,
-)
-from roofline.scenario import Scenario
+from roofline.lessons.kvcache import compare_gpus_memory, gqa_factor, kv_table_rows, kv_token_capacity
+from roofline.lessons.scenario import Scenario
+from roofline.views.kvcache import MaxBatchVsContext, kv_readout, kv_table_html
 
 
 def test_llama_3_8b_is_128_kib_per_token():

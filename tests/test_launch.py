@@ -8,13 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.launch import (
-    kernels_per_step_estimate,
-    launch_budget,
-    launch_explorer,
-    overhead_share,
-    share_grid,
-)
+from roofline.lessons.launch import kernels_per_step_estimate, launch_budget, overhead_share, share_grid
+from roofline.views.launch import launch_explorer
 
 W_8B = 16_060_522_496  # Llama 3 8B BF16 weight bytes (8,030,261,248 parameters x 2)
 BW = 3.35e12  # H100 SXM bytes/s

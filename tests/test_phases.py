@@ -1,4 +1,4 @@
-"""roofline.phases: prefill vs decode, the stall of streaming users, batching gain, ridge tables (lessons 04,
+"""roofline.lessons.phases: prefill vs decode, the stall of streaming users, batching gain, ridge tables (lessons 04,
 15, 16). Expected values are derived by hand in the comments."""
 
 import math
@@ -9,23 +9,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.phases import (
-    PrefillVsPrompt,
-    StallTimeline,
+from roofline.lessons.phases import (
     batching_gain,
     bytes_over_flops_trap,
     paste_fits,
     per_user_slowdown,
     prefill_crossover_prompt_tokens,
-    prefill_readout,
     prefill_stall,
     ridge_points,
+    throughput_tokens_per_s,
+)
+from roofline.lessons.scenario import Scenario
+from roofline.views.phases import (
+    PrefillVsPrompt,
+    StallTimeline,
+    prefill_readout,
     ridge_table,
     roofline_readout,
     stall_readout,
-    throughput_tokens_per_s,
 )
-from roofline.scenario import Scenario
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters
 PEAK = 989e12  # H100 dense BF16, FLOP/s

@@ -6,14 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.profiling import (
+from roofline.lessons.profiling import (
     amdahl_breakdown,
-    amdahl_explorer,
     decode_profile,
     naive_combined_speedups,
     profile_fractions,
     speedup_of_each_part,
 )
+from roofline.views.profiling import amdahl_explorer
 
 
 def test_card_one_optimization():

@@ -1,4 +1,4 @@
-"""Lesson 61: when decode turns compute-bound, and the saturation wall (roofline.saturation)."""
+"""Lesson 61: when decode turns compute-bound, and the saturation wall (roofline.lessons.saturation)."""
 
 import math
 
@@ -9,15 +9,13 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
-from roofline.saturation import (
-    FlipBatchVsContext,
-    ThroughputVsLatency,
+from roofline.lessons.saturation import (
     compute_bound_batch,
     context_limit_tokens,
-    saturation_readout,
     throughput_ceiling_tokens_per_s,
 )
-from roofline.scenario import Scenario
+from roofline.lessons.scenario import Scenario
+from roofline.views.saturation import FlipBatchVsContext, ThroughputVsLatency, saturation_readout
 
 N8B = 8_030_261_248  # Llama 3 8B parameters (16,060,522,496 bytes / 2)
 RIDGE = 989e12 / 3.35e12  # 295.22 FLOP/byte

@@ -1,4 +1,4 @@
-"""Lesson 25: a one-at-a-time queue against continuous batching (roofline.serving)."""
+"""Lesson 25: a one-at-a-time queue against continuous batching (roofline.lessons.serving)."""
 
 import numpy as np
 import pytest
@@ -6,15 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.errors import InvalidConfigurationError
-from roofline.scenario import Scenario
-from roofline.serving import (
-    QueueVsBatching,
-    gpu_upgrade_vs_batching,
-    serve_continuous_batching,
-    serve_one_at_a_time,
-    serving_explorer,
-    serving_readout,
-)
+from roofline.lessons.scenario import Scenario
+from roofline.lessons.serving import gpu_upgrade_vs_batching, serve_continuous_batching, serve_one_at_a_time
+from roofline.views.serving import QueueVsBatching, serving_explorer, serving_readout
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
 BW = 3.35e12  # H100 SXM bytes/s

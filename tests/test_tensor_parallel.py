@@ -1,4 +1,4 @@
-"""Lesson 24: tensor parallelism, ideal and with the all-reduces (roofline.tensor_parallel)."""
+"""Lesson 24: tensor parallelism, ideal and with the all-reduces (roofline.lessons.tensor_parallel)."""
 
 import numpy as np
 import pytest
@@ -6,16 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.errors import InvalidConfigurationError
-from roofline.scenario import Scenario
-from roofline.tensor_parallel import (
+from roofline.lessons.scenario import Scenario
+from roofline.lessons.tensor_parallel import tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.ui.widgets import Explorer
+from roofline.views.tensor_parallel import (
     SpeedupVsGPUs,
     scaling_comparison_figure,
     tensor_parallel_explorer,
     tensor_parallel_readout,
-    tensor_parallel_scaling,
-    weight_bytes_per_gpu,
 )
-from roofline.widgets import Explorer
 
 
 def test_card_70b_fp8_on_two_h100s():

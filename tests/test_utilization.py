@@ -6,14 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.utilization import (
+from roofline.lessons.utilization import (
     busy_time_fraction,
     decode_timeline,
     gpu_util,
     sample_busy,
     timeline_metrics,
-    utilization_explorer,
 )
+from roofline.views.utilization import utilization_explorer
 
 
 def test_sampler_by_hand():

@@ -10,7 +10,15 @@ teaches it.
 4.8
 """
 
-from .architecture import (
+from roofline.data import GPU, Model, Price, get_gpu, get_model, get_price, gpus, models, prices
+from roofline.errors import (
+    DoesNotFitError,
+    InvalidConfigurationError,
+    RooflineError,
+    UnknownNameError,
+    UnsupportedPrecisionError,
+)
+from roofline.physics.architecture import (
     active_parameter_count,
     attention_flops_per_token,
     expected_experts_touched,
@@ -22,7 +30,7 @@ from .architecture import (
     weight_bytes,
     weight_bytes_read,
 )
-from .core import (
+from roofline.physics.core import (
     arithmetic_intensity_flop_per_byte,
     attainable_flops_per_s,
     binding_resource,
@@ -31,17 +39,9 @@ from .core import (
     ridge_point_flop_per_byte,
     roofline_time_s,
 )
-from .cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
-from .data import GPU, Model, Price, get_gpu, get_model, get_price, gpus, models, prices
-from .decode import DecodeStep, batched_step_time_s, decode_floor_s, decode_step
-from .errors import (
-    DoesNotFitError,
-    InvalidConfigurationError,
-    RooflineError,
-    UnknownNameError,
-    UnsupportedPrecisionError,
-)
-from .memory import (
+from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
+from roofline.physics.decode import DecodeStep, batched_step_time_s, decode_floor_s, decode_step
+from roofline.physics.memory import (
     check_fits,
     fits,
     kv_cache_bytes,
@@ -50,11 +50,16 @@ from .memory import (
     memory_needed_bytes,
     users_that_fit,
 )
-from .metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
-from .overheads import amdahl_ceiling, amdahl_new_time_fraction, amdahl_speedup, launch_overhead_s
-from .parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s
-from .precision import PRECISIONS, bytes_per_element, get_precision, peak_flops_per_s
-from .prefill import (
+from roofline.physics.metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
+from roofline.physics.overheads import (
+    amdahl_ceiling,
+    amdahl_new_time_fraction,
+    amdahl_speedup,
+    launch_overhead_s,
+)
+from roofline.physics.parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s
+from roofline.physics.precision import PRECISIONS, bytes_per_element, get_precision, peak_flops_per_s
+from roofline.physics.prefill import (
     Prefill,
     causal_attention_flops,
     compute_bound_prompt_tokens,

@@ -19,8 +19,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UnknownNameError
-from .units import GB, TB, TFLOPS
+from roofline.errors import UnknownNameError
+from roofline.units import GB, TB, TFLOPS
 
 # ROOFLINE_DATA_DIR points the library at your own tables (same schema) for "what if" studies.
 DATA_DIR = Path(os.environ.get("ROOFLINE_DATA_DIR", Path(__file__).resolve().parents[2] / "data"))

@@ -35,18 +35,29 @@ from dataclasses import dataclass, field
 import ipywidgets as W
 import numpy as np
 
-from .architecture import kv_bytes_per_token, parameter_count, weight_bytes
-from .core import binding_resource, compute_time_s, memory_time_s, ridge_point_flop_per_byte, roofline_time_s
-from .cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
-from .data import get_gpu, get_model, gpus, models
-from .decode import batched_step_time_s, decode_floor_s, decode_step
-from .errors import InvalidConfigurationError, RooflineError
-from .memory import check_fits, fits, kv_cache_bytes
-from .metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
-from .overheads import amdahl_ceiling, amdahl_new_time_fraction, amdahl_speedup, launch_overhead_s
-from .precision import bytes_per_element, get_precision, peak_flops_per_s
-from .prefill import compute_bound_prompt_tokens, prefill_flops, stalled_decode_steps
-from .units import MS, SECONDS_PER_HOUR, TB, TFLOPS, TOKENS_PER_MILLION, US, fmt_bytes
+from roofline.data import get_gpu, get_model, gpus, models
+from roofline.errors import InvalidConfigurationError, RooflineError
+from roofline.physics.architecture import kv_bytes_per_token, parameter_count, weight_bytes
+from roofline.physics.core import (
+    binding_resource,
+    compute_time_s,
+    memory_time_s,
+    ridge_point_flop_per_byte,
+    roofline_time_s,
+)
+from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
+from roofline.physics.decode import batched_step_time_s, decode_floor_s, decode_step
+from roofline.physics.memory import check_fits, fits, kv_cache_bytes
+from roofline.physics.metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
+from roofline.physics.overheads import (
+    amdahl_ceiling,
+    amdahl_new_time_fraction,
+    amdahl_speedup,
+    launch_overhead_s,
+)
+from roofline.physics.precision import bytes_per_element, get_precision, peak_flops_per_s
+from roofline.physics.prefill import compute_bound_prompt_tokens, prefill_flops, stalled_decode_steps
+from roofline.units import MS, SECONDS_PER_HOUR, TB, TFLOPS, TOKENS_PER_MILLION, US, fmt_bytes
 
 PERCENT = 100.0
 DEFAULT_REL_TOL = 0.05  # ±5 %: room for mental arithmetic on the stated figures
@@ -202,8 +213,8 @@ class Card:
         )
 
     def reveal(self, summary: str = "Reveal the worked answer"):
-        """A folded ``roofline.widgets.Reveal`` of ``reveal_html()`` (reads well without a kernel)."""
-        from .widgets import Reveal
+        """A folded ``roofline.ui.widgets.Reveal`` of ``reveal_html()`` (reads well without a kernel)."""
+        from roofline.ui.widgets import Reveal
 
         return Reveal(summary, self.reveal_html())
 

@@ -51,7 +51,7 @@ def free_port() -> int:
 
 
 class VoilaServer:
-    """The instructor app (``roofline.instructor``, Voilà) on a free loopback port; pages are
+    """The instructor app (``roofline.apps.instructor``, Voilà) on a free loopback port; pages are
     /voila/render/NAME.ipynb."""
 
     def __init__(self, directory: Path):
@@ -62,7 +62,7 @@ class VoilaServer:
             [
                 sys.executable,
                 "-m",
-                "roofline.instructor",
+                "roofline.apps.instructor",
                 str(directory),
                 "--no-browser",
                 f"--port={self.port}",
@@ -143,9 +143,9 @@ def _is_loopback(url: str) -> bool:
 
 
 EXPLORER_NOTEBOOK = """
-from roofline.plots import StepTimeVsBatch
-from roofline.scenario import Scenario
-from roofline.widgets import Explorer
+from roofline.views.plots import StepTimeVsBatch
+from roofline.lessons.scenario import Scenario
+from roofline.ui.widgets import Explorer
 Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context_tokens"],
          scenario=Scenario(batch=32))
 """

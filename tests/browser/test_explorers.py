@@ -11,9 +11,8 @@ import re
 import pytest
 
 import roofline as rl
-from roofline.scenario import Scenario
-
-from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
+from roofline.conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
+from roofline.lessons.scenario import Scenario
 
 
 def readout(page, key: str) -> str:

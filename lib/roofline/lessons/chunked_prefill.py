@@ -1,0 +1,421 @@
+"""Chunked prefill: spread a long prompt over many decode steps instead of freezing every stream for it.
+
+Taught in lesson 44 (notebooks/44_chunked_prefill.ipynb).
+
+A step that carries B decoding users plus a chunk of C prompt tokens is one forward pass over B + C tokens,
+so its time is the roofline of the combined work:
+
+    bytes = weights (read once) + B × T × KV (decoders' caches) + S × KV (the prompt's earlier chunks, read)
+            + C × KV (the chunk's own keys and values, written)
+    FLOPs = (B + C) × 2 × N_active + B × attention over T + chunk's attention over S and itself
+    step  = max(FLOPs ÷ (G × peak), bytes ÷ (G × bandwidth))
+
+where S is the number of prompt tokens already processed (the prefix). Summed over all chunks, the FLOPs
+equal those of the unchunked prefill: chunking moves the work around, it does not remove it.
+
+Without chunking the prompt runs alone in one long step and every decoder waits for it (their worst
+inter-token gap is the whole prefill). With chunks of C tokens each decoder waits one mixed step at most,
+but the prompt needs ceil(P ÷ C) steps, each re-reading the weights, so its time to first token grows as C
+shrinks: the trade-off this module sweeps.
+
+>>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000)             # no chunking
+>>> round(t.ttft_s * 1e3), round(t.worst_gap_s * 1e3)
+(147, 153)
+>>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000, chunk_tokens=512)
+>>> round(c.ttft_s * 1e3), round(c.worst_gap_s * 1e3, 1)
+(155, 10.8)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from roofline._arrays import checked, out
+from roofline.data import get_gpu, get_model
+from roofline.errors import DoesNotFitError, InvalidConfigurationError
+from roofline.lessons.scenario import Scenario
+from roofline.physics.architecture import (
+    active_parameter_count,
+    attention_flops_per_token,
+    kv_bytes_per_token,
+    weight_bytes_read,
+)
+from roofline.physics.core import binding_resource
+from roofline.physics.memory import fits, memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.precision import peak_flops_per_s
+from roofline.units import GB
+
+# Cells of the padded (chunk index × configuration) grid a sweep may build before it refuses.
+_MAX_GRID_CELLS = 5_000_000
+
+
+@dataclass(frozen=True)
+class MixedStep:
+    """One forward step carrying decoders and a prompt chunk. Array fields broadcast over the inputs."""
+
+    decode_batch: object  # B, users decoding (one token each)
+    context_tokens: object  # T, KV tokens each decoder holds
+    chunk_tokens: object  # C, prompt tokens in this step
+    prefix_tokens: object  # S, prompt tokens processed in earlier steps
+    flops: object  # FLOP
+    bytes_moved: object  # bytes
+    compute_time_s: object
+    memory_time_s: object
+    step_time_s: object
+    binding: object  # "compute" or "memory"
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def chunk_attention_flops(model, chunk_tokens, prefix_tokens=0):
+    """Attention FLOPs of a chunk of C prompt tokens that follows S already-processed ones (FLOP).
+
+    Token i of the chunk (i = 0 … C−1) attends to the S + i tokens before it, at 4 × L × H × d_h FLOP per
+    (token, earlier token) pair: 4 L H d_h × (C × S + C(C−1)/2). With S = 0 and C = P this is the causal
+    attention of a whole prefill, so the chunks of a prompt add up to exactly the unchunked figure.
+
+    >>> import roofline as rl
+    >>> whole = rl.causal_attention_flops("llama-3-8b", 8000)
+    >>> parts = sum(chunk_attention_flops("llama-3-8b", 2000, s) for s in (0, 2000, 4000, 6000))
+    >>> round(parts / whole, 12)
+    1.0
+    """
+    m = get_model(model)
+    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
+    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
+    pairs = c * s + c * np.maximum(c - 1, 0) / 2
+    return out(4.0 * m.layers * m.attention_heads * m.head_dim * pairs)
+
+
+def mixed_step(
+    model,
+    gpu,
+    decode_batch,
+    context_tokens,
+    chunk_tokens,
+    prefix_tokens=0,
+    *,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention: bool = True,
+) -> MixedStep:
+    """Roofline of one step with ``decode_batch`` decoders (B ≥ 0) at ``context_tokens`` (T) each, plus a
+    chunk of ``chunk_tokens`` (C ≥ 0) prompt tokens after ``prefix_tokens`` (S) already done.
+
+    The weights are read once for all B + C tokens. ``include_attention=False`` drops every attention term
+    (the card's 2N rule). A step with no tokens at all takes 0 s. Everything broadcasts. Memory capacity is
+    not checked here (``prompt_arrival_timeline`` does).
+
+    Parameters: model, gpu ids; B users; T, C, S tokens; ``num_gpus`` G in tensor parallel; precisions ids.
+
+    >>> s = mixed_step("llama-3-8b", "h100-sxm", decode_batch=0, context_tokens=0, chunk_tokens=8000)
+    >>> round(s.step_time_s * 1e3)            # the whole prompt alone: the unchunked prefill
+    147
+    >>> s = mixed_step("llama-3-8b", "h100-sxm", 30, 1000, chunk_tokens=[0, 256, 2048])
+    >>> np.round(s.step_time_s * 1e3, 2).tolist(), s.binding.tolist()
+    ([5.97, 5.98, 34.87], ['memory', 'memory', 'compute'])
+
+    Taught in lesson 44.
+    """
+    m, g = get_model(model), get_gpu(gpu)
+    b = checked(decode_batch, "decode_batch", minimum=0)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
+    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    peak = peak_flops_per_s(g, weight_precision)
+    kv = kv_bytes_per_token(m, kv_precision)
+    tokens = b + c
+    weights = np.asarray(weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)))
+    moved = np.where(tokens > 0, weights, 0.0) + (b * t + np.where(c > 0, s, 0.0) + c) * kv
+    flops = tokens * 2.0 * active_parameter_count(m)
+    if include_attention:
+        flops = (
+            flops
+            + b * np.asarray(attention_flops_per_token(m, t))
+            + np.asarray(chunk_attention_flops(m, c, s))
+        )
+    comp_t = flops / (n * peak)
+    mem_t = moved / (n * g.memory_bandwidth_bytes_per_s)
+    b, t, c, s, flops, moved, comp_t, mem_t = np.broadcast_arrays(b, t, c, s, flops, moved, comp_t, mem_t)
+    return MixedStep(
+        decode_batch=out(b),
+        context_tokens=out(t),
+        chunk_tokens=out(c),
+        prefix_tokens=out(s),
+        flops=out(flops),
+        bytes_moved=out(moved),
+        compute_time_s=out(comp_t),
+        memory_time_s=out(mem_t),
+        step_time_s=out(np.maximum(comp_t, mem_t)),
+        binding=binding_resource(comp_t, mem_t),
+    )
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Decode steps around the arrival of one long prompt (times relative to its arrival, s).
+
+    ``chunk_tokens`` is None for the unchunked server, where the prompt's prefill runs alone and the
+    decoders make no token during it.
+    """
+
+    decode_batch: int
+    context_tokens: int
+    prompt_tokens: int
+    chunk_tokens: int | None
+    step_start_s: np.ndarray  # start of each step, s (negative: before the prompt arrived)
+    step_time_s: np.ndarray  # duration of each step, s
+    prompt_tokens_in_step: np.ndarray  # prompt tokens each step carries (0 for pure decode steps)
+    decoders_in_step: np.ndarray  # users that get a token at the end of each step
+    ttft_s: float  # prompt arrival → its first token, s
+    worst_gap_s: float  # longest wait between two tokens of an already-running decoder, s
+    normal_gap_s: float  # a decoder's gap with no prompt around: one decode step of B users, s
+    stalled_steps: float  # (worst gap − normal gap) ÷ normal gap: decode steps each decoder missed
+    prefill_steps: int  # steps the prompt was spread over
+
+
+def _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
+    """True where B users × T tokens plus the new prompt's P tokens of KV fit beside the weights."""
+    kv_tokens_per_user = t + p / np.maximum(b, 1)  # same total KV: B × T + P
+    return fits(
+        m,
+        g,
+        b,
+        kv_tokens_per_user,
+        num_gpus=num_gpus,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+    )
+
+
+def prompt_arrival_timeline(
+    model,
+    gpu,
+    decode_batch,
+    context_tokens,
+    prompt_tokens,
+    chunk_tokens=None,
+    *,
+    steps_before=4,
+    steps_after=6,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention=True,
+) -> Timeline:
+    """Simulate, step by step, ``decode_batch`` users (B ≥ 1) decoding at ``context_tokens`` (T) each when
+    a ``prompt_tokens``-token prompt (P) arrives at a step boundary, with chunks of ``chunk_tokens`` (C)
+    or, for ``None``, no chunking.
+
+    ``steps_before`` plain decode steps precede the arrival; after the prompt's first token the new user
+    joins the batch for ``steps_after`` more steps. Decoders' contexts are held at T (a few dozen steps
+    change them by well under 1%). All step times come from one vectorized ``mixed_step`` call.
+    Raises ``DoesNotFitError`` if B × T + P tokens of KV do not fit beside the weights.
+
+    >>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000, include_attention=False)
+    >>> round(t.ttft_s * 1e3), round(t.stalled_steps)        # the card: ≈ 130 ms, ≈ 27 steps missed
+    (130, 27)
+    >>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000, 1000, include_attention=False)
+    >>> c.prefill_steps, round(c.worst_gap_s * 1e3, 1)
+    (8, 16.3)
+
+    Taught in lesson 44.
+    """
+    m, g = get_model(model), get_gpu(gpu)
+    b = int(checked(decode_batch, "decode_batch", minimum=1))
+    t = int(checked(context_tokens, "context_tokens", minimum=0))
+    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    before = int(checked(steps_before, "steps_before", minimum=0))
+    after = int(checked(steps_after, "steps_after", minimum=0))
+    if not _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
+        need = memory_needed_bytes(m, b, t + p / b, weight_precision, kv_precision)
+        raise DoesNotFitError(
+            f"Does not fit: {b} users x {t:,} tokens plus a {p:,}-token prompt need {need / GB:.1f} GB, "
+            f"{memory_capacity_bytes(g, num_gpus) / GB:.0f} GB available."
+        )
+    if chunk_tokens is None:
+        chunks = np.array([p])
+        decoders_during = 0  # the prefill step runs alone
+    else:
+        c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
+        n_chunks = -(-p // c)
+        chunks = np.minimum(c, p - c * np.arange(n_chunks))
+        decoders_during = b
+    prefix = np.concatenate([[0], np.cumsum(chunks)[:-1]])
+    decoders = np.concatenate(
+        [np.full(before, b), np.full(chunks.size, decoders_during), np.full(after, b + 1)]
+    )
+    prompt = np.concatenate([np.zeros(before), chunks, np.zeros(after)]).astype(int)
+    prefixes = np.concatenate([np.zeros(before), prefix, np.zeros(after)])
+    steps = np.asarray(
+        mixed_step(
+            m,
+            g,
+            decoders,
+            t,
+            prompt,
+            prefixes,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            include_attention=include_attention,
+        ).step_time_s,
+        dtype=float,
+    )
+    end = np.cumsum(steps)
+    arrival = end[before - 1] if before else 0.0
+    start = end - steps - arrival
+    ttft = end[before + chunks.size - 1] - arrival
+    # Token times of a decoder that was running before the prompt arrived: ends of steps it was part of.
+    token_times = np.concatenate([[start[0]], (end - arrival)[decoders > 0]])
+    normal = float(
+        mixed_step(
+            m,
+            g,
+            b,
+            t,
+            0,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            include_attention=include_attention,
+        ).step_time_s
+    )
+    worst = float(np.max(np.diff(token_times)))
+    return Timeline(
+        decode_batch=b,
+        context_tokens=t,
+        prompt_tokens=p,
+        chunk_tokens=None if chunk_tokens is None else int(chunk_tokens),
+        step_start_s=start,
+        step_time_s=steps,
+        prompt_tokens_in_step=prompt,
+        decoders_in_step=decoders,
+        ttft_s=float(ttft),
+        worst_gap_s=worst,
+        normal_gap_s=normal,
+        stalled_steps=(worst - normal) / normal,
+        prefill_steps=int(chunks.size),
+    )
+
+
+@dataclass(frozen=True)
+class ChunkTradeoff:
+    """Time to first token of the new prompt against the decoders' worst gap, per chunk size."""
+
+    chunk_tokens: object  # C, tokens
+    prefill_steps: object  # ceil(P ÷ C)
+    ttft_s: object  # s
+    worst_gap_s: object  # s
+    normal_gap_s: object  # s, one decode step of B users with no prompt around
+    fits: object  # bool: B × T + P tokens of KV fit beside the weights
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def chunk_size_tradeoff(
+    model,
+    gpu,
+    decode_batch,
+    context_tokens,
+    prompt_tokens,
+    chunk_tokens,
+    *,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention=True,
+) -> ChunkTradeoff:
+    """TTFT and worst decoder gap for chunked prefill, in one call over any broadcast of B, T, P and C.
+
+    TTFT is the sum of the ceil(P ÷ C) mixed steps; the worst gap is the longest of them (decoders get one
+    token per mixed step). C ≥ P is one step carrying the whole prompt with the decoders. Where the KV does
+    not fit, times are NaN and ``fits`` is False.
+
+    >>> r = chunk_size_tradeoff("llama-3-8b", "h100-sxm", 30, 1000, 8000, [128, 512, 2048, 8000])
+    >>> np.round(r.ttft_s * 1e3).tolist()
+    [386.0, 155.0, 149.0, 147.0]
+    >>> np.round(r.worst_gap_s * 1e3, 1).tolist()
+    [6.3, 10.8, 39.3, 147.4]
+
+    Taught in lesson 44.
+    """
+    m, g = get_model(model), get_gpu(gpu)
+    b = checked(decode_batch, "decode_batch", minimum=1)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    p = checked(prompt_tokens, "prompt_tokens", minimum=1)
+    c = checked(chunk_tokens, "chunk_tokens", minimum=1)
+    b, t, p, c = np.broadcast_arrays(b, t, p, c)
+    p, c = np.round(p), np.round(c)
+    n = np.ceil(p / c)
+    depth = int(n.max())
+    if depth * max(p.size, 1) > _MAX_GRID_CELLS:
+        raise InvalidConfigurationError(
+            f"chunks too small for the prompt: {depth:,} steps x {p.size:,} configurations is too large a "
+            "grid; use a larger minimum chunk_tokens"
+        )
+    j = np.arange(depth).reshape((depth,) + (1,) * p.ndim)
+    chunk = np.clip(p - j * c, 0, c)
+    step = np.asarray(
+        mixed_step(
+            m,
+            g,
+            b,
+            t,
+            chunk,
+            np.minimum(j * c, p),
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            include_attention=include_attention,
+        ).step_time_s
+    )
+    real = chunk > 0
+    normal = np.asarray(
+        mixed_step(
+            m,
+            g,
+            b,
+            t,
+            0,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            include_attention=include_attention,
+        ).step_time_s
+    )
+    ok = np.asarray(_memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision))
+    ttft = np.where(real, step, 0.0).sum(axis=0)
+    worst = np.maximum(np.where(real, step, 0.0).max(axis=0), normal)
+    nan = lambda x: np.where(ok, x, np.nan)  # noqa: E731
+    return ChunkTradeoff(
+        chunk_tokens=out(c),
+        prefill_steps=out(n.astype(int)),
+        ttft_s=out(nan(ttft)),
+        worst_gap_s=out(nan(worst)),
+        normal_gap_s=out(nan(normal)),
+        fits=out(ok),
+    )
+
+
+CHUNK_OPTIONS = [32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+
+
+SWEEP_CHUNKS = np.unique(np.round(np.geomspace(16, 32768, 120)).astype(int))
+
+
+@dataclass(frozen=True)
+class ChunkScenario(Scenario):
+    """A ``Scenario`` plus the chunk size C (prompt tokens per step); ``batch`` is the decoding users."""
+
+    chunk_tokens: int = 512
+
+
+def _chunk_scenario(s: Scenario) -> ChunkScenario:
+    return s if isinstance(s, ChunkScenario) else ChunkScenario(**asdict(s))

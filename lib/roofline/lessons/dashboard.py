@@ -1,0 +1,516 @@
+"""The serving dashboard: the handful of numbers that say whether a GPU is well used, and by whom.
+
+Taught in lesson 59 (notebooks/59_dashboard.ipynb).
+
+Panels and where each comes from (every number on them is computed here, for a chosen model, GPU and load):
+
+    MBU        = bytes read ÷ (time × G × peak bandwidth)        is memory busy?
+    MFU        = FLOPs done ÷ (time × G × peak FLOP/s)            are the tensor cores busy?
+    tokens/s   = output tokens ÷ time                             what the GPU delivers
+    KV use     = running × T × KV bytes ÷ (memory − weights)      how close to the batch limit
+    running / waiting = min(users, max batch) / the rest          is anyone queued?
+    TTFT, TPOT percentiles                                        what users feel
+
+GPU-util is not among them: it is the share of time some kernel runs (a duty cycle), 100% for a server
+that decodes one user as well as for one that decodes two hundred.
+
+The load is a closed loop: ``concurrent_users`` users each hold ``context_tokens`` (T) of KV (their
+conversation), send a ``prompt_tokens`` (P) turn, receive about ``output_tokens`` (O) tokens, and send the
+next turn at once. The server batches continuously, admits users while their KV fits (``max_batch``), and
+prefills new turns in chunks riding with the decode steps (lesson 44). Real kernels do not reach the
+roofline: every step takes the roofline time ÷ ``kernel_efficiency`` (an assumption, 0.8 by default: the
+card's 6 ms measured against a 4.8 ms floor).
+
+Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percentiles) and ``dashboard``
+(a seeded step-by-step simulation of one configuration, with TTFT and TPOT percentiles).
+
+>>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=1, context_tokens=1000)
+>>> round(d.mbu, 2), round(d.mfu, 3), d.running, d.waiting
+(0.8, 0.007, 1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from roofline._arrays import checked, out
+from roofline.data import get_gpu, get_model
+from roofline.lessons.chunked_prefill import mixed_step
+from roofline.lessons.scenario import Scenario
+from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.physics.memory import max_batch, memory_capacity_bytes
+from roofline.physics.precision import peak_flops_per_s
+from roofline.units import GB, MS
+
+DEFAULT_KERNEL_EFFICIENCY = 0.8  # measured step = roofline step ÷ this(card Q1/Q5: 4.8 ms floor, ~6 ms real)
+
+
+DEFAULT_TTFT_TARGET_S = 1.0  # targets drawn on the latency gauges: a common chat SLO, not a law
+
+
+DEFAULT_TPOT_TARGET_S = 0.05  # 20 tokens/s, faster than people read
+
+
+def _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency):
+    m, g = get_model(model), get_gpu(gpu)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    eff = checked(kernel_efficiency, "kernel_efficiency", above=0, maximum=1)
+    free = np.asarray(memory_capacity_bytes(g, n)) - weight_bytes(m, weight_precision)
+    return m, g, n, eff, free, kv_bytes_per_token(m, kv_precision)
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Analytic dashboard values (no percentiles). Array fields broadcast over users, context and G."""
+
+    concurrent_users: object
+    context_tokens: object
+    max_batch: object  # users whose KV fits beside the weights
+    running: object  # min(users, max batch)
+    waiting: object  # users queued for a KV slot
+    prompt_tokens_per_step: object  # running × P ÷ O, spread over the steps by chunked prefill
+    step_time_s: object  # roofline ÷ kernel efficiency
+    tokens_per_s: object  # output tokens/s, all users
+    mbu: object
+    mfu: object
+    kv_use_fraction: object  # of the memory left after the weights
+    binding: object
+    fits: object  # False where the weights alone do not fit
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def steady_state(
+    model,
+    gpu,
+    concurrent_users,
+    context_tokens,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+) -> SteadyState:
+    """Average dashboard values for ``concurrent_users`` (U) at ``context_tokens`` (T) each, analytically.
+
+    R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens
+    (each turn of O output tokens brings one P-token prompt). Step = ``mixed_step`` ÷ kernel efficiency.
+    Units: users, tokens, seconds; fractions 0–1. Where the weights alone do not fit, values are NaN.
+
+    >>> s = steady_state("llama-3-8b", "h100-sxm", [1, 64, 300], 4096)
+    >>> s.running.tolist(), s.waiting.tolist()
+    ([1, 64, 119], [0, 0, 181])
+    >>> np.round(s.tokens_per_s).tolist(), np.round(s.kv_use_fraction, 2).tolist()
+    ([156.0, 3365.0, 3961.0], [0.01, 0.54, 1.0])
+
+    Taught in lesson 59.
+    """
+    m, g, n, eff, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency)
+    u = np.round(checked(concurrent_users, "concurrent_users", minimum=1)).astype(int)
+    t = checked(context_tokens, "context_tokens", above=0)
+    p = checked(prompt_tokens, "prompt_tokens", minimum=0)
+    o = checked(output_tokens, "output_tokens", minimum=1)
+    limit = np.asarray(
+        max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision)
+    )
+    ok = limit >= 1
+    running = np.minimum(u, limit)
+    waiting = u - running
+    chunk = running * p / o
+    step = mixed_step(
+        m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision
+    )
+    time = np.asarray(step.step_time_s) / eff
+    safe = np.where(ok & (time > 0), time, np.nan)
+    bw = n * g.memory_bandwidth_bytes_per_s
+    peak = n * peak_flops_per_s(g, weight_precision)
+    arrays = np.broadcast_arrays(
+        u,
+        t,
+        limit,
+        running,
+        waiting,
+        chunk,
+        safe,
+        running / safe,
+        np.asarray(step.bytes_moved) / (safe * bw),
+        np.asarray(step.flops) / (safe * peak),
+        np.where(ok, running * t * kv / np.maximum(free, 1), np.nan),
+        ok,
+    )
+    u, t, limit, running, waiting, chunk, safe, rate, mbu_, mfu_, kv_use, ok = arrays
+    return SteadyState(
+        concurrent_users=out(u),
+        context_tokens=out(t),
+        max_batch=out(limit),
+        running=out(running),
+        waiting=out(waiting),
+        prompt_tokens_per_step=out(chunk),
+        step_time_s=out(safe),
+        tokens_per_s=out(rate),
+        mbu=out(mbu_),
+        mfu=out(mfu_),
+        kv_use_fraction=out(kv_use),
+        binding=step.binding,
+        fits=out(ok),
+    )
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """One configuration's dashboard, from a seeded simulation (``source`` says how it was made)."""
+
+    model: str
+    gpu: str
+    num_gpus: int
+    concurrent_users: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    fits: bool  # False: the weights alone do not fit; every value is NaN
+    max_batch: int
+    running: float  # mean over the measured steps
+    waiting: float
+    mbu: float
+    mfu: float
+    tokens_per_s: float
+    kv_use_fraction: float  # of the memory left after the weights
+    kv_bytes: float  # bytes in use (running × T × KV per token)
+    kv_free_bytes: float  # memory left after the weights, bytes
+    step_time_s: float  # mean step
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float  # inter-token gap, over all tokens of all users
+    tpot_p99_s: float
+    cost_per_million_usd: float
+    best_tokens_per_s: float  # most tokens/s at this context: analytic, over batch sizes that fit
+    best_cost_per_million_usd: float
+    source: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _weighted_percentile(values, weights, q):
+    order = np.argsort(values)
+    v, w = np.asarray(values)[order], np.asarray(weights, float)[order]
+    cum = np.cumsum(w)
+    if cum.size == 0 or cum[-1] <= 0:
+        return np.nan
+    return float(v[min(np.searchsorted(cum, q / 100 * cum[-1]), v.size - 1)])
+
+
+def dashboard(
+    model,
+    gpu,
+    concurrent_users,
+    context_tokens,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    chunk_tokens=512,
+    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+    usd_per_gpu_hour=3.0,
+    steps=1200,
+    seed=0,
+) -> Dashboard:
+    """Simulate a continuous-batching server step by step and read its dashboard.
+
+    ``concurrent_users`` (U ≥ 1) users each hold ``context_tokens`` (T, tokens) of KV, send a
+    ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean ``output_tokens`` (O;
+    seeded by ``seed``), and send the next turn at once. The server runs at most ``max_batch`` users (the
+    rest wait, first come first served), prefills up to ``chunk_tokens`` (C) prompt tokens per step alongside
+    the decoders, and every step takes ``mixed_step`` ÷ ``kernel_efficiency``. The run starts in steady state
+    and measures after its first quarter; it lengthens itself so queued requests are served in the window.
+    One configuration per call (use ``steady_state`` for sweeps). Times in s, fractions 0–1.
+
+    >>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=300, context_tokens=4096)
+    >>> d.max_batch, round(d.running), round(d.waiting), round(d.kv_use_fraction, 2)
+    (119, 119, 181, 1.0)
+    >>> d.ttft_p50_s > 10 * d.tpot_p99_s          # queued users wait for a slot before their first token
+    True
+
+    Taught in lesson 59.
+    """
+    m, g, n, eff, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency)
+    u = int(checked(concurrent_users, "concurrent_users", minimum=1))
+    t = int(checked(context_tokens, "context_tokens", above=0))
+    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    o = float(checked(output_tokens, "output_tokens", minimum=1))
+    c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
+    steps = int(checked(steps, "steps", minimum=100))
+    price = float(checked(usd_per_gpu_hour, "usd_per_gpu_hour", minimum=0))
+    n, free = int(n), float(free)
+    limit = int(max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
+    common = dict(
+        model=m.id,
+        gpu=g.id,
+        num_gpus=n,
+        concurrent_users=u,
+        context_tokens=t,
+        prompt_tokens=p,
+        output_tokens=int(o),
+        max_batch=limit,
+    )
+    if limit < 1:
+        nan = float("nan")
+        return Dashboard(
+            **common,
+            fits=False,
+            running=nan,
+            waiting=nan,
+            mbu=nan,
+            mfu=nan,
+            tokens_per_s=nan,
+            kv_use_fraction=nan,
+            kv_bytes=nan,
+            kv_free_bytes=max(free, 0.0),
+            step_time_s=nan,
+            ttft_p50_s=nan,
+            ttft_p99_s=nan,
+            tpot_p50_s=nan,
+            tpot_p99_s=nan,
+            cost_per_million_usd=nan,
+            best_tokens_per_s=nan,
+            best_cost_per_million_usd=nan,
+            source="weights do not fit in memory",
+        )
+    # A queued user waits about (users ahead ÷ max batch) × O steps: run long enough to see them served.
+    warmup = steps // 4
+    expected_wait = max(u - limit, 0) / limit * o + p / c
+    # ...and long enough that about 20 turns per running user finish in the window (few users: few turns).
+    turns = 20 * o / min(u, limit)
+    steps = int(min(max(steps, warmup + 3 * expected_wait + 200, warmup + turns), 20_000))
+
+    rng = np.random.default_rng(seed)
+    phase = np.zeros(u, dtype=np.int8)  # 0 waiting, 1 prefilling, 2 decoding
+    remaining_out = rng.geometric(1 / o, size=u)  # memoryless: a request in flight has a geometric rest too
+    remaining_prompt = np.zeros(u, dtype=np.int64)
+    arrived = np.full(u, -1, dtype=np.int64)  # step at whose end the request arrived (-1: at time 0)
+    phase[: min(u, limit)] = 2  # start in steady state: the first max-batch users are mid-answer
+    decoders = np.zeros(steps, dtype=np.int64)
+    prompt_in_step = np.zeros(steps, dtype=np.int64)
+    running_log = np.zeros(steps, dtype=np.int64)
+    first_token = []  # (arrival step, step of the first token)
+    for k in range(steps):
+        free_slots = limit - np.count_nonzero(phase)
+        if free_slots > 0:
+            queued = np.flatnonzero(phase == 0)
+            if queued.size:
+                admit = queued[np.argsort(arrived[queued], kind="stable")[:free_slots]]
+                phase[admit] = 1
+                remaining_prompt[admit] = p
+        running_log[k] = np.count_nonzero(phase)
+        dec = np.flatnonzero(phase == 2)
+        pre = np.flatnonzero(phase == 1)
+        done = pre[:0]
+        if pre.size:
+            pre = pre[np.argsort(arrived[pre], kind="stable")]
+            need = remaining_prompt[pre]
+            take = np.clip(c - (np.cumsum(need) - need), 0, need)
+            remaining_prompt[pre] -= take
+            prompt_in_step[k] = take.sum()
+            done = pre[remaining_prompt[pre] == 0]
+        decoders[k] = dec.size
+        remaining_out[dec] -= 1
+        if done.size:  # the last chunk's pass makes the first token
+            first_token.extend(zip(arrived[done].tolist(), [k] * done.size, strict=True))
+            phase[done] = 2
+            remaining_out[done] -= 1
+        finished = np.flatnonzero((phase == 2) & (remaining_out <= 0))
+        if finished.size:  # the user reads the answer and sends the next turn at once
+            phase[finished] = 0
+            arrived[finished] = k
+            remaining_out[finished] = rng.geometric(1 / o, size=finished.size)
+    run = mixed_step(
+        m,
+        g,
+        decoders,
+        t,
+        prompt_in_step,
+        t,
+        num_gpus=n,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+    )
+    step_s = np.asarray(run.step_time_s, float) / eff
+    end = np.cumsum(step_s)
+    window = slice(warmup, steps)
+    elapsed = end[-1] - end[warmup - 1]
+    emitted = decoders[window].sum() + sum(1 for _, f in first_token if f >= warmup)
+    ttft = np.array([end[f] - (end[a] if a >= 0 else 0.0) for a, f in first_token if a >= warmup])
+    tokens_per_s = emitted / elapsed
+    bw = n * g.memory_bandwidth_bytes_per_s
+    peak = n * peak_flops_per_s(g, weight_precision)
+    running = float(running_log[window].mean())
+    # The best this context allows: the analytic tokens/s maximized over batch sizes that fit (one call).
+    sizes = np.unique(np.round(np.geomspace(1, limit, 200)).astype(int))
+    best_rate = np.nanmax(
+        steady_state(
+            m,
+            g,
+            sizes,
+            t,
+            prompt_tokens=p,
+            output_tokens=o,
+            num_gpus=n,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            kernel_efficiency=eff,
+        ).tokens_per_s
+    )
+    best_rate = max(float(best_rate), float(tokens_per_s))
+    return Dashboard(
+        **common,
+        fits=True,
+        running=running,
+        waiting=u - running,
+        mbu=float(np.asarray(run.bytes_moved)[window].sum() / (elapsed * bw)),
+        mfu=float(np.asarray(run.flops)[window].sum() / (elapsed * peak)),
+        tokens_per_s=float(tokens_per_s),
+        kv_use_fraction=running * t * kv / free,
+        kv_bytes=running * t * kv,
+        kv_free_bytes=free,
+        step_time_s=float(step_s[window].mean()),
+        ttft_p50_s=float(np.percentile(ttft, 50)) if ttft.size else float("nan"),
+        ttft_p99_s=float(np.percentile(ttft, 99)) if ttft.size else float("nan"),
+        tpot_p50_s=_weighted_percentile(step_s[window], decoders[window], 50),
+        tpot_p99_s=_weighted_percentile(step_s[window], decoders[window], 99),
+        cost_per_million_usd=float(cost_per_million_tokens_usd(price, tokens_per_s, n)),
+        best_tokens_per_s=best_rate,
+        best_cost_per_million_usd=float(cost_per_million_tokens_usd(price, best_rate, n)),
+        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}, "
+        f"kernel efficiency {float(eff):.0%}",
+    )
+
+
+def dashboard_for(scenario: Scenario, **kwargs) -> Dashboard:
+    """``dashboard`` for a ``Scenario``: its ``batch`` is the number of concurrent users, ``prompt_tokens``
+    the turn length; other keyword arguments pass through.
+
+    >>> dashboard_for(Scenario(batch=64, context_tokens=4096)).running
+    64.0
+
+    Taught in lesson 59.
+    """
+    s = scenario
+    return dashboard(
+        s.model,
+        s.gpu,
+        s.batch,
+        s.context_tokens,
+        prompt_tokens=s.prompt_tokens,
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+        usd_per_gpu_hour=s.usd_per_gpu_hour,
+        **kwargs,
+    )
+
+
+def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
+    """A one-line reading of a dashboard: what limits this server and what would help.
+
+    The rules: weights that do not fit → more GPUs or fewer bytes; users waiting (KV full) → more KV room;
+    few users per weight read (tokens/s far below the full-batch figure with nobody waiting) → more users;
+    otherwise healthy.
+
+    >>> diagnose(dashboard("llama-3-8b", "h100-sxm", 1, 1000))[:13]
+    'under-batched'
+
+    Taught in lesson 59.
+    """
+    if not d.fits:
+        return "does not fit: the weights alone exceed memory; add GPUs or use fewer bytes per weight"
+    if d.waiting >= 1:
+        return (
+            f"memory-full: KV at {d.kv_use_fraction:.0%}, {d.waiting:.0f} users waiting, TTFT p99 "
+            f"{d.ttft_p99_s:.1f} s; fit more KV (FP8 KV, more GPUs, shorter context), not more compute"
+        )
+    if d.tokens_per_s < 0.5 * d.best_tokens_per_s:
+        return (
+            f"under-batched: MBU {d.mbu:.0%} but MFU {d.mfu:.1%}; {d.tokens_per_s:,.0f} tokens/s of a "
+            "possible "
+            f"{d.best_tokens_per_s:,.0f}; send it more users, not more GPUs"
+        )
+    late = d.ttft_p99_s > ttft_target_s
+    return f"healthy: {d.tokens_per_s:,.0f} tokens/s, KV at {d.kv_use_fraction:.0%}, nobody waiting" + (
+        "; but TTFT p99 is over target" if late else ""
+    )
+
+
+_PANELS = ("mbu", "mfu", "tokens", "kv", "requests", "ttft", "tpot", "cost")
+
+
+_TITLES = {
+    "mbu": "MBU",
+    "mfu": "MFU",
+    "tokens": "output tokens/s",
+    "kv": "KV-cache use",
+    "requests": "running / waiting",
+    "ttft": "TTFT p50 (p99)",
+    "tpot": "TPOT p50 (p99)",
+    "cost": "$ per 1M tokens",
+}
+
+
+def _panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
+    """(big number, small line, gauge fraction(s)) for each panel, from a Dashboard."""
+    if not d.fits:
+        return {k: ("", "", (0.0, 0.0)) for k in _PANELS}
+    scale = max(d.concurrent_users, d.max_batch)
+    return {
+        "mbu": (f"{d.mbu:.0%}", "of peak memory bandwidth", (d.mbu,)),
+        "mfu": (f"{d.mfu:.1%}", "of peak tensor-core FLOP/s", (d.mfu,)),
+        "tokens": (
+            f"{d.tokens_per_s:,.0f}",
+            f"of {d.best_tokens_per_s:,.0f} at the best batch",
+            (d.tokens_per_s / d.best_tokens_per_s,),
+        ),
+        "kv": (
+            f"{d.kv_use_fraction:.0%}" if d.kv_use_fraction >= 0.1 else f"{d.kv_use_fraction:.1%}",
+            f"{d.kv_bytes / GB:.1f} of {d.kv_free_bytes / GB:.0f} GB left by weights",
+            (d.kv_use_fraction,),
+        ),
+        "requests": (
+            f"{d.running:.0f} / {d.waiting:.0f}",
+            f"max batch {d.max_batch:,}",
+            (d.running / scale, d.waiting / scale),
+        ),
+        "ttft": (
+            _fmt_s(d.ttft_p50_s),
+            f"p99 {_fmt_s(d.ttft_p99_s)}; target {_fmt_s(ttft_target_s)}",
+            (d.ttft_p99_s / ttft_target_s,),
+        ),
+        "tpot": (
+            _fmt_s(d.tpot_p50_s),
+            f"p99 {_fmt_s(d.tpot_p99_s)}; target {_fmt_s(tpot_target_s)}",
+            (d.tpot_p99_s / tpot_target_s,),
+        ),
+        "cost": (
+            f"${d.cost_per_million_usd:.2f}",
+            f"${d.best_cost_per_million_usd:.2f} at the best batch",
+            (d.best_cost_per_million_usd / d.cost_per_million_usd,),
+        ),
+    }
+
+
+def _fmt_s(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "—"
+    return (
+        f"{seconds:.1f} s"
+        if seconds >= 1
+        else f"{seconds / MS:.0f} ms"
+        if seconds >= 0.01
+        else f"{seconds / MS:.1f} ms"
+    )

@@ -1,0 +1,272 @@
+"""Prefill against decode, and what one long prompt does to everyone else: lessons 04, 15 and 16.
+
+Taught in lesson 04 (notebooks/04_roofline.ipynb: ridge table, the bytes ÷ FLOP/s trap, roofline readout),
+lesson 15 (notebooks/15_prefill_vs_decode.ipynb: prefill vs prompt length, the stall of streaming users)
+and lesson 16 (notebooks/16_step_time.ipynb: what batching gains in total and costs each user).
+
+Prefill pushes all P prompt tokens through the model in one pass, so the weights are read once for P
+tokens: it turns compute-bound once P passes roughly the ridge point. A decode step at batch 1 reads the
+same weights for a single token and stays memory-bound. While an unchunked prefill runs, every streaming
+user waits: they miss prefill time ÷ decode step time steps.
+
+>>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000, include_attention=False)
+>>> round(s.prefill_time_s * 1e3), round(s.stalled_steps)
+(130, 27)
+>>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
+295
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from roofline._arrays import checked, out
+from roofline.data import gpus
+from roofline.errors import InvalidConfigurationError
+from roofline.lessons.scenario import Scenario
+from roofline.physics.architecture import kv_bytes_per_token
+from roofline.physics.core import ridge_point_flop_per_byte
+from roofline.physics.decode import decode_step
+from roofline.physics.memory import kv_cache_bytes, memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.precision import get_precision, peak_flops_per_s
+from roofline.physics.prefill import prefill, stalled_decode_steps
+
+# Prompt lengths every prefill sweep evaluates (1 … 65,536 tokens, log-spaced integers).
+PROMPT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Physics and plain-number helpers
+# --------------------------------------------------------------------------------------------------------
+def prefill_crossover_prompt_tokens(
+    model,
+    gpu,
+    *,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention: bool = True,
+    max_tokens: int = 2**24,
+) -> int:
+    """Shortest prompt (tokens) whose prefill is compute-bound in the full prefill model.
+
+    ``roofline.compute_bound_prompt_tokens`` gives the textbook answer, ridge × bytes per weight ÷ 2,
+    which assumes every stored weight is used by every token. This function asks ``roofline.physics.prefill``
+    itself (KV writes, attention's P² term, an MoE's expert reads) and returns the smallest integer P
+    with compute time > memory time, by bisection. The GPU count cancels (both times divide by G).
+    Raises ``InvalidConfigurationError`` if no P up to ``max_tokens`` is compute-bound.
+
+    Parameters: model, gpu (ids or dataclasses); num_gpus G ≥ 1; precisions as in ``roofline.physics.prefill``.
+
+    >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False)  # + KV writes
+    296
+    >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")   # attention's FLOPs pull it back
+    295
+    >>> round(compute_bound_prompt_tokens("mixtral-8x7b", "h100-sxm"))   # the rule assumes a dense model
+    295
+    >>> prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")     # all 8 experts read, 2 used
+    1061
+    """
+
+    def compute_bound(p: int) -> bool:
+        r = prefill(
+            model,
+            gpu,
+            p,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            include_attention=include_attention,
+        )
+        return r.compute_time_s > r.memory_time_s
+
+    if compute_bound(1):
+        return 1
+    lo, hi = 1, 2  # invariant: lo memory-bound, hi to be tested
+    while not compute_bound(hi):
+        lo, hi = hi, hi * 2
+        if hi > max_tokens:
+            raise InvalidConfigurationError(f"prefill stays memory-bound up to {max_tokens:,} prompt tokens")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+    return hi
+
+
+@dataclass(frozen=True)
+class PrefillStall:
+    """An unchunked prefill and the streaming users it holds up. Arrays broadcast over P, B and T."""
+
+    prompt_tokens: object  # P, tokens of the pasted prompt
+    batch: object  # B, users streaming meanwhile
+    context_tokens: object  # T, KV tokens each streaming user holds
+    prefill_time_s: object  # how long every stream is frozen
+    decode_step_time_s: object  # one decode step of the B streaming users (NaN if they do not fit)
+    stalled_steps: object  # decode steps each user misses: prefill ÷ step
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+
+def prefill_stall(
+    model,
+    gpu,
+    prompt_tokens,
+    batch=1,
+    context_tokens=0,
+    *,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    include_attention: bool = True,
+) -> PrefillStall:
+    """How long B streaming users freeze while one unchunked prefill of P tokens runs.
+
+    Parameters
+    ----------
+    prompt_tokens : P, the pasted prompt, ≥ 1 (tokens). Array-like broadcasts.
+    batch : B, users decoding when the paste arrives, ≥ 1 (users). Array-like broadcasts.
+    context_tokens : T, KV tokens each of them holds, ≥ 0 (tokens).
+    include_attention : False gives the card's 2 × N × P prefill; True adds attention's P² term.
+
+    The missed steps are counted against the step time of the B users decoding together (where they do not
+    fit in memory the step and the count are NaN). A larger B makes each step longer, so the same freeze
+    costs fewer, longer steps.
+
+    >>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000, batch=[1, 30], context_tokens=1000)
+    >>> np.round(s.prefill_time_s * 1e3).tolist(), np.round(s.stalled_steps, 1).tolist()
+    ([147.0, 147.0], [30.4, 24.6])
+    """
+    p = prefill(
+        model,
+        gpu,
+        prompt_tokens,
+        num_gpus=num_gpus,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        include_attention=include_attention,
+    )
+    d = decode_step(
+        model,
+        gpu,
+        batch,
+        context_tokens,
+        num_gpus=num_gpus,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        on_overflow="mask",
+    )
+    pt, b, t, prefill_s, step_s = np.broadcast_arrays(
+        np.asarray(p.prompt_tokens),
+        np.asarray(d.batch),
+        np.asarray(d.context_tokens),
+        np.asarray(p.time_s),
+        np.asarray(d.step_time_s),
+    )
+    steps = np.full(step_s.shape, np.nan)
+    ok = np.isfinite(step_s)
+    steps[ok] = stalled_decode_steps(prefill_s[ok], step_s[ok])
+    return PrefillStall(
+        prompt_tokens=out(pt),
+        batch=out(b),
+        context_tokens=out(t),
+        prefill_time_s=out(prefill_s),
+        decode_step_time_s=out(step_s),
+        stalled_steps=out(steps),
+    )
+
+
+def per_user_slowdown(step_time_batch_s, step_time_single_s):
+    """How much slower each user's tokens arrive in a batch than alone: step(B) ÷ step(1) (ratio).
+
+    >>> per_user_slowdown(6.0e-3, 4.8e-3)   # the card's Q3: 32 users, 1.25x slower each, not 32x
+    1.25
+    """
+    b = checked(step_time_batch_s, "step_time_batch_s", above=0)
+    one = checked(step_time_single_s, "step_time_single_s", above=0)
+    return out(b / one)
+
+
+def batching_gain(batch, step_time_batch_s, step_time_single_s):
+    """Total-throughput gain of a batch of B over one user alone: B × step(1) ÷ step(B) (ratio).
+
+    Each step makes B tokens instead of 1 but lasts step(B) instead of step(1), so the gain is B divided
+    by the per-user slowdown.
+
+    >>> round(batching_gain(32, 6.0e-3, 4.8e-3), 1)   # 32 ÷ 1.25 = 25.6x, not 32x
+    25.6
+    >>> np.round(batching_gain([1, 8], [4.8e-3, 4.9e-3], 4.8e-3), 2).tolist()
+    [1.0, 7.84]
+    """
+    b = checked(batch, "batch", minimum=1)
+    return out(b / np.asarray(per_user_slowdown(step_time_batch_s, step_time_single_s)))
+
+
+def throughput_tokens_per_s(batch, step_time_s):
+    """What one decode step of B users gives: (tokens/s each user sees, tokens/s the GPU makes).
+
+    Every user gets one token per step, so per user = 1 ÷ step and in total = B ÷ step.
+
+    >>> per_user, total = throughput_tokens_per_s(32, 6.0e-3)   # the card's Q3
+    >>> round(per_user), round(total)
+    (167, 5333)
+    """
+    b = checked(batch, "batch", minimum=1)
+    t = checked(step_time_s, "step_time_s", above=0)
+    b, t = np.broadcast_arrays(b, t)
+    return out(1.0 / t), out(b / t)
+
+
+def bytes_over_flops_trap(bytes_moved, peak_flops_per_s):
+    """The card's trap, computed on purpose: bytes ÷ FLOP/s. NOT a time; its unit is byte·s/FLOP.
+
+    Bytes only turn into seconds over a bandwidth (bytes/s), FLOPs over a FLOP rate. This number is what
+    the mistake prints; lesson 04 shows it beside the right answers so the difference is visible.
+
+    >>> bytes_over_flops_trap(16e9, 989e12)   # looks like "16 µs", is meaningless
+    1.6177...e-05
+    """
+    b = checked(bytes_moved, "bytes_moved", minimum=0)
+    p = checked(peak_flops_per_s, "peak_flops_per_s", above=0)
+    return out(b / p)
+
+
+def ridge_points(precision: str = "bf16", num_gpus=1) -> dict[str, float]:
+    """Ridge point (FLOP/byte) of every GPU in the table at ``precision``; NaN where it lacks that math.
+
+    The ridge is peak FLOP/s ÷ bandwidth; G GPUs multiply both, so it does not depend on ``num_gpus``.
+
+    >>> r = ridge_points("bf16")
+    >>> round(r["h100-sxm"]), round(r["h200"]), round(r["a100-80gb-sxm"])
+    (295, 206, 153)
+    >>> bool(np.isnan(ridge_points("fp8")["a100-80gb-sxm"]))
+    True
+    """
+    get_precision(precision)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    table = {}
+    for gid, g in gpus().items():
+        if get_precision(precision).compute in g.dense_flops_per_s:
+            table[gid] = float(
+                ridge_point_flop_per_byte(
+                    n * peak_flops_per_s(g, precision), n * g.memory_bandwidth_bytes_per_s
+                )
+            )
+        else:
+            table[gid] = float("nan")
+    return table
+
+
+def paste_fits(s: Scenario) -> bool:
+    """True if the weights, the KV of B users at T tokens and the pasted prompt's P tokens of KV all fit.
+
+    >>> paste_fits(Scenario(batch=30, prompt_tokens=8000))
+    True
+    >>> paste_fits(Scenario(batch=500, prompt_tokens=8000))   # 65.5 GB of KV + 16 GB of weights
+    False
+    """
+    need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
+    need += kv_cache_bytes(1, s.prompt_tokens, kv_bytes_per_token(s.model, s.kv_precision))
+    return bool(need <= memory_capacity_bytes(s.gpu, s.num_gpus))

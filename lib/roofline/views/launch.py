@@ -1,0 +1,212 @@
+"""Figures and readouts for lessons/launch.py (the numbers live there)."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Patch
+
+from roofline.data import get_gpu, get_model, gpus, models
+from roofline.lessons.launch import CARD_CPU_S_PER_LAUNCH, CARD_KERNELS_PER_STEP, launch_budget, share_grid
+from roofline.lessons.scenario import Scenario
+from roofline.physics.architecture import weight_bytes
+from roofline.ui.widgets import Explorer, table_html
+from roofline.units import MS, TB, US
+from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
+
+
+def share_grid_figure(
+    model_ids=None,
+    gpu_ids=None,
+    kernels_per_layer=CARD_KERNELS_PER_STEP / 32,
+    cpu_s_per_launch=CARD_CPU_S_PER_LAUNCH,
+):
+    """Heat map of ``share_grid`` with the value in each cell; grey "does not fit" cells. A Picture.
+
+    Taught in lesson 03.
+    """
+    model_ids = list(model_ids or [m for m in models() if not get_model(m).is_moe])
+    gpu_ids = list(gpu_ids or gpus())
+    grid = share_grid(model_ids, gpu_ids, kernels_per_layer, cpu_s_per_launch)
+    # sort: models by size (rows), GPUs by bandwidth (columns), so the corner with short steps stands out
+    rows = np.argsort([weight_bytes(m) for m in model_ids])
+    cols = np.argsort([get_gpu(g).memory_bandwidth_bytes_per_s for g in gpu_ids])
+    grid = grid[rows][:, cols]
+    model_ids = [model_ids[i] for i in rows]
+    gpu_ids = [gpu_ids[i] for i in cols]
+    fig, (ax,) = new_figure(figsize=(11, 5.2))
+    with plt.style.context(STYLE_PATH):
+        ax.grid(False)
+        ax.set_facecolor("#dddddd")
+        im = ax.imshow(grid * 100, cmap="viridis", vmin=0, vmax=100, aspect="auto")
+        for i in range(grid.shape[0]):
+            for j in range(grid.shape[1]):
+                v = grid[i, j]
+                text = "does not\nfit" if np.isnan(v) else f"{v * 100:.0f}%"
+                color = "#444444" if np.isnan(v) else ("black" if v > 0.5 else "white")
+                ax.text(j, i, text, ha="center", va="center", fontsize=8 if np.isnan(v) else 11, color=color)
+        ax.set_xticks(
+            range(len(gpu_ids)),
+            [f"{g}\n{get_gpu(g).memory_bandwidth_bytes_per_s / TB:.2g} TB/s" for g in gpu_ids],
+            fontsize=9,
+            rotation=35,
+            ha="right",
+        )
+        ax.set_yticks(
+            range(len(model_ids)), [f"{m} ({get_model(m).layers} layers)" for m in model_ids], fontsize=11
+        )
+        ax.set_xlabel("GPU (sorted by memory bandwidth)")
+        fig.colorbar(im, ax=ax, label="% of the step spent launching")
+        ax.set_title(
+            f"Launch overhead share of a batch-1 BF16 decode step, no CUDA graph "
+            f"({kernels_per_layer:.3g} kernels per layer x {cpu_s_per_launch / US:g} µs)",
+            fontsize=12,
+        )
+    return show(fig, "launch overhead share, models x GPUs")
+
+
+class LaunchBars(LiveFigure):
+    """Two stacked bars, eager launches vs one CUDA-graph replay: roofline time + launch overhead (ms).
+
+    Options: ``kernels_per_step``, ``cpu_s_per_launch`` (s), ``cuda_graphs`` (highlights the chosen bar).
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.roof_bars = [m(ax.barh(i, 0, color=COLORS["weights"], height=0.55)[0]) for i in range(2)]
+        self.over_bars = [m(ax.barh(i, 0, color=COLORS["prefill"], height=0.55)[0]) for i in range(2)]
+        handles = [
+            Patch(color=COLORS["weights"], label="GPU time (roofline: bytes over bandwidth)"),
+            Patch(color=COLORS["prefill"], label="CPU time launching kernels"),
+        ]
+        ax.set_yticks([0, 1], ["eager\n(one launch\nper kernel)", "CUDA graph\n(one replay)"])
+        ax.set_ylim(1.5, -1.0)
+        ax.set_xlabel("time per decode step (ms)")
+        ax.legend(handles=handles, loc="upper left", ncols=2)
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        k = self.options.get("kernels_per_step", CARD_KERNELS_PER_STEP)
+        c = self.options.get("cpu_s_per_launch", CARD_CPU_S_PER_LAUNCH)
+        chosen = 1 if self.options.get("cuda_graphs", False) else 0
+        budgets = [
+            launch_budget(
+                s.model,
+                s.gpu,
+                k,
+                c,
+                cuda_graphs=g,
+                batch=s.batch,
+                context_tokens=s.context_tokens,
+                weight_precision=s.weight_precision,
+                kv_precision=s.kv_precision,
+                num_gpus=s.num_gpus,
+            )
+            for g in (False, True)
+        ]
+        if not budgets[0].fits:
+            for bar in self.roof_bars + self.over_bars:
+                bar.set_width(0)
+            self._transient_artist(
+                ax.text(
+                    0.5,
+                    0.5,
+                    "does not fit in memory: no step time",
+                    transform=ax.transAxes,
+                    ha="center",
+                    fontsize=14,
+                    color="#444444",
+                )
+            )
+            ax.set_title(f"{s.model} on {s.num_gpus}x {s.gpu}", fontsize=12)
+            return
+        widths = []
+        for i, b in enumerate(budgets):
+            self.roof_bars[i].set_width(b.roofline_time_s / MS)
+            self.over_bars[i].set_x(b.roofline_time_s / MS)
+            self.over_bars[i].set_width(b.overhead_s / MS)
+            for bar in (self.roof_bars[i], self.over_bars[i]):
+                bar.set_alpha(1.0 if i == chosen else 0.35)
+            widths.append(b.step_time_s / MS)
+            pct = f"{b.share * 100:.0f}" if b.share >= 0.01 else f"{b.share * 100:.1f}"
+            label = f" {b.step_time_s / MS:.2f} ms, {pct}% launching, {b.tokens_per_s_per_user:.0f} tok/s"
+            self._transient_artist(
+                ax.text(
+                    b.step_time_s / MS,
+                    i,
+                    label,
+                    va="center",
+                    fontsize=11,
+                    fontweight="bold" if i == chosen else "normal",
+                )
+            )
+        ax.set_xlim(nice_limits([max(widths) * 1.3], log=False))
+        ax.set_title(
+            f"{s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}, B={s.batch}: "
+            f"{k:g} kernels x {c / US:g} µs",
+            fontsize=12,
+        )
+
+
+def launch_readout(s: Scenario, options) -> str:
+    """HTML table of the launch budget for the explorer's current settings."""
+    b = launch_budget(
+        s.model,
+        s.gpu,
+        options["kernels_per_step"],
+        options["cpu_s_per_launch"],
+        cuda_graphs=options["cuda_graphs"],
+        batch=s.batch,
+        context_tokens=s.context_tokens,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+        num_gpus=s.num_gpus,
+    )
+    if not b.fits:
+        return table_html([("step time", "does not fit in memory: no step time")])
+    return table_html(
+        [
+            ("kernel launches per step", f"{b.kernels_launched:,.0f}"),
+            ("GPU (roofline) time", f"{b.roofline_time_s / MS:.2f} ms"),
+            ("launch overhead", f"{b.overhead_s / MS:.3f} ms"),
+            ("step time", f"{b.step_time_s / MS:.2f} ms"),
+            ("share spent launching", f"{b.share * 100:.1f}%"),
+            ("tokens/s per user", f"{b.tokens_per_s_per_user:,.0f}"),
+        ]
+    )
+
+
+def launch_explorer(scenario: Scenario | None = None) -> Explorer:
+    """Lesson 03's explorer: kernels per step, CPU µs per launch, CUDA graphs on/off, model, GPU, precision.
+
+    >>> ex = launch_explorer()
+    >>> ex.set(kernels_per_step=100, cuda_graphs=True); ex.live.options["kernels_per_step"]
+    100
+    """
+    knobs = {
+        "kernels_per_step": W.IntSlider(
+            value=CARD_KERNELS_PER_STEP, min=10, max=1000, step=10, description="kernels per step"
+        ),
+        "cpu_us_per_launch": W.FloatSlider(
+            value=CARD_CPU_S_PER_LAUNCH / US, min=1, max=20, step=0.5, description="CPU µs per launch"
+        ),
+        "cuda_graphs": W.Checkbox(value=False, description="CUDA graphs (one replay per step)"),
+    }
+
+    def to_options(v):
+        return {
+            "kernels_per_step": v["kernels_per_step"],
+            "cpu_s_per_launch": v["cpu_us_per_launch"] * US,
+            "cuda_graphs": v["cuda_graphs"],
+        }
+
+    return Explorer(
+        LaunchBars,
+        ["model", "gpu", "weight_precision"],
+        scenario or Scenario(context_tokens=0),
+        launch_readout,
+        knobs=knobs,
+        to_options=to_options,
+    )

@@ -1,0 +1,396 @@
+"""Figures and readouts for lessons/phases.py (the numbers live there)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from roofline.data import get_gpu, gpus
+from roofline.lessons.phases import (
+    PROMPT_SWEEP,
+    paste_fits,
+    prefill_crossover_prompt_tokens,
+    prefill_stall,
+    ridge_points,
+)
+from roofline.lessons.scenario import Scenario
+from roofline.physics.core import ridge_point_flop_per_byte
+from roofline.physics.memory import fits
+from roofline.physics.precision import get_precision, peak_flops_per_s
+from roofline.physics.prefill import compute_bound_prompt_tokens, stalled_decode_steps
+from roofline.units import MS, TFLOPS
+from roofline.views.plots import COLORS, LiveFigure, RooflineChart, describe, nice_limits
+
+
+# --------------------------------------------------------------------------------------------------------
+# Tables and readouts (HTML; every number from the library)
+# --------------------------------------------------------------------------------------------------------
+class HtmlTable:
+    """A small HTML table that shows itself in a notebook, with a short stable text form.
+
+    >>> HtmlTable(["a", "b"], [["1", "2"]])
+    <HtmlTable: 1 rows>
+    """
+
+    def __init__(self, header, rows):
+        self.header, self.rows = list(header), [list(r) for r in rows]
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f'<th style="text-align:right;padding:2px 10px">{html.escape(h)}</th>' for h in self.header
+        )
+        body = "".join(
+            "<tr>"
+            + "".join(f'<td style="text-align:right;padding:2px 10px">{html.escape(c)}</td>' for c in r)
+            + "</tr>"
+            for r in self.rows
+        )
+        return f'<table class="roofline-table" style="font-size:14px"><tr>{head}</tr>{body}</table>'
+
+    def __repr__(self) -> str:
+        return f"<HtmlTable: {len(self.rows)} rows>"
+
+
+def _table(rows) -> str:
+    from roofline.ui.widgets import table_html  # imported here: widgets pulls in ipywidgets
+
+    return table_html(rows)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------------------
+class LessonRooflineChart(RooflineChart):
+    """``roofline.views.plots.RooflineChart`` with its legend in the empty upper-left corner, clear of the ridge
+    label (which the course chart draws at the bottom, under its lower-right legend).
+
+    >>> LessonRooflineChart(Scenario()).axes[0].get_legend()._loc
+    2
+    """
+
+    def _build(self):
+        super()._build()
+        self.axes[0].legend(loc="upper left")
+
+
+class PrefillVsPrompt(LiveFigure):
+    """Prefill time against prompt length (log-log), split into compute and memory time, with one batch-1
+    decode step for reference and the prompt length where prefill turns compute-bound marked.
+
+    >>> PrefillVsPrompt(Scenario())
+    <PrefillVsPrompt: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=1, T=1000>
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.lines = {
+            "memory": m(
+                ax.plot([], [], color=COLORS["weights"], ls="--", label="memory time (weights + KV writes)")[
+                    0
+                ]
+            ),
+            "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute time")[0]),
+            "prefill": m(ax.plot([], [], color=COLORS["prefill"], label="prefill = max(compute, memory)")[0]),
+        }
+        self.decode = m(
+            ax.axhline(1, color=COLORS["decode"], lw=1.5, ls="-.", label="one decode step, batch 1")
+        )
+        self.crossover = m(ax.axvline(1, color="grey", lw=1.5, ls="--"))
+        self.marker = m(ax.plot([], [], "o", color="black", zorder=5)[0])
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="prompt length P (tokens)",
+            ylabel="time (ms)",
+            xlim=(1, PROMPT_SWEEP[-1] * 1.05),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s: Scenario):
+        ax = self.axes[0]
+        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        p = s.prefill(PROMPT_SWEEP)
+        ok = np.asarray(fits(s.model, s.gpu, 1, PROMPT_SWEEP, **kw))
+        masked = lambda x: np.where(ok, np.asarray(x) / MS, np.nan)  # noqa: E731
+        self.lines["memory"].set_data(PROMPT_SWEEP, masked(p.memory_time_s))
+        self.lines["compute"].set_data(PROMPT_SWEEP, masked(p.compute_time_s))
+        self.lines["prefill"].set_data(PROMPT_SWEEP, masked(p.time_s))
+        d = s.decode(batch=1)
+        self.decode.set_visible(bool(d.fits))
+        if d.fits:
+            self.decode.set_ydata([d.step_time_s / MS] * 2)
+        cross = prefill_crossover_prompt_tokens(s.model, s.gpu, **kw)
+        self.crossover.set_xdata([cross, cross])
+        self.crossover.set_visible(bool(ok.any()))
+        if ok.any():
+            self._transient_artist(
+                ax.text(
+                    cross * 1.12,
+                    0.04,
+                    f"compute-bound from P ≈ {cross:,}",
+                    transform=ax.get_xaxis_transform(),
+                    fontsize=11,
+                    color="#444444",
+                )
+            )
+        y_all = np.concatenate([masked(p.time_s), masked(p.memory_time_s)])
+        ax.set_ylim(nice_limits(y_all if np.isfinite(y_all).any() else [1, 10], log=True))
+        here = s.prefill()
+        here_ok = bool(fits(s.model, s.gpu, 1, s.prompt_tokens, **kw))
+        if here_ok:
+            y = here.time_s / MS
+            self.marker.set_data([s.prompt_tokens], [y])
+            text = f"P={s.prompt_tokens:,}: {y:.1f} ms ({here.binding}-bound)"
+            if d.fits:
+                text += f"\n= {stalled_decode_steps(here.time_s, d.step_time_s):.1f} decode steps"
+            left = s.prompt_tokens >= 100  # the curve climbs to the right: write above-left of the point
+            self._transient_artist(
+                ax.annotate(
+                    text,
+                    (s.prompt_tokens, y),
+                    xytext=(-12 if left else 10, 8),
+                    textcoords="offset points",
+                    fontsize=12,
+                    ha="right" if left else "left",
+                    va="bottom",
+                )
+            )
+        else:
+            self.marker.set_data([], [])
+        bad = PROMPT_SWEEP[~ok]
+        if not ok.any():
+            self._transient_artist(
+                ax.axvspan(1, PROMPT_SWEEP[-1] * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0)
+            )
+            self._transient_artist(
+                ax.text(
+                    0.5,
+                    0.5,
+                    "the weights alone do not fit in memory:\nno prefill time",
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    fontsize=14,
+                    color="#444444",
+                )
+            )
+        elif bad.size:
+            self._shade_overflow(ax, max(int(bad[0]), 1), PROMPT_SWEEP[-1], label="does not fit in memory")
+        ax.set_title(f"Prefill vs prompt length: {describe(s)}", fontsize=12)
+
+
+class StallTimeline(LiveFigure):
+    """A timeline of the GPU while B users stream and one unchunked prompt of P tokens arrives: decode
+    steps, the prefill block, and the gap in every user's token stream.
+
+    ``options``: ``steps_around`` decode steps drawn before and after the prefill (default 4);
+    ``include_attention`` for the prefill (default True).
+
+    >>> StallTimeline(Scenario(batch=30, prompt_tokens=8000))
+    <StallTimeline: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=30, T=1000>
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        ax.set(
+            yticks=[0, 1],
+            yticklabels=["tokens each\nuser receives", "GPU is busy\nwith"],
+            ylim=(-0.9, 1.7),
+            xlabel="time (ms)",
+        )
+        ax.grid(axis="y", visible=False)
+        ax.fill_between([], [], color=COLORS["decode"], alpha=0.8, label="decode step (all B users)")
+        ax.fill_between([], [], color=COLORS["prefill"], alpha=0.8, label="prefill of the pasted prompt")
+        ax.legend(loc="upper right", ncols=2)
+
+    def _draw(self, s: Scenario):
+        ax = self.axes[0]
+        around = int(self.options.get("steps_around", 4))
+        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        st = prefill_stall(
+            s.model,
+            s.gpu,
+            s.prompt_tokens,
+            s.batch,
+            s.context_tokens,
+            include_attention=self.options.get("include_attention", True),
+            **kw,
+        )
+        ok = np.isfinite(st.decode_step_time_s) and bool(paste_fits(s))
+        ax.set_title(
+            f"A {s.prompt_tokens:,}-token paste arrives while {s.batch} users stream "
+            f"({s.model}, {s.num_gpus}x {s.gpu})",
+            fontsize=12,
+        )
+        if not ok:
+            ax.set_xlim(0, 1)
+            self._transient_artist(ax.axvspan(0, 1, color=COLORS["overflow"], alpha=0.25, lw=0))
+            self._transient_artist(
+                ax.text(
+                    0.5, 0.4, "does not fit in memory: no timeline", ha="center", fontsize=13, color="#444444"
+                )
+            )
+            return
+        step, pre = st.decode_step_time_s / MS, st.prefill_time_s / MS
+        before = [(i * step, step) for i in range(around)]
+        start = around * step
+        after = [(start + pre + i * step, step) for i in range(around)]
+        bar = dict(edgecolor="white", linewidth=1)
+        self._transient_artist(ax.broken_barh(before + after, (0.7, 0.6), facecolors=COLORS["decode"], **bar))
+        self._transient_artist(
+            ax.broken_barh([(start, pre)], (0.7, 0.6), facecolors=COLORS["prefill"], **bar)
+        )
+        self._transient_artist(
+            ax.text(
+                start + pre / 2,
+                1.0,
+                f"prefill, {pre:.0f} ms",
+                ha="center",
+                va="center",
+                color="white",
+                fontsize=12,
+                fontweight="bold",
+            )
+        )
+        ticks = [x + w for x, w in before + after]
+        self._transient_artist(ax.vlines(ticks, -0.25, 0.25, color="black", lw=2))
+        last, first = ticks[around - 1], ticks[around]
+        self._transient_artist(
+            ax.annotate(
+                "",
+                (first, -0.45),
+                (last, -0.45),
+                arrowprops=dict(arrowstyle="<->", color=COLORS["prefill"], lw=2),
+            )
+        )
+        self._transient_artist(
+            ax.text(
+                (last + first) / 2,
+                -0.55,
+                f"no token for {first - last:.0f} ms: ≈ {st.stalled_steps:.0f} missed steps of {step:.1f} ms",
+                ha="center",
+                va="top",
+                fontsize=12,
+            )
+        )
+        ax.set_xlim(0, after[-1][0] + step * 1.05)
+
+
+def ridge_table(precisions=("bf16", "fp8")) -> HtmlTable:
+    """Every GPU's bandwidth, peaks and ridge points, computed from the data tables (lesson 04).
+
+    >>> ridge_table().rows[0][:2]
+    ['NVIDIA H100 SXM5 80GB', '3.35']
+    """
+    ridges = {p: ridge_points(p) for p in precisions}
+    header = ["GPU", "bandwidth (TB/s)"]
+    header += [f"{p.upper()} dense (TFLOPS)" for p in precisions]
+    header += [f"ridge {p.upper()} (FLOP/byte)" for p in precisions]
+    rows = []
+    for gid, g in gpus().items():
+        compute = [get_precision(p).compute for p in precisions]
+        peaks = [
+            f"{g.dense_flops_per_s[c] / TFLOPS:,.0f}" if c in g.dense_flops_per_s else "—" for c in compute
+        ]
+        ridge = [("—" if np.isnan(ridges[p][gid]) else f"{ridges[p][gid]:,.0f}") for p in precisions]
+        rows.append([g.name, f"{g.memory_bandwidth_bytes_per_s / 1e12:.2f}", *peaks, *ridge])
+    return HtmlTable(header, rows)
+
+
+def roofline_readout(s: Scenario) -> str:
+    """HTML readout for the roofline explorer (lesson 04): ridge, and where decode and prefill sit."""
+    g = get_gpu(s.gpu)
+    peak = peak_flops_per_s(g, s.weight_precision)
+    ridge = ridge_point_flop_per_byte(peak, g.memory_bandwidth_bytes_per_s)
+    rows = [
+        ("ridge point", f"{ridge:,.0f} FLOP/byte"),
+        (
+            "peak / bandwidth",
+            f"{s.num_gpus * peak / TFLOPS:,.0f} TFLOP/s / "
+            f"{s.num_gpus * g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s",
+        ),
+    ]
+    d = s.decode()
+    if d.fits:
+        rows.append(
+            (
+                f"decode B={s.batch}, T={s.context_tokens:,}",
+                f"{d.arithmetic_intensity_flop_per_byte:,.1f} FLOP/byte, {d.step_time_s / MS:.2f} ms "
+                f"({d.binding}-bound)",
+            )
+        )
+    else:
+        rows.append((f"decode B={s.batch}, T={s.context_tokens:,}", "does not fit in memory: no step time"))
+    p = s.prefill()
+    if fits(
+        s.model,
+        s.gpu,
+        1,
+        s.prompt_tokens,
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    ):
+        rows.append(
+            (
+                f"prefill P={s.prompt_tokens:,}",
+                f"{p.flops / p.bytes_moved:,.0f} FLOP/byte, {p.time_s / MS:.2f} ms ({p.binding}-bound)",
+            )
+        )
+    else:
+        rows.append((f"prefill P={s.prompt_tokens:,}", "does not fit in memory: no time"))
+    return _table(rows)
+
+
+def prefill_readout(s: Scenario) -> str:
+    """HTML readout for the prefill explorer (lesson 15): prefill vs one decode step, and the crossover."""
+    ok = fits(
+        s.model,
+        s.gpu,
+        1,
+        max(s.prompt_tokens, s.context_tokens),
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    )
+    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    rows = [
+        (
+            "compute-bound from",
+            f"P ≈ {compute_bound_prompt_tokens(s.model, s.gpu, s.weight_precision):,.0f}"
+            f" (rule); P = {prefill_crossover_prompt_tokens(s.model, s.gpu, **kw):,} (full)",
+        )
+    ]
+    if not ok:
+        return _table(rows + [("prefill", "does not fit in memory: no time")])
+    rough, exact = s.prefill(include_attention=False), s.prefill()
+    d = s.decode(batch=1)
+    rows += [
+        (f"prefill P={s.prompt_tokens:,} (2NP)", f"{rough.time_s / MS:.2f} ms ({rough.binding}-bound)"),
+        ("with attention's P² term", f"{exact.time_s / MS:.2f} ms ({exact.binding}-bound)"),
+        (f"one decode step, B=1, T={s.context_tokens:,}", f"{d.step_time_s / MS:.2f} ms ({d.binding}-bound)"),
+        ("prefill in decode steps", f"{stalled_decode_steps(exact.time_s, d.step_time_s):,.1f}"),
+    ]
+    return _table(rows)
+
+
+def stall_readout(s: Scenario) -> str:
+    """HTML readout for the stall explorer (lesson 15): the freeze and the steps B users miss."""
+    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    rough = prefill_stall(s.model, s.gpu, s.prompt_tokens, 1, 0, include_attention=False, **kw)
+    exact = prefill_stall(s.model, s.gpu, s.prompt_tokens, s.batch, s.context_tokens, **kw)
+    if not np.isfinite(exact.decode_step_time_s):
+        return _table([("streaming users", "do not fit in memory: no step time")])
+    return _table(
+        [
+            (
+                "freeze, 2NP rule",
+                f"{rough.prefill_time_s / MS:.1f} ms = {rough.stalled_steps:.1f} batch-1 steps",
+            ),
+            ("freeze, with attention", f"{exact.prefill_time_s / MS:.1f} ms"),
+            (f"decode step, B={s.batch}, T={s.context_tokens:,}", f"{exact.decode_step_time_s / MS:.2f} ms"),
+            ("steps each user misses", f"{exact.stalled_steps:.1f}"),
+        ]
+    )

@@ -1,0 +1,538 @@
+"""The course's figures, built once and updated in place, in one plot style.
+
+Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
+physics (one vectorized library call per curve) and moves the existing artists instead of building a new
+figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
+itself as a PNG in a notebook; ``roofline.ui.widgets.Explorer`` puts it behind sliders.
+
+Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
+step time for a server that cannot start.
+
+>>> fig = StepTimeVsBatch(Scenario(batch=32))
+>>> fig
+<StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
+>>> fig.update(Scenario(batch=64, context_tokens=4096)); len(fig.png()) > 10_000
+True
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from roofline.data import get_gpu
+from roofline.lessons.scenario import Scenario
+from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
+from roofline.physics.core import attainable_flops_per_s, ridge_point_flop_per_byte
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.physics.memory import kv_cache_bytes, max_batch
+from roofline.physics.precision import peak_flops_per_s
+from roofline.units import GB, MS, TFLOPS
+
+STYLE_PATH = Path(__file__).with_name("course.mplstyle")
+
+COLORS = {
+    "weights": "#0072B2",
+    "kv": "#E69F00",
+    "compute": "#009E73",
+    "step": "#000000",
+    "prefill": "#D55E00",
+    "decode": "#0072B2",
+    "capacity": "#CC79A7",
+    "overflow": "#999999",
+}
+
+# Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers).
+BATCH_SWEEP = np.unique(np.round(np.geomspace(1, 1024, 160)).astype(int))
+
+
+def use_course_style() -> None:
+    """Apply the course's plot style (large type, colour-blind-safe palette) to every new figure."""
+    plt.style.use(STYLE_PATH)
+
+
+def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
+    """A figure outside pyplot's registry (so notebooks show it only when asked), in the course style."""
+    with plt.style.context(STYLE_PATH):
+        fig = Figure(figsize=figsize, dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+def figure_png(fig: Figure, dpi: int = 100) -> bytes:
+    """Render a whole figure to PNG bytes (for figures that are not LiveFigures)."""
+    buf = io.BytesIO()
+    # Fast zlib level: the PNG is a few % larger and encodes several times faster.
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+def canvas_png(fig: Figure) -> bytes:
+    """Encode what the Agg canvas holds now, without drawing it again."""
+    width, height = fig.canvas.get_width_height()
+    buf = io.BytesIO()
+    Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=1
+    )
+    return buf.getvalue()
+
+
+def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
+    """Axis limits that change only in coarse steps (decades for log axes; 1-1.5-2-3-4-5-6-8 steps of the
+    leading digit, with 15% headroom, for linear ones), so most slider moves leave the axes, and the cached
+    background, unchanged. Non-finite values (memory overflow) are ignored.
+
+    >>> nice_limits([4.8, 6.05, np.nan], log=True)
+    (1.0, 10.0)
+    >>> nice_limits([209, 165], log=False)
+    (0.0, 300.0)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & ((v > 0) if log else np.ones_like(v, bool))]
+    if v.size == 0:
+        return (1.0, 10.0) if log else (0.0, 1.0)
+    if log:
+        lo, hi = 10 ** np.floor(np.log10(v.min())), 10 ** np.ceil(np.log10(v.max()) + 1e-9)
+        return float(lo), float(max(hi, lo * 10))
+    top = v.max() * 1.15
+    if top <= 0:
+        return (0.0 if floor is None else floor), 1.0
+    step = 10 ** np.floor(np.log10(top))
+    m = next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top)
+    return (0.0 if floor is None else floor), float(m * step)
+
+
+def describe(s: Scenario) -> str:
+    """A one-line title for a scenario."""
+    return f"{s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, {s.kv_precision} KV"
+
+
+class LiveFigure:
+    """Base class for the course's figures, drawn in place.
+
+    Subclasses implement ``_build`` (axes, static labels, and the artists that move, created with
+    ``animated=True``) and ``_draw(scenario)`` (set the moving artists' data and the axis limits). The
+    static background (axes, ticks, labels, legend) is drawn once and cached; a slider move redraws only
+    the moving artists on top of it, unless the limits or titles changed.
+    """
+
+    ncols = 1
+    # Subclasses whose static artists depend on the scenario set this in ``_draw``; a new value redraws
+    # the cached background.
+    background_key = None
+
+    def __init__(self, scenario: Scenario | None = None, **options):
+        self.options = options
+        self.scenario = scenario or Scenario()
+        self.fig, self.axes = new_figure(self.ncols)
+        self._transient: list = []  # artists rebuilt on every update (labels, overflow shading)
+        self._background = None
+        self._background_key = None
+        with plt.style.context(STYLE_PATH):
+            self._build()
+            for ax in self.axes:
+                ax.minorticks_off()  # minor log ticks double the draw time and add little
+            self.update(self.scenario)
+        # Lay out once with constrained layout, then freeze it: layout costs a second draw per render.
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")
+        self._background_key = None
+
+    def update(self, scenario: Scenario) -> None:
+        """Recompute for ``scenario`` and move the existing artists (nothing is rendered yet)."""
+        self.scenario = scenario
+        for artist in self._transient:
+            artist.remove()
+        self._transient = []
+        with plt.style.context(STYLE_PATH):
+            self._draw(scenario)
+
+    def render(self) -> None:
+        """Draw into the canvas: the cached background if still valid, then the moving artists."""
+        canvas = self.fig.canvas
+        key = self._layout_key()
+        if key != self._background_key:
+            canvas.draw()  # animated artists are skipped: this is the background
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+            self._background_key = key
+        else:
+            canvas.restore_region(self._background)
+        for ax in self.axes:
+            for artist in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.zorder):
+                ax.draw_artist(artist)
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes."""
+        self.render()
+        return canvas_png(self.fig)
+
+    def _repr_png_(self) -> bytes:
+        return self.png()
+
+    def __repr__(self) -> str:
+        s = self.scenario
+        return (
+            f"<{type(self).__name__}: {s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, "
+            f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>"
+        )
+
+    def _layout_key(self):
+        parts = [self.background_key, self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else ""]
+        for ax in self.axes:
+            legend = ax.get_legend()
+            parts += [
+                ax.get_xlim(),
+                ax.get_ylim(),
+                ax.get_title(),
+                tuple(t.get_text() for t in legend.get_texts()) if legend else (),
+            ]
+        return tuple(parts)
+
+    # helpers for subclasses
+    def _transient_artist(self, artist):
+        artist.set_animated(True)
+        self._transient.append(artist)
+        return artist
+
+    def _shade_overflow(self, ax, first_bad, last, label="does not fit in memory"):
+        """Grey out x ≥ first_bad on ``ax`` with a label; nothing if everything fits."""
+        if first_bad is None or first_bad > last:
+            return
+        self._transient_artist(ax.axvspan(first_bad, last * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0))
+        self._transient_artist(
+            ax.text(
+                first_bad * 1.08,
+                0.5,
+                label,
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="center",
+                ha="left",
+                color="#444444",
+                fontsize=11,
+            )
+        )
+
+    def _first_overflow_batch(self, s: Scenario):
+        limit = max_batch(
+            s.model,
+            s.gpu,
+            max(s.context_tokens, 1),
+            num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        return max(limit + 1, 1) if limit < BATCH_SWEEP[-1] else None
+
+    @staticmethod
+    def _moving(artist):
+        artist.set_animated(True)
+        return artist
+
+
+class StepTimeVsBatch(LiveFigure):
+    """Decode step time against batch, split into weight read, KV read and compute (ms, log-log)."""
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.lines = {
+            "weights": m(ax.plot([], [], color=COLORS["weights"], ls="--", label="weight read")[0]),
+            "kv": m(ax.plot([], [], color=COLORS["kv"], ls="--", label="KV read")[0]),
+            "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute")[0]),
+            "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
+        }
+        self.marker = m(ax.plot([], [], "o", color=COLORS["step"], zorder=5)[0])
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="batch B (users decoding together)",
+            ylabel="time per step (ms)",
+            xlim=(1, BATCH_SWEEP[-1] * 1.05),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        sweep = s.decode(batch=BATCH_SWEEP)
+        seconds_per_byte = 1 / (s.num_gpus * get_gpu(s.gpu).memory_bandwidth_bytes_per_s)
+        # Parts of a step that cannot run (memory overflow) are not drawn: no time without a server.
+        weights_ms = np.where(sweep.fits, sweep.weight_bytes_read * seconds_per_byte / MS, np.nan)
+        kv_ms = np.where(
+            sweep.fits & (sweep.kv_bytes_read > 0), sweep.kv_bytes_read * seconds_per_byte / MS, np.nan
+        )
+        self.lines["weights"].set_data(BATCH_SWEEP, weights_ms)
+        self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
+        self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
+        self.lines["step"].set_data(BATCH_SWEEP, sweep.step_time_s / MS)
+        ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS]), log=True))
+        here = s.decode()
+        if here.fits:
+            y = here.step_time_s / MS
+            self.marker.set_data([s.batch], [y])
+            text = f"B={s.batch}, T={s.context_tokens:,}: {y:.2f} ms ({here.binding}-bound)"
+            self._transient_artist(
+                ax.annotate(
+                    text,
+                    (s.batch, y),
+                    # Above the point, on the side where the curve is flatter and lower.
+                    xytext=(10, 12) if s.batch < 16 else (-10, 10),
+                    textcoords="offset points",
+                    fontsize=12,
+                    ha="left" if s.batch < 16 else "right",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+                )
+            )
+        else:
+            self.marker.set_data([], [])
+        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        ax.set_title(f"Decode step time: {describe(s)}", fontsize=12)
+
+
+class _TwoPanelsVsBatch(LiveFigure):
+    """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked.
+
+    Subclasses set ``panels`` ((y label, title, colour) for left and right) and implement ``_curves``
+    (the two sweeps), ``_points`` (value and label at the scenario's batch) and ``_suptitle``.
+    """
+
+    ncols = 2
+    panels: tuple = ()
+
+    def _build(self):
+        m = self._moving
+        self.curves = [
+            m(ax.plot([], [], color=color)[0])
+            for ax, (_, _, color) in zip(self.axes, self.panels, strict=True)
+        ]
+        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
+        for ax, (ylabel, title, _) in zip(self.axes, self.panels, strict=True):
+            ax.set(
+                xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
+            )
+        self.axes[0].set_yscale("log")
+
+    def _draw(self, s):
+        sweep = s.decode(batch=BATCH_SWEEP)
+        for i, (curve, values) in enumerate(zip(self.curves, self._curves(s, sweep), strict=True)):
+            curve.set_data(BATCH_SWEEP, values)
+            self.axes[i].set_ylim(nice_limits(values, log=i == 0))
+        here = s.decode()
+        points = self._points(s, here) if here.fits else (None, None)
+        for ax, marker, point in zip(self.axes, self.markers, points, strict=True):
+            if point is None:
+                marker.set_data([], [])
+            else:
+                value, label = point
+                marker.set_data([s.batch], [value])
+                self._transient_artist(
+                    ax.annotate(
+                        label,
+                        (s.batch, value),
+                        xytext=(8, 8),
+                        textcoords="offset points",
+                        fontsize=12,
+                        ha="right" if s.batch > 64 else "left",
+                    )
+                )
+            self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        self.fig.suptitle(self._suptitle(s), fontsize=12)
+
+
+class ThroughputVsBatch(_TwoPanelsVsBatch):
+    """Total tokens/s (the GPU's output) and per-user tokens/s (what one user feels) against batch."""
+
+    panels = (
+        ("tokens/s, all users", "GPU output", COLORS["decode"]),
+        ("tokens/s, each user", "What each user feels", COLORS["prefill"]),
+    )
+
+    def _curves(self, s, sweep):
+        return sweep.tokens_per_s_total, sweep.tokens_per_s_per_user
+
+    def _points(self, s, here):
+        return tuple((v, f"{v:,.0f} tok/s") for v in (here.tokens_per_s_total, here.tokens_per_s_per_user))
+
+    def _suptitle(self, s):
+        return f"Throughput: {describe(s)}, T={s.context_tokens:,}"
+
+
+class CostVsBatch(_TwoPanelsVsBatch):
+    """Cost per million output tokens against batch, beside the per-user speed it buys."""
+
+    panels = (
+        ("$ per million output tokens", "Cost", COLORS["compute"]),
+        ("tokens/s, each user", "Speed each user gets", COLORS["prefill"]),
+    )
+
+    def _curves(self, s, sweep):
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = sweep.fits
+        cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus)
+        return cost, sweep.tokens_per_s_per_user
+
+    def _points(self, s, here):
+        cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, here.tokens_per_s_total, s.num_gpus)
+        return (cost, f"${cost:.2f} per M"), (
+            here.tokens_per_s_per_user,
+            f"{here.tokens_per_s_per_user:.0f} tok/s",
+        )
+
+    def _suptitle(self, s):
+        return f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour"
+
+
+class RooflineChart(LiveFigure):
+    """The roofline (log-log): memory slope, compute roof, ridge, and where decode and prefill sit."""
+
+    decode_batches = (1, 8, 32, 128, 512)
+    prefill_prompts = (16, 128, 500, 2000, 8000)
+    intensities = np.geomspace(0.5, 3e4, 200)
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.roof = m(ax.plot([], [], color="black", label="roofline: min(peak, intensity x bandwidth)")[0])
+        self.ridge = m(ax.axvline(1, color="grey", ls="--", lw=1.5))
+        self.decode_pts = m(ax.plot([], [], "o", color=COLORS["decode"], label="decode at batch B")[0])
+        self.prefill_pts = m(ax.plot([], [], "s", color=COLORS["prefill"], label="prefill of P tokens")[0])
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="arithmetic intensity (FLOP per byte)",
+            ylabel="achieved TFLOP/s",
+            xlim=(self.intensities[0], self.intensities[-1]),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        g = get_gpu(s.gpu)
+        peak = peak_flops_per_s(g, s.weight_precision) * s.num_gpus
+        bw = g.memory_bandwidth_bytes_per_s * s.num_gpus
+        self.roof.set_data(self.intensities, attainable_flops_per_s(self.intensities, peak, bw) / TFLOPS)
+        ridge = ridge_point_flop_per_byte(peak, bw)
+        self.ridge.set_xdata([ridge, ridge])
+        self._transient_artist(
+            ax.text(
+                ridge * 1.1,
+                0.04,
+                f"ridge ≈ {ridge:.0f} FLOP/byte",
+                transform=ax.get_xaxis_transform(),
+                fontsize=11,
+                color="grey",
+            )
+        )
+        d = s.decode(batch=np.array(self.decode_batches))
+        d_int = d.flops / d.bytes_read
+        d_perf = np.where(d.fits, d.flops / d.step_time_s / TFLOPS, np.nan)
+        self.decode_pts.set_data(d_int, d_perf)
+        p = s.prefill(prompt_tokens=np.array(self.prefill_prompts))
+        p_int = p.flops / p.bytes_moved
+        p_perf = p.flops / p.time_s / TFLOPS
+        self.prefill_pts.set_data(p_int, p_perf)
+        for x, y, b in zip(d_int, d_perf, self.decode_batches, strict=True):
+            if np.isfinite(y):
+                self._transient_artist(
+                    ax.annotate(
+                        f"B={b}",
+                        (x, y),
+                        xytext=(-6, 8),
+                        textcoords="offset points",
+                        fontsize=10,
+                        color=COLORS["decode"],
+                        ha="right",
+                    )
+                )
+        for x, y, n in zip(p_int, p_perf, self.prefill_prompts, strict=True):
+            self._transient_artist(
+                ax.annotate(
+                    f"P={n}",
+                    (x, y),
+                    xytext=(4, -14),
+                    textcoords="offset points",
+                    fontsize=10,
+                    color=COLORS["prefill"],
+                )
+            )
+        ax.set_ylim(nice_limits([peak / TFLOPS / 3000, peak / TFLOPS * 3], log=True))
+        ax.set_title(
+            f"Roofline: {s.num_gpus}x {s.gpu} ({s.weight_precision} math), {s.model}, "
+            f"decode at T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+
+class MemoryUse(LiveFigure):
+    """Weights plus every user's KV cache against the GPUs' memory, as batch grows (GB)."""
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.capacity = m(ax.axhline(1, color=COLORS["capacity"], lw=3, label="GPU memory (all GPUs)"))
+        self.marker = m(ax.axvline(1, color="black", lw=1.5, ls=":"))
+        # Proxy handles so the legend (part of the cached background) never changes.
+        ax.fill_between([], [], color=COLORS["weights"], alpha=0.7, label="weights")
+        ax.fill_between([], [], color=COLORS["kv"], alpha=0.7, label="KV cache, B users x T tokens")
+        ax.set(xscale="log", xlabel="batch B (users)", ylabel="memory (GB)", xlim=(1, BATCH_SWEEP[-1] * 1.05))
+        ax.legend(loc="upper left")
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        w = weight_bytes(s.model, s.weight_precision)
+        kv = kv_cache_bytes(BATCH_SWEEP, s.context_tokens, kv_bytes_per_token(s.model, s.kv_precision))
+        cap = get_gpu(s.gpu).memory_bytes * s.num_gpus
+        self._transient_artist(ax.fill_between(BATCH_SWEEP, 0, w / GB, color=COLORS["weights"], alpha=0.7))
+        self._transient_artist(
+            ax.fill_between(BATCH_SWEEP, w / GB, (w + kv) / GB, color=COLORS["kv"], alpha=0.7)
+        )
+        self.capacity.set_ydata([cap / GB, cap / GB])
+        self.marker.set_xdata([s.batch, s.batch])
+        self._transient_artist(
+            ax.text(
+                1.2,
+                cap / GB,
+                f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB",
+                va="bottom",
+                fontsize=11,
+                color=COLORS["capacity"],
+            )
+        )
+        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1], label="KV does not fit")
+        ax.set_ylim(nice_limits([cap / GB * 1.3, w / GB * 1.3], log=False))
+        ax.set_title(f"Memory: {describe(s)}, T={s.context_tokens:,}", fontsize=12)
+
+
+def close_all() -> None:
+    """Close pyplot figures (LiveFigures are outside pyplot and are freed with their object)."""
+    plt.close("all")
+
+
+matplotlib.rcParams["svg.hashsalt"] = "speed-physics"  # deterministic output if anyone saves SVG
+
+
+class Picture:
+    """A rendered figure that shows as PNG in a notebook, with a short, stable text form (for nbval)."""
+
+    def __init__(self, fig: Figure, name: str = "figure"):
+        self.png_bytes = figure_png(fig)
+        self.name = name
+
+    def _repr_png_(self) -> bytes:
+        return self.png_bytes
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def show(fig: Figure, name: str = "figure") -> Picture:
+    """Return a notebook-displayable picture of a plain (non-live) figure made with ``new_figure``."""
+    return Picture(fig, name)

@@ -1,0 +1,163 @@
+"""Figures and readouts for lessons/serving.py (the numbers live there)."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import numpy as np
+
+from roofline.lessons.scenario import Scenario
+from roofline.lessons.serving import (
+    OUTPUT_TOKEN_OPTIONS,
+    USER_OPTIONS,
+    USERS_SWEEP,
+    serve_continuous_batching,
+    serve_one_at_a_time,
+)
+from roofline.ui.widgets import Explorer, table_html
+from roofline.units import MS
+from roofline.views.plots import COLORS, LiveFigure, nice_limits
+
+
+class QueueVsBatching(LiveFigure):
+    """Left: time until the last user is done and mean wait for a first token, against the number of
+    users, for both policies (log-log). Right: total tokens/s for both. Options: ``users`` (marked) and
+    ``output_tokens`` (per request)."""
+
+    ncols = 2
+
+    def __repr__(self) -> str:
+        s = self.scenario
+        return (
+            f"<QueueVsBatching: {s.model} on {s.num_gpus}x {s.gpu}, U={self.options.get('users', 20)}, "
+            f"n={self.options.get('output_tokens', 400)}, T={s.context_tokens}>"
+        )
+
+    def _build(self):
+        left, right = self.axes
+        m = self._moving
+        seq, bat = COLORS["prefill"], COLORS["decode"]
+        self.seq_last = m(left.plot([], [], color=seq, label="one at a time: last user done")[0])
+        self.seq_wait = m(
+            left.plot([], [], color=seq, ls=":", label="one at a time: mean wait, 1st token")[0]
+        )
+        self.bat_last = m(left.plot([], [], color=bat, label="batched: everyone done")[0])
+        self.bat_wait = m(left.plot([], [], color=bat, ls=":", label="batched: wait for 1st token")[0])
+        self.seq_tps = m(right.plot([], [], color=seq, label="one at a time")[0])
+        self.bat_tps = m(right.plot([], [], color=bat, label="continuous batching")[0])
+        self.markers = [m(ax.plot([], [], "o", color="black", zorder=6, ls="none")[0]) for ax in self.axes]
+        for ax in self.axes:
+            ax.set(
+                xscale="log",
+                yscale="log",
+                xlabel="users arriving together, U",
+                xlim=(1, USERS_SWEEP[-1] * 1.05),
+            )
+        left.set(ylabel="seconds", title="How long users wait")
+        right.set(ylabel="tokens/s, all users", title="What the GPU produces")
+        left.legend(loc="upper left", fontsize=10)
+        right.legend(loc="upper left")
+
+    def _draw(self, s):
+        left, right = self.axes
+        users = int(self.options.get("users", 20))
+        n = int(self.options.get("output_tokens", 400))
+        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        q = serve_one_at_a_time(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **kw)
+        b = serve_continuous_batching(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **kw)
+        self.seq_last.set_data(USERS_SWEEP, q.finish_last_s)
+        self.seq_wait.set_data(USERS_SWEEP, q.wait_mean_s)
+        self.bat_last.set_data(USERS_SWEEP, b.finish_last_s)
+        self.bat_wait.set_data(USERS_SWEEP, b.wait_mean_s)
+        self.seq_tps.set_data(USERS_SWEEP, q.tokens_per_s_total)
+        self.bat_tps.set_data(USERS_SWEEP, b.tokens_per_s_total)
+        lo, hi = nice_limits(np.concatenate([q.finish_last_s, b.wait_mean_s]), log=True)
+        left.set_ylim(lo, hi * 1000)  # room for the legend above the curves
+        lo, hi = nice_limits(np.concatenate([q.tokens_per_s_total, b.tokens_per_s_total]), log=True)
+        right.set_ylim(lo, hi * 10)
+        qu = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **kw)
+        bu = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **kw)
+        self.markers[0].set_data([users, users], [qu.finish_last_s, bu.finish_last_s])
+        self.markers[1].set_data([users, users], [qu.tokens_per_s_total, bu.tokens_per_s_total])
+        note = f"U={users}, {n} tokens each:\none at a time {qu.finish_last_s:.1f} s\n" + (
+            f"batched {bu.finish_last_s:.1f} s" if bu.fits else "batched: does not fit"
+        )
+        self._transient_artist(left.text(0.97, 0.17, note, transform=left.transAxes, ha="right", fontsize=10))
+        limit = self._max_users(s)
+        if limit is not None:
+            for ax in self.axes:
+                self._shade_overflow(ax, limit + 1, USERS_SWEEP[-1], label="batch does not fit")
+        self.fig.suptitle(
+            f"{s.model} on {s.num_gpus}x {s.gpu}, {n} output tokens per request, "
+            f"T={s.context_tokens:,} per user",
+            fontsize=12,
+        )
+
+    def _max_users(self, s):
+        from roofline.physics.memory import max_batch
+
+        limit = max_batch(
+            s.model,
+            s.gpu,
+            max(s.context_tokens, 1),
+            num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        return limit if limit < USERS_SWEEP[-1] else None
+
+
+def serving_readout(s: Scenario, options: dict) -> str:
+    """HTML table for the lesson-25 explorer: both policies side by side for ``options["users"]`` users
+    wanting ``options["output_tokens"]`` tokens each. Taught in lesson 25.
+
+    >>> "38.7 s" in serving_readout(Scenario(), {"users": 20, "output_tokens": 400})
+    True
+    """
+    users, n = int(options.get("users", 20)), int(options.get("output_tokens", 400))
+    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    q = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **kw)
+    b = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **kw)
+    rows = [
+        ("one at a time: last user done", f"{q.finish_last_s:.1f} s"),
+        ("one at a time: mean wait, 1st token", f"{q.wait_mean_s:.1f} s"),
+        ("one at a time: GPU tokens/s", f"{q.tokens_per_s_total:,.0f}"),
+    ]
+    if b.fits:
+        rows += [
+            ("batched: everyone done", f"{b.finish_last_s:.2f} s"),
+            ("batched: step time", f"{b.step_time_s / MS:.2f} ms"),
+            ("batched: GPU tokens/s", f"{b.tokens_per_s_total:,.0f}"),
+        ]
+    else:
+        rows.append(("batched", f"{users} users' KV does not fit in memory"))
+    return table_html(rows)
+
+
+def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_tokens: int = 400):
+    """The lesson-25 explorer: users queued, output tokens per request, context per user, GPU.
+    Taught in lesson 25.
+
+    >>> serving_explorer().live.options
+    {'users': 20, 'output_tokens': 400}
+    """
+
+    scenario = scenario or Scenario()
+    style = {"description_width": "11em"}
+    layout = W.Layout(width="26em")
+    knobs = {
+        "users": W.SelectionSlider(
+            options=sorted(set(USER_OPTIONS) | {users}),
+            value=users,
+            description="users U",
+            style=style,
+            layout=layout,
+        ),
+        "output_tokens": W.SelectionSlider(
+            options=sorted(set(OUTPUT_TOKEN_OPTIONS) | {output_tokens}),
+            value=output_tokens,
+            description="output tokens n",
+            style=style,
+            layout=layout,
+        ),
+    }
+    return Explorer(QueueVsBatching, ["context_tokens", "gpu"], scenario, serving_readout, knobs=knobs)

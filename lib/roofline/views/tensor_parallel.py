@@ -1,0 +1,249 @@
+"""Figures and readouts for lessons/tensor_parallel.py (the numbers live there)."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+
+from roofline.data import get_gpu, get_model
+from roofline.lessons.scenario import Scenario
+from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.ui.widgets import Explorer, table_html
+from roofline.units import GB, MS
+from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
+
+
+class SpeedupVsGPUs(LiveFigure):
+    """Left: decode step time against G (ideal, with all-reduces, the all-reduce part). Right: speedup
+    over one GPU against G, beside the ideal line (speedup = G). Option ``communication`` (bool, default
+    True) hides the communication curves when False."""
+
+    ncols = 2
+
+    def _build(self):
+        left, right = self.axes
+        m = self._moving
+        self.ideal_t = m(left.plot([], [], "o--", color=COLORS["weights"], label="ideal: floor ÷ G")[0])
+        self.real_t = m(left.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
+        self.comm_t = m(left.plot([], [], "s:", color=COLORS["prefill"], label="all-reduce time")[0])
+        self.ideal_s = m(right.plot([], [], "o--", color=COLORS["weights"], label="ideal (= G)")[0])
+        self.real_s = m(right.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
+        self.markers = [
+            m(ax.plot([], [], "o", ms=14, mfc="none", mec="red", mew=2.5, zorder=6)[0]) for ax in self.axes
+        ]
+        for ax in self.axes:
+            ax.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 10))
+            ax.set_xticks(GPU_COUNTS, [str(g) for g in GPU_COUNTS])
+            ax.minorticks_off()
+        left.set(ylabel="ms per decode step", title="Step time")
+        right.set(ylabel="speedup over 1 GPU", title="Speedup", ylim=(0, 9))
+        left.legend(loc="upper right")
+        right.legend(loc="upper left")
+
+    def _draw(self, s):
+        left, right = self.axes
+        comm_on = self.options.get("communication", True)
+        sc = tensor_parallel_scaling(
+            s.model,
+            s.gpu,
+            GPU_COUNTS,
+            s.batch,
+            s.context_tokens,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        self.ideal_t.set_data(GPU_COUNTS, sc.step_time_ideal_s / MS)
+        self.ideal_s.set_data(GPU_COUNTS, sc.speedup_ideal)
+        if comm_on:
+            self.real_t.set_data(GPU_COUNTS, sc.step_time_s / MS)
+            self.comm_t.set_data(GPU_COUNTS[1:], sc.communication_time_s[1:] / MS)
+            self.real_s.set_data(GPU_COUNTS, sc.speedup)
+        else:
+            for line in (self.real_t, self.comm_t, self.real_s):
+                line.set_data([], [])
+        left.set_ylim(nice_limits(np.concatenate([sc.step_time_ideal_s, sc.step_time_s]) / MS, log=False))
+        g = s.num_gpus
+        here = tensor_parallel_scaling(
+            s.model,
+            s.gpu,
+            g,
+            s.batch,
+            s.context_tokens,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        t_here = here.step_time_s if comm_on else here.step_time_ideal_s
+        sp_here = here.speedup if comm_on else here.speedup_ideal
+        if here.fits:
+            self.markers[0].set_data([g], [t_here / MS])
+            self._transient_artist(
+                left.text(
+                    0.97,
+                    0.55,
+                    f"G={g}: {t_here / MS:.2f} ms per step",
+                    transform=left.transAxes,
+                    ha="right",
+                    fontsize=12,
+                    color="red",
+                )
+            )
+        else:
+            self.markers[0].set_data([], [])
+        if np.isfinite(sp_here):
+            self.markers[1].set_data([g], [sp_here])
+            self._transient_artist(
+                right.text(
+                    0.97,
+                    0.04,
+                    f"G={g}: {sp_here:.2f}x ({sp_here / g:.0%} of ideal)",
+                    transform=right.transAxes,
+                    ha="right",
+                    fontsize=12,
+                    color="red",
+                )
+            )
+        else:
+            self.markers[1].set_data([], [])
+        bad = GPU_COUNTS[~np.asarray(sc.fits)]
+        for ax in self.axes:
+            if bad.size:
+                self._transient_artist(
+                    ax.axvspan(0.8, bad.max() * 1.3, color=COLORS["overflow"], alpha=0.25, lw=0)
+                )
+                self._transient_artist(
+                    ax.text(
+                        0.85,
+                        0.5,
+                        "does not fit\nin memory",
+                        transform=ax.get_xaxis_transform(),
+                        va="center",
+                        ha="left",
+                        color="#444444",
+                        fontsize=11,
+                    )
+                )
+        if not sc.fits_one_gpu[0]:
+            self._transient_artist(
+                right.text(
+                    0.97,
+                    0.12,
+                    "one GPU cannot hold it:\nno 1-GPU time to compare with",
+                    transform=right.transAxes,
+                    ha="right",
+                    fontsize=11,
+                    color="#444444",
+                )
+            )
+        link = get_gpu(s.gpu).interconnect
+        self.fig.suptitle(
+            f"{s.model} ({s.weight_precision}) on {s.gpu} over {link}, B={s.batch}, T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+
+def scaling_comparison_figure(
+    models=(("llama-3-8b", "bf16"), ("llama-3-70b", "fp8")),
+    gpus=("h100-sxm", "h100-pcie"),
+    batches=(1, 64),
+    context_tokens=0,
+):
+    """Static figure: speedup over one GPU against G, one panel per GPU (and so per link), one colour per
+    model, one line style per batch, beside the ideal line. Configurations that do not fit are left out
+    (NaN). Taught in lesson 24."""
+    fig, axes = new_figure(len(gpus))
+    colors = [COLORS["weights"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]]
+    styles = ["o-", "s:", "^-.", "d--"]
+    with plt.style.context(STYLE_PATH):
+        for ax, gpu in zip(axes, gpus, strict=True):
+            ax.plot(GPU_COUNTS, GPU_COUNTS, "--", color="grey", lw=2, label="ideal (= G)")
+            for (model, prec), color in zip(models, colors, strict=False):
+                for batch, style in zip(batches, styles, strict=False):
+                    sc = tensor_parallel_scaling(
+                        model, gpu, GPU_COUNTS, batch, context_tokens, weight_precision=prec
+                    )
+                    ax.plot(GPU_COUNTS, sc.speedup, style, color=color, label=f"{model} {prec}, B={batch}")
+                    if np.isfinite(sc.speedup[-1]):
+                        ax.annotate(
+                            f"{sc.speedup[-1]:.1f}x",
+                            (8, sc.speedup[-1]),
+                            xytext=(6, -4),
+                            textcoords="offset points",
+                            fontsize=11,
+                            color=color,
+                        )
+            g = get_gpu(gpu)
+            ax.set(
+                xscale="log",
+                xlabel="GPUs in tensor parallel, G",
+                ylabel="speedup over 1 GPU",
+                ylim=(0, 9),
+                xlim=(0.8, 11),
+                title=f"{gpu}: {g.interconnect}, {g.interconnect_bytes_per_s / GB:.0f} GB/s",
+            )
+            ax.set_xticks(GPU_COUNTS, [str(x) for x in GPU_COUNTS])
+            ax.minorticks_off()
+            ax.legend(loc="upper left", fontsize=10)
+        fig.suptitle(f"Decode speedup from tensor parallelism (T={context_tokens:,})", fontsize=13)
+    return show(fig, "speedup vs GPUs")
+
+
+def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
+    """HTML table for the lesson-24 explorer: per-GPU weights, floor, all-reduces, step and speedup.
+    ``options["communication"]`` (default True) says whether the all-reduces count. Taught in lesson 24.
+
+    >>> s = Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
+    >>> "12.14 ms" in tensor_parallel_readout(s)
+    True
+    """
+    comm_on = (options or {}).get("communication", True)
+    m = get_model(s.model)
+    sc = tensor_parallel_scaling(
+        s.model,
+        s.gpu,
+        s.num_gpus,
+        s.batch,
+        s.context_tokens,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    )
+    rows = [
+        ("weights per GPU", f"{weight_bytes_per_gpu(s.model, s.weight_precision, s.num_gpus) / GB:.1f} GB")
+    ]
+    if not sc.fits:
+        return table_html(rows + [("step time", "does not fit in memory: no step time")])
+    t = sc.step_time_s if comm_on else sc.step_time_ideal_s
+    rows += [
+        ("ideal step (no all-reduce)", f"{sc.step_time_ideal_s / MS:.2f} ms"),
+        (
+            f"all-reduces ({2 * m.layers} per step)",
+            f"{sc.communication_time_s / MS:.2f} ms" + ("" if comm_on else " (switched off)"),
+        ),
+        ("step time", f"{t / MS:.2f} ms"),
+        ("tokens/s per user", f"{1 / t:,.0f}"),
+        (
+            "speedup over 1 GPU",
+            "no 1-GPU baseline (does not fit)"
+            if not sc.fits_one_gpu
+            else f"{(sc.speedup if comm_on else sc.speedup_ideal):.2f}x of an ideal {s.num_gpus}x",
+        ),
+    ]
+    return table_html(rows)
+
+
+def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
+    """The lesson-24 explorer: model, GPU, weight precision, G, batch, and all-reduces on/off.
+    Taught in lesson 24.
+
+    >>> tensor_parallel_explorer()
+    <Explorer SpeedupVsGPUs: model, gpu, weight_precision, num_gpus, batch, communication>
+    """
+    scenario = scenario or Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
+    knob = W.Checkbox(value=True, description="include the all-reduces", indent=False)
+    return Explorer(
+        SpeedupVsGPUs,
+        ["model", "gpu", "weight_precision", "num_gpus", "batch"],
+        scenario,
+        tensor_parallel_readout,
+        knobs={"communication": knob},
+    )
