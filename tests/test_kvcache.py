@@ -1,4 +1,4 @@
-"""Lesson 28: the KV cache (roofline.lessons.kvcache, with roofline.physics.architecture and roofline.physics.memory)."""
+"""Lesson 28: the KV cache (roofline.lessons.kvcache, with roofline.physics.architecture and .memory)."""
 
 import numpy as np
 import pytest

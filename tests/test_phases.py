@@ -1,4 +1,5 @@
-"""roofline.lessons.phases: prefill vs decode, the stall of streaming users, batching gain, ridge tables (lessons 04,
+"""roofline.lessons.phases: prefill vs decode, the stall of streaming users, batching gain, ridge tables
+(lessons 04,
 15, 16). Expected values are derived by hand in the comments."""
 
 import math
@@ -14,12 +15,12 @@ from roofline.lessons.phases import (
     bytes_over_flops_trap,
     paste_fits,
     per_user_slowdown,
-    prefill_crossover_prompt_tokens,
     prefill_stall,
     ridge_points,
     throughput_tokens_per_s,
 )
 from roofline.lessons.scenario import Scenario
+from roofline.physics.balance import prefill_crossover_prompt_tokens
 from roofline.views.phases import (
     PrefillVsPrompt,
     StallTimeline,
@@ -51,10 +52,14 @@ def test_crossover_is_where_binding_flips():
 
 def test_crossover_moe_is_later_than_the_dense_rule():
     # Mixtral reads all 8 experts for a long prompt (≈ 93 GB) but each token uses 2 (≈ 12.9 B active):
-    # P ≈ ridge × 93.4e9 / (2 × 12.9e9) ≈ 295 × 3.6 ≈ 1,070; the dense rule says 295.
+    # P ≈ ridge × 93.4e9 / (2 × 12.9e9) ≈ 295 × 3.6 ≈ 1,070; a dense model's rule would say 295.
     p = prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")
     assert 1000 < p < 1100
-    assert round(rl.compute_bound_prompt_tokens("mixtral-8x7b", "h100-sxm")) == 295
+    ridge = 989e12 / 3.35e12
+    m = rl.get_model("mixtral-8x7b")
+    rule = ridge * rl.weight_bytes(m, "bf16") / (2 * rl.active_parameter_count(m))
+    assert rl.compute_bound_prompt_tokens(m, "h100-sxm") == pytest.approx(rule)
+    assert 1060 < rule < 1080
 
 
 def test_crossover_independent_of_gpu_count_and_scales_with_ridge():

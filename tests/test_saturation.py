@@ -9,12 +9,9 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
-from roofline.lessons.saturation import (
-    compute_bound_batch,
-    context_limit_tokens,
-    throughput_ceiling_tokens_per_s,
-)
+from roofline.lessons.saturation import context_limit_tokens, throughput_ceiling_tokens_per_s
 from roofline.lessons.scenario import Scenario
+from roofline.physics.balance import compute_bound_batch
 from roofline.views.saturation import FlipBatchVsContext, ThroughputVsLatency, saturation_readout
 
 N8B = 8_030_261_248  # Llama 3 8B parameters (16,060,522,496 bytes / 2)

@@ -10,14 +10,18 @@ teaches it.
 4.8
 """
 
+from roofline.assumptions import ASSUMPTIONS, Assumption, assumption
 from roofline.data import GPU, Model, Price, get_gpu, get_model, get_price, gpus, models, prices
 from roofline.errors import (
+    ContextTooLongError,
+    DataTableError,
     DoesNotFitError,
     InvalidConfigurationError,
     RooflineError,
     UnknownNameError,
     UnsupportedPrecisionError,
 )
+from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     active_parameter_count,
     attention_flops_per_token,
@@ -30,6 +34,11 @@ from roofline.physics.architecture import (
     weight_bytes,
     weight_bytes_read,
 )
+from roofline.physics.balance import (
+    compute_bound_batch,
+    compute_bound_prompt_tokens,
+    prefill_crossover_prompt_tokens,
+)
 from roofline.physics.core import (
     arithmetic_intensity_flop_per_byte,
     attainable_flops_per_s,
@@ -40,7 +49,6 @@ from roofline.physics.core import (
     roofline_time_s,
 )
 from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
-from roofline.physics.decode import DecodeStep, batched_step_time_s, decode_floor_s, decode_step
 from roofline.physics.memory import (
     check_fits,
     fits,
@@ -59,13 +67,49 @@ from roofline.physics.overheads import (
 )
 from roofline.physics.parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import PRECISIONS, bytes_per_element, get_precision, peak_flops_per_s
-from roofline.physics.prefill import (
-    Prefill,
+from roofline.physics.step import (
+    Step,
+    batched_step_time_s,
     causal_attention_flops,
-    compute_bound_prompt_tokens,
+    decode_floor_s,
+    decode_step,
+    forward_step,
+    mixed_step,
     prefill,
     prefill_flops,
     stalled_decode_steps,
 )
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+# The public API, one group per layer of the library (the README's API section lists the same names).
+__all__ = [
+    # data tables and assumptions
+    "GPU", "Model", "Price", "get_gpu", "get_model", "get_price", "gpus", "models", "prices",
+    "Assumption", "ASSUMPTIONS", "assumption",
+    # errors
+    "RooflineError", "InvalidConfigurationError", "UnknownNameError", "UnsupportedPrecisionError",
+    "DoesNotFitError", "ContextTooLongError", "DataTableError",
+    # precision
+    "PRECISIONS", "bytes_per_element", "get_precision", "peak_flops_per_s",
+    # architecture
+    "parameter_breakdown", "parameter_count", "active_parameter_count", "weight_bytes", "weight_bytes_read",
+    "expected_experts_touched", "kv_bytes_per_token", "kv_bytes_per_token_mha", "attention_flops_per_token",
+    "flops_per_token",
+    # the roofline
+    "memory_time_s", "compute_time_s", "roofline_time_s", "arithmetic_intensity_flop_per_byte",
+    "ridge_point_flop_per_byte", "attainable_flops_per_s", "binding_resource",
+    # the step engine
+    "Step", "forward_step", "decode_step", "prefill", "mixed_step", "causal_attention_flops",
+    "decode_floor_s", "batched_step_time_s", "prefill_flops", "stalled_decode_steps",
+    # balance points
+    "compute_bound_prompt_tokens", "prefill_crossover_prompt_tokens", "compute_bound_batch",
+    # memory
+    "kv_cache_bytes", "memory_needed_bytes", "memory_capacity_bytes", "fits", "check_fits", "max_batch",
+    "users_that_fit",
+    # parallelism, overheads, metrics, cost
+    "allreduce_message_bytes", "allreduce_time_s", "tensor_parallel_comm_time_s",
+    "launch_overhead_s", "amdahl_speedup", "amdahl_ceiling", "amdahl_new_time_fraction",
+    "achieved_bandwidth_bytes_per_s", "mbu", "mfu",
+    "cost_per_million_tokens_usd", "seconds_per_million_tokens", "tokens_per_hour",
+    # the lessons' shared settings
+    "Scenario",
+]  # fmt: skip

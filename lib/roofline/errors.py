@@ -32,3 +32,11 @@ class UnsupportedPrecisionError(RooflineError):
 
 class DoesNotFitError(InvalidConfigurationError):
     """Weights plus KV cache need more memory than the GPUs have."""
+
+
+class ContextTooLongError(InvalidConfigurationError):
+    """A context longer than the model's window (``max_context_tokens``): the model cannot read it."""
+
+
+class DataTableError(RooflineError):
+    """A row of a data table is malformed: the message names the file, the row id and the field."""

@@ -23,8 +23,7 @@ import numpy as np
 
 from roofline._arrays import checked, out
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.decode import decode_step
-from roofline.physics.prefill import prefill
+from roofline.physics.step import decode_step, prefill
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
 # well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of 209 tok/s).

@@ -37,44 +37,21 @@ from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
-    active_parameter_count,
     attention_flops_per_token,
-    kv_bytes_per_token,
-    weight_bytes_read,
 )
-from roofline.physics.core import binding_resource
 from roofline.physics.memory import fits, memory_capacity_bytes, memory_needed_bytes
-from roofline.physics.precision import peak_flops_per_s
+from roofline.physics.step import mixed_step
 from roofline.units import GB
 
 # Cells of the padded (chunk index × configuration) grid a sweep may build before it refuses.
 _MAX_GRID_CELLS = 5_000_000
 
 
-@dataclass(frozen=True)
-class MixedStep:
-    """One forward step carrying decoders and a prompt chunk. Array fields broadcast over the inputs."""
-
-    decode_batch: object  # B, users decoding (one token each)
-    context_tokens: object  # T, KV tokens each decoder holds
-    chunk_tokens: object  # C, prompt tokens in this step
-    prefix_tokens: object  # S, prompt tokens processed in earlier steps
-    flops: object  # FLOP
-    bytes_moved: object  # bytes
-    compute_time_s: object
-    memory_time_s: object
-    step_time_s: object
-    binding: object  # "compute" or "memory"
-
-    def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
-
-
 def chunk_attention_flops(model, chunk_tokens, prefix_tokens=0):
     """Attention FLOPs of a chunk of C prompt tokens that follows S already-processed ones (FLOP).
 
-    Token i of the chunk (i = 0 … C−1) attends to the S + i tokens before it, at 4 × L × H × d_h FLOP per
-    (token, earlier token) pair: 4 L H d_h × (C × S + C(C−1)/2). With S = 0 and C = P this is the causal
+    Token i of the chunk (i = 0 … C−1) attends to the S + i tokens before it: C × S + C(C−1)/2 pairs,
+    each costing ``attention_flops_per_token(model, 1)``. With S = 0 and C = P this is the causal
     attention of a whole prefill, so the chunks of a prompt add up to exactly the unchunked figure.
 
     >>> import roofline as rl
@@ -83,77 +60,9 @@ def chunk_attention_flops(model, chunk_tokens, prefix_tokens=0):
     >>> round(parts / whole, 12)
     1.0
     """
-    m = get_model(model)
     c = checked(chunk_tokens, "chunk_tokens", minimum=0)
     s = checked(prefix_tokens, "prefix_tokens", minimum=0)
-    pairs = c * s + c * np.maximum(c - 1, 0) / 2
-    return out(4.0 * m.layers * m.attention_heads * m.head_dim * pairs)
-
-
-def mixed_step(
-    model,
-    gpu,
-    decode_batch,
-    context_tokens,
-    chunk_tokens,
-    prefix_tokens=0,
-    *,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
-    include_attention: bool = True,
-) -> MixedStep:
-    """Roofline of one step with ``decode_batch`` decoders (B ≥ 0) at ``context_tokens`` (T) each, plus a
-    chunk of ``chunk_tokens`` (C ≥ 0) prompt tokens after ``prefix_tokens`` (S) already done.
-
-    The weights are read once for all B + C tokens. ``include_attention=False`` drops every attention term
-    (the card's 2N rule). A step with no tokens at all takes 0 s. Everything broadcasts. Memory capacity is
-    not checked here (``prompt_arrival_timeline`` does).
-
-    Parameters: model, gpu ids; B users; T, C, S tokens; ``num_gpus`` G in tensor parallel; precisions ids.
-
-    >>> s = mixed_step("llama-3-8b", "h100-sxm", decode_batch=0, context_tokens=0, chunk_tokens=8000)
-    >>> round(s.step_time_s * 1e3)            # the whole prompt alone: the unchunked prefill
-    147
-    >>> s = mixed_step("llama-3-8b", "h100-sxm", 30, 1000, chunk_tokens=[0, 256, 2048])
-    >>> np.round(s.step_time_s * 1e3, 2).tolist(), s.binding.tolist()
-    ([5.97, 5.98, 34.87], ['memory', 'memory', 'compute'])
-
-    Taught in lesson 44.
-    """
-    m, g = get_model(model), get_gpu(gpu)
-    b = checked(decode_batch, "decode_batch", minimum=0)
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
-    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    peak = peak_flops_per_s(g, weight_precision)
-    kv = kv_bytes_per_token(m, kv_precision)
-    tokens = b + c
-    weights = np.asarray(weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)))
-    moved = np.where(tokens > 0, weights, 0.0) + (b * t + np.where(c > 0, s, 0.0) + c) * kv
-    flops = tokens * 2.0 * active_parameter_count(m)
-    if include_attention:
-        flops = (
-            flops
-            + b * np.asarray(attention_flops_per_token(m, t))
-            + np.asarray(chunk_attention_flops(m, c, s))
-        )
-    comp_t = flops / (n * peak)
-    mem_t = moved / (n * g.memory_bandwidth_bytes_per_s)
-    b, t, c, s, flops, moved, comp_t, mem_t = np.broadcast_arrays(b, t, c, s, flops, moved, comp_t, mem_t)
-    return MixedStep(
-        decode_batch=out(b),
-        context_tokens=out(t),
-        chunk_tokens=out(c),
-        prefix_tokens=out(s),
-        flops=out(flops),
-        bytes_moved=out(moved),
-        compute_time_s=out(comp_t),
-        memory_time_s=out(mem_t),
-        step_time_s=out(np.maximum(comp_t, mem_t)),
-        binding=binding_resource(comp_t, mem_t),
-    )
+    return out(attention_flops_per_token(model, 1) * (c * s + c * np.maximum(c - 1, 0) / 2))
 
 
 @dataclass(frozen=True)

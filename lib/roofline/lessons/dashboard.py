@@ -37,12 +37,12 @@ import numpy as np
 
 from roofline._arrays import checked, out
 from roofline.data import get_gpu, get_model
-from roofline.lessons.chunked_prefill import mixed_step
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_capacity_bytes
 from roofline.physics.precision import peak_flops_per_s
+from roofline.physics.step import mixed_step
 from roofline.units import GB, MS
 
 DEFAULT_KERNEL_EFFICIENCY = 0.8  # measured step = roofline step ÷ this(card Q1/Q5: 4.8 ms floor, ~6 ms real)

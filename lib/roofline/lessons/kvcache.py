@@ -1,7 +1,8 @@
 """The KV cache: what every token of context costs in memory, and how many users that leaves room for.
 
 Taught in lesson 28 (notebooks/28_kv_cache.ipynb). The per-token formula lives in
-``roofline.physics.architecture.kv_bytes_per_token``; the fit test in ``roofline.physics.memory``. This module adds the
+``roofline.physics.architecture.kv_bytes_per_token``; the fit test in ``roofline.physics.memory``.
+This module adds the
 views lesson 28 needs: the saving from grouped-query attention, the pool of KV tokens a GPU can hold,
 a table over every model, and a figure of the largest batch against context.
 

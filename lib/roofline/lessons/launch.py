@@ -27,9 +27,9 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.physics.architecture import weight_bytes
-from roofline.physics.decode import decode_step
 from roofline.physics.memory import fits
 from roofline.physics.overheads import launch_overhead_s
+from roofline.physics.step import decode_step
 
 CARD_KERNELS_PER_STEP = 300  # kernels one eager decode step launches (the card's round figure)
 

@@ -9,10 +9,11 @@ tokens: it turns compute-bound once P passes roughly the ridge point. A decode s
 same weights for a single token and stays memory-bound. While an unchunked prefill runs, every streaming
 user waits: they miss prefill time ÷ decode step time steps.
 
+>>> import roofline as rl
 >>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000, include_attention=False)
 >>> round(s.prefill_time_s * 1e3), round(s.stalled_steps)
 (130, 27)
->>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
+>>> rl.prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
 295
 """
 
@@ -24,75 +25,15 @@ import numpy as np
 
 from roofline._arrays import checked, out
 from roofline.data import gpus
-from roofline.errors import InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token
 from roofline.physics.core import ridge_point_flop_per_byte
-from roofline.physics.decode import decode_step
 from roofline.physics.memory import kv_cache_bytes, memory_capacity_bytes, memory_needed_bytes
 from roofline.physics.precision import get_precision, peak_flops_per_s
-from roofline.physics.prefill import prefill, stalled_decode_steps
+from roofline.physics.step import decode_step, prefill, stalled_decode_steps
 
 # Prompt lengths every prefill sweep evaluates (1 … 65,536 tokens, log-spaced integers).
 PROMPT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
-
-
-# --------------------------------------------------------------------------------------------------------
-# Physics and plain-number helpers
-# --------------------------------------------------------------------------------------------------------
-def prefill_crossover_prompt_tokens(
-    model,
-    gpu,
-    *,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
-    include_attention: bool = True,
-    max_tokens: int = 2**24,
-) -> int:
-    """Shortest prompt (tokens) whose prefill is compute-bound in the full prefill model.
-
-    ``roofline.compute_bound_prompt_tokens`` gives the textbook answer, ridge × bytes per weight ÷ 2,
-    which assumes every stored weight is used by every token. This function asks ``roofline.physics.prefill``
-    itself (KV writes, attention's P² term, an MoE's expert reads) and returns the smallest integer P
-    with compute time > memory time, by bisection. The GPU count cancels (both times divide by G).
-    Raises ``InvalidConfigurationError`` if no P up to ``max_tokens`` is compute-bound.
-
-    Parameters: model, gpu (ids or dataclasses); num_gpus G ≥ 1; precisions as in ``roofline.physics.prefill``.
-
-    >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False)  # + KV writes
-    296
-    >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")   # attention's FLOPs pull it back
-    295
-    >>> round(compute_bound_prompt_tokens("mixtral-8x7b", "h100-sxm"))   # the rule assumes a dense model
-    295
-    >>> prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")     # all 8 experts read, 2 used
-    1061
-    """
-
-    def compute_bound(p: int) -> bool:
-        r = prefill(
-            model,
-            gpu,
-            p,
-            num_gpus=num_gpus,
-            weight_precision=weight_precision,
-            kv_precision=kv_precision,
-            include_attention=include_attention,
-        )
-        return r.compute_time_s > r.memory_time_s
-
-    if compute_bound(1):
-        return 1
-    lo, hi = 1, 2  # invariant: lo memory-bound, hi to be tested
-    while not compute_bound(hi):
-        lo, hi = hi, hi * 2
-        if hi > max_tokens:
-            raise InvalidConfigurationError(f"prefill stays memory-bound up to {max_tokens:,} prompt tokens")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
-    return hi
 
 
 @dataclass(frozen=True)
@@ -147,6 +88,7 @@ def prefill_stall(
         weight_precision=weight_precision,
         kv_precision=kv_precision,
         include_attention=include_attention,
+        on_overflow="ignore",  # the freeze is drawn even where the prompt would not fit; decode is masked
     )
     d = decode_step(
         model,

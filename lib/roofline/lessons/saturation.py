@@ -13,9 +13,10 @@ weights and short contexts, and it turns compute-bound where the intensity passe
 batch ever flips. Past the flip, total throughput stops growing (the compute ceiling, G × peak ÷ FLOPs per
 token) while each user's step keeps getting longer: the saturation wall.
 
->>> compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=0)      # ridge 295.2 FLOP/byte
+>>> import roofline as rl
+>>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=0)      # ridge 295.2 FLOP/byte
 296
->>> compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=[0, 128, 1000]).tolist()
+>>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=[0, 128, 1000]).tolist()
 [296.0, 425.0, inf]
 """
 
@@ -29,10 +30,8 @@ from roofline.physics.architecture import (
     active_parameter_count,
     attention_flops_per_token,
     kv_bytes_per_token,
-    weight_bytes,
 )
 from roofline.physics.core import ridge_point_flop_per_byte
-from roofline.physics.decode import decode_step
 from roofline.physics.precision import peak_flops_per_s
 
 # Batches the throughput–latency curve sweeps, and the ones it labels.
@@ -43,72 +42,6 @@ SATURATION_BATCHES = np.union1d(np.round(np.geomspace(1, 8192, 200)).astype(int)
 
 
 CONTEXT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
-
-
-def _is_compute_bound(model, gpu, batch, context_tokens, weight_precision, kv_precision):
-    """decode_step's own test (compute time > memory time), also where the batch would not fit."""
-    g = get_gpu(gpu)
-    step = decode_step(
-        model,
-        g,
-        batch,
-        context_tokens,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-        on_overflow="mask",
-    )
-    compute_s = np.asarray(step.flops) / peak_flops_per_s(g, weight_precision)
-    memory_s = np.asarray(step.bytes_read) / g.memory_bandwidth_bytes_per_s
-    return compute_s > memory_s
-
-
-def compute_bound_batch(model, gpu, context_tokens=0, *, weight_precision="bf16", kv_precision="bf16"):
-    """Smallest batch at which a decode step is compute-bound, for users holding ``context_tokens`` each.
-
-    Parameters
-    ----------
-    model, gpu : ids or dataclasses. context_tokens : KV tokens per user, T ≥ 0 (tokens); array-like
-        gives one answer per context in one call.
-    weight_precision, kv_precision : precision ids (the weight precision sets the peak FLOP/s).
-
-    Returns the batch (users), ignoring memory (compare with ``roofline.max_batch``). Where no batch
-    ever flips: ``None`` for a scalar context, ``inf`` in an array. The GPU count does not matter: G
-    multiplies both bandwidth and FLOP/s. Agrees with ``decode_step(...).binding`` (same formula;
-    MoE weight reads that grow with the batch are handled by bisection on that test).
-
-    Taught in lesson 61.
-
-    >>> compute_bound_batch("llama-3-8b", "h100-sxm", 4096) is None
-    True
-    >>> compute_bound_batch("llama-3-8b", "h100-sxm", 0, weight_precision="int4")   # 0.52 bytes/weight
-    77
-    """
-    m, g = get_model(model), get_gpu(gpu)
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, weight_precision), g.memory_bandwidth_bytes_per_s)
-    flops_per_user = 2.0 * active_parameter_count(m) + np.asarray(attention_flops_per_token(m, t))
-    margin = flops_per_user - ridge * t * kv_bytes_per_token(m, kv_precision)
-    w = weight_bytes(m, weight_precision)
-    possible = margin > 0
-    # Upper bound from the full weight bytes (an MoE reads at most that), exact for a dense model.
-    hi = np.where(possible, np.floor(ridge * w / np.where(possible, margin, 1.0)) + 1, 1.0)
-    for _ in range(4):  # guard against rounding at the boundary
-        bad = possible & ~_is_compute_bound(m, g, hi, t, weight_precision, kv_precision)
-        if not bad.any():
-            break
-        hi = np.where(bad, hi * 2, hi)
-    lo = np.zeros_like(hi)
-    while np.any(possible & (hi - lo > 1)):
-        mid = np.where(possible, np.floor((lo + hi) / 2), 1.0)
-        mid = np.maximum(mid, 1.0)
-        ok = _is_compute_bound(m, g, mid, t, weight_precision, kv_precision)
-        active = possible & (hi - lo > 1)
-        hi = np.where(active & ok, mid, hi)
-        lo = np.where(active & ~ok, mid, lo)
-    result = np.where(possible, hi, np.inf)
-    if result.ndim == 0:
-        return int(result) if np.isfinite(result) else None
-    return result
 
 
 def context_limit_tokens(model, gpu, *, weight_precision="bf16", kv_precision="bf16") -> float:

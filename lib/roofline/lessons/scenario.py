@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.physics.decode import DecodeStep, decode_step
-from roofline.physics.prefill import Prefill, prefill
+from roofline.physics.step import Step, decode_step, prefill
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class Scenario:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
-    def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> DecodeStep:
+    def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``decode_step`` for this scenario; ``batch``/``context_tokens`` may be arrays for a sweep."""
         return decode_step(
             self.model,
@@ -49,7 +48,7 @@ class Scenario:
             **kwargs,
         )
 
-    def prefill(self, prompt_tokens=None, **kwargs) -> Prefill:
+    def prefill(self, prompt_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``prefill`` for this scenario; ``prompt_tokens`` may be an array."""
         return prefill(
             self.model,
@@ -58,5 +57,6 @@ class Scenario:
             num_gpus=self.num_gpus,
             weight_precision=self.weight_precision,
             kv_precision=self.kv_precision,
+            on_overflow=on_overflow,
             **kwargs,
         )

@@ -29,7 +29,7 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.decode import decode_step
+from roofline.physics.step import decode_step
 
 # Numbers of users the lesson's figure sweeps.
 USERS_SWEEP = np.unique(np.round(np.geomspace(1, 512, 120)).astype(int))

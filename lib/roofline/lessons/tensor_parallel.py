@@ -4,7 +4,8 @@ Taught in lesson 24 (notebooks/24_tensor_parallel.ipynb).
 
 With G GPUs each holding 1/G of every weight matrix, each GPU reads only its share per step, so the
 memory floor is divided by G. Each layer then pays two all-reduces of the batch's activations
-(``roofline.physics.parallel``): a fixed start-up latency plus bytes ÷ link bandwidth. That cost does not shrink
+(``roofline.physics.parallel``): a fixed start-up latency plus bytes ÷ link bandwidth.
+That cost does not shrink
 with G, so the speedup falls below G, most for small models whose floor is already short.
 
     step(G)    = max(bytes ÷ (G × bandwidth), FLOPs ÷ (G × peak)) + 2 × L × all-reduce(B × d × 2 bytes)
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
-from roofline.physics.decode import decode_step
 from roofline.physics.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from roofline.physics.step import decode_step
 
 # GPU counts the lesson's figures sweep (tensor parallelism splits heads, so powers of two).
 GPU_COUNTS = np.array([1, 2, 4, 8])

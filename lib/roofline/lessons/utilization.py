@@ -27,8 +27,8 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.decode import decode_step
 from roofline.physics.precision import peak_flops_per_s
+from roofline.physics.step import decode_step
 
 # Share of peak bandwidth good decode kernels reach; the card's 6 ms step for a 4.8 ms floor is 80 %.
 TYPICAL_MEMORY_EFFICIENCY = 0.8

@@ -7,18 +7,13 @@ import html
 import numpy as np
 
 from roofline.data import get_gpu, gpus
-from roofline.lessons.phases import (
-    PROMPT_SWEEP,
-    paste_fits,
-    prefill_crossover_prompt_tokens,
-    prefill_stall,
-    ridge_points,
-)
+from roofline.lessons.phases import PROMPT_SWEEP, paste_fits, prefill_stall, ridge_points
 from roofline.lessons.scenario import Scenario
+from roofline.physics.balance import compute_bound_prompt_tokens, prefill_crossover_prompt_tokens
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.memory import fits
 from roofline.physics.precision import get_precision, peak_flops_per_s
-from roofline.physics.prefill import compute_bound_prompt_tokens, stalled_decode_steps
+from roofline.physics.step import stalled_decode_steps
 from roofline.units import MS, TFLOPS
 from roofline.views.plots import COLORS, LiveFigure, RooflineChart, describe, nice_limits
 
@@ -62,7 +57,8 @@ def _table(rows) -> str:
 # Figures
 # --------------------------------------------------------------------------------------------------------
 class LessonRooflineChart(RooflineChart):
-    """``roofline.views.plots.RooflineChart`` with its legend in the empty upper-left corner, clear of the ridge
+    """``roofline.views.plots.RooflineChart`` with its legend in the empty upper-left corner, clear of the
+    ridge
     label (which the course chart draws at the bottom, under its lower-right legend).
 
     >>> LessonRooflineChart(Scenario()).axes[0].get_legend()._loc

@@ -10,10 +10,10 @@ from roofline.lessons.saturation import (
     CONTEXT_SWEEP,
     LABELLED_BATCHES,
     SATURATION_BATCHES,
-    compute_bound_batch,
     context_limit_tokens,
     throughput_ceiling_tokens_per_s,
 )
+from roofline.physics.balance import compute_bound_batch
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.memory import max_batch
 from roofline.physics.precision import peak_flops_per_s

@@ -1,0 +1,387 @@
+"""The step engine: one forward pass of the model, whatever it carries. Decode, prefill and a mixed
+(chunked-prefill) step are the same roofline with different token counts.
+
+Taught in lesson 02 (the batch-1 floor), 15 (prefill), 16 (the step-time model) and 44 (chunked prefill).
+
+A step carries B sequences that each compute n new tokens after T tokens already in their KV cache
+(decode: n = 1; prefill of B prompts: T = 0, n = P; a speculative verify: n = k + 1), plus optionally one
+prompt chunk of C tokens that follows S tokens of the same prompt done earlier. With N_active parameters
+touched per token and K bytes of KV per token:
+
+    tokens      = B·n + C
+    bytes       = weight bytes read (once for all tokens) + K × (B·T + S) read + K × prompt tokens written
+    FLOPs       = 2 × N_active × tokens + a × [B·(n·T + n(n−1)/2) + C·S + C(C−1)/2]
+    step        = max(FLOPs ÷ (G·peak), bytes ÷ (G·bandwidth)) [+ all-reduces] [+ launch overhead]
+
+where a = ``attention_flops_per_token(model, 1)`` is the attention cost of one (token, earlier token) pair.
+New tokens write their KV, except in ``decode_step``: there a user's one new token is left out of both
+the traffic and the cache size (K bytes against a whole context read, below 0.1 % at T ≥ 1,000), the
+convention the study card's "weights ÷ bandwidth" floor uses.
+
+>>> s = decode_step("llama-3-8b", "h100-sxm", batch=32, context_tokens=1000)
+>>> round(s.step_time_s * 1e3, 2), round(s.tokens_per_s_per_user), s.binding
+(6.05, 165, 'memory')
+>>> round(prefill("llama-3-8b", "h100-sxm", 8000).step_time_s * 1e3)
+147
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from roofline._arrays import checked, out
+from roofline._results import Flag, Label, Number, Result
+from roofline.assumptions import assumption
+from roofline.data import get_gpu, get_model
+from roofline.errors import ContextTooLongError, InvalidConfigurationError
+from roofline.physics.architecture import (
+    active_parameter_count,
+    attention_flops_per_token,
+    kv_bytes_per_token,
+    weight_bytes,
+    weight_bytes_read,
+)
+from roofline.physics.memory import check_fits, memory_capacity_bytes
+from roofline.physics.parallel import tensor_parallel_comm_time_s
+from roofline.physics.precision import get_precision, peak_flops_per_s
+
+OnOverflow = Literal["raise", "mask", "ignore"]
+
+
+@dataclass(frozen=True)
+class Step(Result):
+    """One forward step. Array fields broadcast over the inputs (batch, context, GPU count, …).
+
+    Where a configuration does not fit in memory (``fits`` False) and the step was asked for with
+    ``on_overflow="mask"``, its times and rates are NaN: there is no time for a server that cannot start.
+    """
+
+    model_id: str
+    gpu_id: str
+    weight_precision: str
+    kv_precision: str
+    num_gpus: Number  # G, GPUs in tensor parallel
+    batch: Number  # B, sequences computing n new tokens each
+    new_tokens: Number  # n, new tokens per sequence (1 for decode)
+    context_tokens: Number  # T, tokens already in each sequence's KV cache
+    chunk_tokens: Number  # C, tokens of a prompt chunk riding along (0 if none)
+    prefix_tokens: Number  # S, tokens of that prompt done in earlier steps
+    tokens: Number  # B·n + C, tokens computed this step
+    weight_bytes_read: Number  # bytes, all GPUs together
+    kv_bytes_read: Number  # bytes
+    kv_bytes_written: Number  # bytes
+    bytes_moved: Number  # bytes: weights + KV read + KV written
+    flops: Number  # FLOP
+    attention_flops: Number  # FLOP, the part of ``flops`` that grows with context
+    memory_time_s: Number
+    compute_time_s: Number
+    communication_time_s: Number
+    launch_overhead_s: Number
+    step_time_s: Number
+    binding: Label  # "memory", "compute", or "does not fit"
+    memory_needed_bytes: Number  # weights + the KV cache after this step
+    memory_capacity_bytes: Number
+    fits: Flag
+    tokens_per_s_per_user: Number  # n ÷ step: what each of the B sequences sees
+    tokens_per_s_total: Number  # tokens ÷ step: what the GPUs produce
+
+    # Names older results used, kept in ``to_dict`` (the CLI's JSON promises them to users' scripts).
+    exported_properties = ("time_s", "bytes_read", "prompt_tokens")
+
+    @property
+    def arithmetic_intensity_flop_per_byte(self) -> Number:
+        """FLOPs per byte moved in this step (FLOP/byte); about B for BF16 decode at short context."""
+        return out(np.asarray(self.flops) / np.asarray(self.bytes_moved))
+
+    @property
+    def time_s(self) -> Number:
+        """The step time (s); the name prefill results have always used."""
+        return self.step_time_s
+
+    @property
+    def bytes_read(self) -> Number:
+        """Bytes read from memory this step: weights plus the KV the step attends to."""
+        return out(np.asarray(self.weight_bytes_read) + np.asarray(self.kv_bytes_read))
+
+    @property
+    def prompt_tokens(self) -> Number:
+        """Prompt tokens of a prefill step (n, the new tokens per sequence)."""
+        return self.new_tokens
+
+
+def _whole(value, name: str, minimum: float):
+    """A count that must be a whole number (batch, GPUs): fractional values are rejected, not rounded."""
+    arr = checked(value, name, minimum=minimum)
+    if np.any(arr != np.round(arr)):
+        raise InvalidConfigurationError(f"{name} must be a whole number, got {value!r}")
+    return arr
+
+
+def forward_step(
+    model,
+    gpu,
+    batch=1,
+    context_tokens=0,
+    *,
+    new_tokens=1,
+    chunk_tokens=0,
+    prefix_tokens=0,
+    num_gpus=1,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    include_attention: bool = True,
+    include_communication: bool = False,
+    allreduce_latency_s: float | None = None,
+    launch_overhead_s=0.0,
+    on_overflow: OnOverflow = "raise",
+    count_new_kv: bool = True,
+) -> Step:
+    """Model one forward step: ``batch`` sequences × ``new_tokens`` each after ``context_tokens`` cached,
+    plus an optional prompt chunk of ``chunk_tokens`` after ``prefix_tokens``, on ``num_gpus`` GPUs.
+
+    Parameters
+    ----------
+    model, gpu : id (``"llama-3-8b"``, ``"h100-sxm"``) or the dataclass from ``roofline.data``.
+    batch : sequences B ≥ 0, a whole number (sequences). Array-like broadcasts.
+    context_tokens : T ≥ 0, tokens already in each sequence's KV cache (tokens).
+    new_tokens : n ≥ 1, tokens each sequence computes this step (tokens).
+    chunk_tokens, prefix_tokens : C, S ≥ 0, a prompt chunk riding along and what came before it (tokens).
+    num_gpus : G ≥ 1 GPUs in tensor parallel, a whole number. Bandwidth, FLOP/s and memory add up.
+    weight_precision, kv_precision : ids from ``roofline.physics.precision.PRECISIONS``.
+    include_attention : False drops attention's context terms (the card's 2N rule).
+    include_communication : add the tensor-parallel all-reduces (lesson 24); off gives the ideal.
+    allreduce_latency_s : start-up of one all-reduce (s); None reads the assumptions table.
+    launch_overhead_s : CPU time per step spent launching kernels, added to the step (s); lesson 03.
+    on_overflow : ``"raise"`` raises ``DoesNotFitError`` if weights + KV exceed memory and
+        ``ContextTooLongError`` beyond the model's context window; ``"mask"`` returns NaN times where it
+        does not fit and ``fits`` False (for sweeps and plots); ``"ignore"`` returns the times anyway,
+        still with ``fits`` False there (for lessons that check memory themselves).
+    count_new_kv : whether the B sequences' new tokens write KV (False: ``decode_step``'s convention).
+
+    >>> s = forward_step("llama-3-8b", "h100-sxm", batch=4, context_tokens=1000, new_tokens=5)
+    >>> s.tokens, s.binding                               # a speculative verify of 4 drafts per user
+    (20.0, 'memory')
+    """
+    m, g = get_model(model), get_gpu(gpu)
+    get_precision(kv_precision)
+    if on_overflow not in ("raise", "mask", "ignore"):
+        raise InvalidConfigurationError(
+            f"on_overflow must be 'raise', 'mask' or 'ignore', got {on_overflow!r}"
+        )
+    b = _whole(batch, "batch", minimum=0)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    n_new = checked(new_tokens, "new_tokens", minimum=1)
+    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
+    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
+    g_count = _whole(num_gpus, "num_gpus", minimum=1)
+    overhead = checked(launch_overhead_s, "launch_overhead_s", minimum=0)
+    latency = assumption("allreduce_latency_s") if allreduce_latency_s is None else allreduce_latency_s
+    peak = peak_flops_per_s(g, weight_precision)
+
+    longest = np.maximum(t + (n_new if count_new_kv else 0), np.where(c > 0, s + c, 0))
+    within_window = longest <= m.max_context_tokens
+    if on_overflow == "raise" and not np.all(within_window):
+        raise ContextTooLongError(
+            f"{m.id} reads at most {m.max_context_tokens:,} tokens of context; this step needs "
+            f"{np.max(longest):,.0f}. Use a shorter context or a long-context model."
+        )
+    written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
+    cached_after = b * t + written + np.where(c > 0, s, 0)  # KV tokens held once the step is done
+    if on_overflow == "raise":
+        check_fits(
+            m,
+            g,
+            1,
+            cached_after,
+            num_gpus=g_count,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+        )
+
+    kv = kv_bytes_per_token(m, kv_precision)
+    tokens = b * n_new + c
+    # An empty step (no sequence, no chunk) reads nothing and takes no time.
+    w_bytes = np.where(tokens > 0, weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)), 0.0)
+    kv_read = (b * t + np.where(c > 0, s, 0.0)) * kv
+    kv_written = written * kv
+    moved = w_bytes + kv_read + kv_written
+    pairs = b * (n_new * t + n_new * (n_new - 1) / 2) + c * s + c * np.maximum(c - 1, 0) / 2
+    attn = pairs * attention_flops_per_token(m, 1) if include_attention else np.zeros_like(pairs)
+    flops = 2.0 * active_parameter_count(m) * tokens + attn
+    mem_t = moved / (g_count * g.memory_bandwidth_bytes_per_s)
+    comp_t = flops / (g_count * peak)
+    comm_t = (
+        np.asarray(tensor_parallel_comm_time_s(m, tokens, g_count, g.interconnect_bytes_per_s, latency))
+        if include_communication
+        else np.zeros(())
+    )
+    need = weight_bytes(m, weight_precision) + cached_after * kv
+    have = np.asarray(memory_capacity_bytes(g, g_count))
+    ok = need <= have
+    shown = ok | (on_overflow == "ignore")  # where times are reported
+    arrays = np.broadcast_arrays(
+        b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, moved, flops, attn
+    )
+    b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, moved, flops, attn = arrays
+    mem_t, comp_t, comm_t, overhead, need, have, ok, shown = np.broadcast_arrays(
+        mem_t, comp_t, comm_t, overhead, need, have, ok, shown
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        step = np.where(shown, np.maximum(mem_t, comp_t) + comm_t + overhead, np.nan)
+        per_user, total = n_new / step, tokens / step
+    binding = np.array(["memory", "compute", "does not fit"]).take(
+        np.where(ok, (comp_t > mem_t).view(np.int8), 2)
+    )
+    masked = lambda x: out(np.where(ok, x, np.nan))  # noqa: E731
+    return Step(
+        model_id=m.id,
+        gpu_id=g.id,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        num_gpus=out(g_count),
+        batch=out(b),
+        new_tokens=out(n_new),
+        context_tokens=out(t),
+        chunk_tokens=out(c),
+        prefix_tokens=out(s),
+        tokens=out(tokens),
+        weight_bytes_read=out(w_bytes),
+        kv_bytes_read=out(kv_read),
+        kv_bytes_written=out(kv_written),
+        bytes_moved=out(moved),
+        flops=out(flops),
+        attention_flops=out(attn),
+        memory_time_s=masked(mem_t),
+        compute_time_s=masked(comp_t),
+        communication_time_s=masked(comm_t),
+        launch_overhead_s=out(overhead),
+        step_time_s=out(step),
+        binding=str(binding) if binding.ndim == 0 else binding,
+        memory_needed_bytes=out(need),
+        memory_capacity_bytes=out(have),
+        fits=out(ok),
+        tokens_per_s_per_user=out(per_user),
+        tokens_per_s_total=out(total),
+    )
+
+
+def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
+    """One decode step: each of ``batch`` users (B ≥ 1) holding ``context_tokens`` (T) gets one token.
+
+    Keyword options are those of ``forward_step`` (``num_gpus``, precisions, ``include_communication``,
+    ``launch_overhead_s``, ``on_overflow`` …). Each user gets 1 ÷ step tokens/s; the GPUs make B ÷ step.
+
+    >>> s = decode_step("llama-3-8b", "h100-sxm")          # batch 1: the decode floor
+    >>> round(s.step_time_s * 1e3, 2), round(s.tokens_per_s_per_user)
+    (4.79, 209)
+    >>> s = decode_step("llama-3-8b", "h100-sxm", batch=[1, 1024], context_tokens=4096, on_overflow="mask")
+    >>> s.fits.tolist(), np.isnan(s.step_time_s).tolist()
+    ([True, False], [False, True])
+    """
+    _whole(batch, "batch", minimum=1)
+    return forward_step(model, gpu, batch, context_tokens, new_tokens=1, count_new_kv=False, **options)
+
+
+def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
+    """The prefill of ``batch`` prompts of ``prompt_tokens`` (P ≥ 1) each, in one pass (its ``step_time_s``
+    is the time to first token of a lone request). ``include_attention=False`` gives the textbook 2·N·P.
+
+    >>> p = prefill("llama-3-8b", "h100-sxm", 8000, include_attention=False)
+    >>> round(p.step_time_s * 1e3), p.binding
+    (130, 'compute')
+    """
+    _whole(batch, "batch", minimum=1)
+    checked(prompt_tokens, "prompt_tokens", minimum=1)
+    return forward_step(model, gpu, batch, 0, new_tokens=prompt_tokens, **options)
+
+
+def mixed_step(
+    model,
+    gpu,
+    decode_batch,
+    context_tokens,
+    chunk_tokens,
+    prefix_tokens=0,
+    *,
+    on_overflow="ignore",
+    **options,
+) -> Step:
+    """A chunked-prefill step: ``decode_batch`` users (B ≥ 0) at ``context_tokens`` (T) get a token each
+    while a chunk of ``chunk_tokens`` (C) prompt tokens after ``prefix_tokens`` (S) rides along.
+
+    The weights are read once for all B + C tokens; the chunks of a prompt add up to its whole prefill.
+    A step with no tokens takes 0 s. Memory is only flagged by default (``fits``; lesson 44 checks it).
+
+    >>> s = mixed_step("llama-3-8b", "h100-sxm", 30, 1000, chunk_tokens=[256, 2048])
+    >>> np.round(s.step_time_s * 1e3, 2).tolist(), s.binding.tolist()
+    ([5.98, 34.87], ['memory', 'compute'])
+
+    Taught in lesson 44.
+    """
+    return forward_step(
+        model, gpu, decode_batch, context_tokens, new_tokens=1, chunk_tokens=chunk_tokens,
+        prefix_tokens=prefix_tokens, on_overflow=on_overflow, count_new_kv=False, **options,
+    )  # fmt: skip
+
+
+def causal_attention_flops(model, prompt_tokens):
+    """Attention FLOPs of a causal prefill of P tokens: token i attends to the i tokens before it,
+    a × P(P−1)/2 with a = ``attention_flops_per_token(model, 1)`` (FLOP).
+
+    >>> causal_attention_flops("llama-3-8b", 8000) / 1e12
+    16.77...
+    """
+    p = checked(prompt_tokens, "prompt_tokens", minimum=1)
+    return out(attention_flops_per_token(model, 1) * p * (p - 1) / 2)
+
+
+def decode_floor_s(weight_bytes_, bandwidth_bytes_per_s):
+    """Fastest possible batch-1 decode step: every weight byte read once (s). Ceiling = 1 ÷ floor.
+
+    >>> round(decode_floor_s(16e9, 3.35e12) * 1e3, 1)    # 8B model, BF16, one H100
+    4.8
+    >>> round(decode_floor_s(70e9, 2 * 3.35e12) * 1e3, 1) # 70B model, FP8, two H100s in tensor parallel
+    10.4
+    """
+    w = checked(weight_bytes_, "weight_bytes", minimum=0)
+    bw = checked(bandwidth_bytes_per_s, "bandwidth_bytes_per_s", above=0)
+    return out(w / bw)
+
+
+def batched_step_time_s(weight_bytes_, batch, context_tokens, kv_bytes_per_token_, bandwidth_bytes_per_s):
+    """The memory-bound step-time formula in plain numbers (s): (weights + B × T × KV) ÷ bandwidth.
+
+    >>> round(batched_step_time_s(16e9, 32, 1000, 128e3, 3.35e12) * 1e3, 1)   # the card's Q3
+    6.0
+    """
+    w = checked(weight_bytes_, "weight_bytes", minimum=0)
+    b = checked(batch, "batch", minimum=1)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    k = checked(kv_bytes_per_token_, "kv_bytes_per_token", minimum=0)
+    bw = checked(bandwidth_bytes_per_s, "bandwidth_bytes_per_s", above=0)
+    return out((w + b * t * k) / bw)
+
+
+def prefill_flops(parameters, prompt_tokens):
+    """The 2 × N × P rule in plain numbers (FLOP).
+
+    >>> prefill_flops(8e9, 500) / 1e12
+    8.0
+    """
+    n = checked(parameters, "parameters", minimum=0)
+    p = checked(prompt_tokens, "prompt_tokens", minimum=0)
+    return out(2.0 * n * p)
+
+
+def stalled_decode_steps(prefill_time_s, decode_step_time_s):
+    """How many decode steps every other user misses while an unchunked prefill runs (steps).
+
+    >>> round(stalled_decode_steps(0.130, 0.0048))
+    27
+    """
+    p = checked(prefill_time_s, "prefill_time_s", minimum=0)
+    d = checked(decode_step_time_s, "decode_step_time_s", above=0)
+    return out(p / d)
