@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import roofline as rl
 from roofline.apps.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +172,7 @@ def test_step_does_not_fit_json(capsys):
     assert d["memory_needed_bytes"] == approx(need)
     assert d["memory_capacity_bytes"] == H100_MEM
     assert d["max_batch"] == 0
-    assert "does not fit" in d["error"]
+    assert d["error"]["type"] == "DoesNotFitError" and "does not fit" in d["error"]["message"]
 
 
 # ---------------------------------------------------------------- prefill
@@ -367,7 +368,7 @@ def test_cost_argument_errors(capsys):
     code, _, err = run(capsys, "cost", "--tokens-per-s", "200")  # no price
     assert code == 2
     code, _, err = run(capsys, "cost", "--tokens-per-s", "0", "--usd-per-hour", "3")
-    assert code == 2 and err.startswith("error:") and "tokens_per_s" in err
+    assert code == 2 and "argument --tokens-per-s: must be a number more than 0" in err
     code, _, err = run(capsys, "cost", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--usd-per-hour", "3")
     assert code == 2 and "does not fit" in err
 
@@ -440,12 +441,16 @@ def test_unsupported_precision(capsys):
 
 
 def test_bad_numbers(capsys):
+    # Out-of-range numbers are argument errors: argparse's usage line, then the option and its range.
     code, _, err = run(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0")
-    assert code == 2 and err.startswith("error:") and "batch" in err
+    assert code == 2 and "argument --batch: must be a whole number from 1 to 10,000,000 users, got '0'" in err
     code, _, err = run(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "0")
-    assert code == 2 and "num_gpus" in err
+    assert code == 2 and "argument --gpus: must be a whole number from 1 to 100,000 GPUs" in err
     code, _, err = run(capsys, "prefill", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--prompt", "-5")
-    assert code == 2 and "prompt_tokens" in err
+    assert code == 2 and "argument --prompt" in err and "got '-5'" in err
+    code, _, err = run(capsys, "fit", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--context", "0")
+    assert code == 2 and "argument --context: must be a whole number from 1 to 100,000,000 tokens" in err
+    assert "Traceback" not in err
 
 
 def test_argparse_errors_exit_2(capsys):
@@ -510,3 +515,244 @@ def test_runs_as_a_module_without_uv():
     assert _strict(proc.stdout)["step_time_s"] == approx(
         (L8B_WEIGHTS + 32 * 1000 * L8B_KV_PER_TOKEN) / H100_BW
     )
+
+
+# ---------------------------------------------------------------- contract: JSON errors, exit codes, limits
+
+BIG = "9" * 400  # a 400-digit integer
+
+
+def _json_error(capsys, *argv, code=2, kind=None):
+    """Run with --json; the failure must be one JSON object on stdout with error.type and error.message."""
+    got, out, err = run(capsys, *argv, "--json")
+    assert got == code, err
+    d = _strict(out)
+    assert set(d["error"]) == {"type", "message"}, d
+    assert isinstance(d["error"]["message"], str) and d["error"]["message"]
+    if kind:
+        assert d["error"]["type"] == kind, d
+    assert "Traceback" not in err
+    return d, err
+
+
+@pytest.mark.parametrize(
+    "argv, kind",
+    [
+        (["step", "--model", "llama-3-8b", "--gpu", "h100"], "UnknownNameError"),
+        (["fit", "--model", "llama-3-8b", "--gpu", "a100-40gb", "--context", "1", "--weights", "fp8"],
+         "UnsupportedPrecisionError"),
+        (["list", "gpus", "--precision", "fp9"], "UnknownNameError"),
+        (["step", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "abc"], "UsageError"),
+        (["step", "--gpu", "h100-sxm"], "UsageError"),  # --model missing
+        (["cost", "--tokens-per-s", "200", "--model", "llama-3-8b", "--usd-per-hour", "3"], "UsageError"),
+        (["cost", "--tokens-per-s", "200"], "UsageError"),  # no price
+        (["tpus"], "UsageError"),
+        ([], "UsageError"),
+    ],
+)  # fmt: skip
+def test_with_json_every_failure_is_a_json_error(capsys, argv, kind):
+    d, _ = _json_error(capsys, *argv, kind=kind)
+    assert d["command"] == (argv[0] if argv and argv[0] in ("step", "fit", "list", "cost") else None)
+
+
+def test_prefill_that_does_not_fit_is_a_json_error_with_the_memory_numbers(capsys):
+    d, err = _json_error(
+        capsys,
+        "prefill",
+        "--model",
+        "llama-3-70b",
+        "--gpu",
+        "h100-sxm",
+        "--prompt",
+        "1000",
+        kind="DoesNotFitError",
+    )
+    assert d["command"] == "prefill" and d["fits"] is False
+    assert d["memory_needed_bytes"] == approx(2 * 70.55e9 + 1000 * L70B_KV_PER_TOKEN)  # 141.1 GB + 0.33 GB
+    assert d["memory_capacity_bytes"] == H100_MEM
+    assert "does not fit" in d["error"]["message"] and err.startswith("error:")
+    # the human form keeps its explanation on stderr and prints nothing on stdout
+    code, out, err = run(capsys, "prefill", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--prompt", "1000")
+    assert code == 2 and out == "" and "short by" in err
+
+
+def test_cost_that_does_not_fit_is_a_json_error(capsys):
+    d, _ = _json_error(
+        capsys,
+        "cost",
+        "--model",
+        "llama-3-70b",
+        "--gpu",
+        "h100-sxm",
+        "--usd-per-hour",
+        "3",
+        kind="DoesNotFitError",
+    )
+    assert d["command"] == "cost" and d["max_batch"] == 0  # 141 GB of weights > 80 GB
+    assert "no throughput to price" in d["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "option, value, says",
+    [
+        ("--batch", BIG, "argument --batch: must be a whole number from 1 to 10,000,000 users"),
+        ("--gpus", str(10**38), "argument --gpus: must be a whole number from 1 to 100,000 GPUs"),
+        ("--context", "-" + BIG, "argument --context: must be a whole number from 0 to 100,000,000 tokens"),
+        ("--context", "9" * 5000, "argument --context: invalid int value"),  # beyond Python's int() limit
+        ("--batch", "1.5", "argument --batch: invalid int value: '1.5'"),
+        ("--launch-overhead-ms", "nan", "argument --launch-overhead-ms: 'nan' is not a finite number"),
+        ("--launch-overhead-ms", "1e400", "is not a finite number"),
+    ],
+)
+def test_absurd_numbers_get_a_clear_message(capsys, option, value, says):
+    code, out, err = run(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm", option, value)
+    assert code == 2 and out == ""
+    assert says in err and "Traceback" not in err
+    assert len(err) < 1000  # the 400- or 5000-digit value is shortened, not echoed
+    d, _ = _json_error(
+        capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm", option, value, kind="UsageError"
+    )
+    assert says in d["error"]["message"]
+
+
+def test_a_tiny_step_is_shown_in_ns_never_as_zero(capsys):
+    argv = [
+        "step",
+        "--model",
+        "llama-3.2-1b",
+        "--gpu",
+        "b200",
+        "--gpus",
+        "100000",
+        "--weights",
+        "fp4",
+        "--kv",
+        "fp4",
+    ]
+    d = run_json(capsys, *argv)
+    # 100,000 B200s read the FP4 weights at 100,000 × 8e12 bytes/s: well under a nanosecond
+    assert d["step_time_s"] == approx(d["weight_bytes_read"] / (100_000 * 8e12))
+    assert 0 < d["step_time_s"] < 1e-9
+    code, out, _ = run(capsys, *argv)
+    line = next(x for x in out.splitlines() if "step time" in x)
+    assert line.rstrip().endswith(" ns") and "0.00" not in line
+    assert f"{d['step_time_s'] * 1e9:.3g} ns" in line
+
+
+def _cli(*argv, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "roofline.apps.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+
+
+def test_numpy_warnings_never_reach_stderr():
+    # Valid but extreme: the largest batch, context and GPU count the CLI takes, a tiny rate.
+    ok = _cli(
+        "step", "--model", "llama-3.2-1b", "--gpu", "b200", "--gpus", "100000", "--weights", "fp4", "--comm"
+    )
+    assert ok.returncode == 0 and ok.stderr == ""
+    big = _cli(
+        "step", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--batch", "10000000",
+        "--context", "131072", "--gpus", "100000", "--comm", "--json",
+    )  # fmt: skip
+    assert big.returncode == 2 and _strict(big.stdout)["error"]["type"] == "DoesNotFitError"
+    assert big.stderr.startswith("error:") and "Warning" not in big.stderr
+    # 1e-300 tokens/s at $1M an hour: the dollars per million tokens overflow float64; a clear error,
+    # neither an inf nor a warning
+    tiny = _cli("cost", "--tokens-per-s", "1e-300", "--usd-per-hour", "1000000", "--json")
+    assert tiny.returncode == 2 and "Warning" not in tiny.stderr
+    assert _strict(tiny.stdout)["error"]["type"] == "InvalidConfigurationError"
+
+
+def test_exit_codes_are_the_documented_ones(capsys):
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    table = dict(re.findall(r"^\s*\| (\d) \| (.+?) \|$", doc, re.M))
+    assert set(table) == {"0", "1", "2", "3"}
+    from roofline.apps import cli
+
+    assert (cli.EXIT_OK, cli.EXIT_DOES_NOT_FIT, cli.EXIT_ERROR, cli.EXIT_INTERNAL) == (0, 1, 2, 3)
+    fit = ["fit", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--context", "4096"]
+    assert run(capsys, *fit, "--batch", "64")[0] == 0  # 64 users fit (119 would)
+    assert run(capsys, *fit, "--batch", "200")[0] == 1  # a valid answer: "no"
+    assert run(capsys, "step", "--model", "llama-3-70b", "--gpu", "h100-sxm")[0] == 2  # does not fit
+    assert run(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100")[0] == 2  # unknown id
+    assert run(capsys, "step", "--model", "llama-3-8b")[0] == 2  # usage
+    assert run(capsys, "--help")[0] == 0
+
+
+# ---------------------------------------------------------------- subcommands from other modules
+
+
+@pytest.fixture
+def plugin(monkeypatch):
+    """A ``cli_<name>`` module as other helpers write them: add_parser(subparsers) and run(args) -> int."""
+    import types
+
+    import numpy as np
+
+    from roofline.apps import cli
+
+    module = types.ModuleType("roofline_test_cli_echo")
+
+    def add_parser(subparsers):
+        p = subparsers.add_parser("echo", help="test command")
+        cli.add_common_arguments(p)
+        p.add_argument("--what", choices=["ok", "nofit", "bug", "overflow"], default="ok")
+        p.add_argument("--batch", type=cli.BATCH, default=1)
+
+    def run(args):
+        if args.what == "nofit":
+            raise rl.DoesNotFitError("echo does not fit")
+        if args.what == "bug":
+            raise RuntimeError("boom")
+        if args.what == "overflow":
+            return int(np.float64(1e308) * 10)
+        cli.print_json({"command": "echo", "batch": args.batch, "gpus": args.gpus})
+        return cli.EXIT_OK
+
+    module.add_parser, module.run = add_parser, run
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module.__name__
+
+
+def test_a_command_module_registers_in_one_line_and_shares_the_error_contract(capsys, plugin):
+    def echo(*argv):
+        code = main(["echo", "--model", "llama-3-8b", "--gpu", "h100-sxm", *argv], command_modules=[plugin])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    code, out, _ = echo("--gpus", "4", "--json")
+    assert code == 0 and _strict(out) == {"command": "echo", "batch": 1, "gpus": 4}
+    for argv, kind, exit_code in [
+        (["--what", "nofit"], "DoesNotFitError", 2),
+        (["--batch", BIG], "UsageError", 2),  # the shared bounded types apply
+        (["--gpus", "0"], "UsageError", 2),
+        (["--what", "overflow"], "InvalidConfigurationError", 2),  # numpy overflow: an error, not a warning
+        (["--what", "bug"], "InternalError", 3),
+    ]:
+        code, out, err = echo(*argv, "--json")
+        assert code == exit_code, (argv, err)
+        d = _strict(out)
+        assert d["command"] == "echo" and d["error"]["type"] == kind, (argv, d)
+        assert "RuntimeWarning" not in err
+    assert "Traceback" in err and "boom" in err  # a bug keeps its traceback, on stderr only
+    # the built-in commands are still all there
+    assert run(capsys, "list", "gpus")[0] == 0
+
+
+def test_registered_command_modules_follow_the_protocol():
+    import importlib
+
+    from roofline.apps import cli
+
+    parser = cli.build_parser()
+    names = set(parser._subparsers._group_actions[0].choices)  # every subcommand the parser knows
+    assert {"step", "prefill", "fit", "cost", "list"} <= names
+    for name in cli.COMMAND_MODULES:
+        module = importlib.import_module(name)
+        assert callable(module.add_parser) and callable(module.run), name

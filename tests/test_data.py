@@ -1,10 +1,20 @@
-"""The data tables: every row sourced, figures plausible, parameter counts consistent with architecture."""
+"""The data tables: every row sourced, figures plausible, parameter counts consistent with architecture;
+every malformed table refused on load with the file, row and field; the tables found in every install."""
 
 import math
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
 import roofline as rl
+from roofline import data
+
+ROOT = Path(__file__).resolve().parents[1]
 
 GPU_IDS = [
     "h100-sxm",
@@ -98,3 +108,239 @@ def test_loaded_in_si_units():
     assert h100.memory_bytes == 80e9
     assert h100.memory_bandwidth_bytes_per_s == 3.35e12
     assert h100.dense_flops_per_s["bf16"] == 989e12
+
+
+# ---------------------------------------------------------------- validation on load
+
+
+@pytest.fixture
+def tables(tmp_path):
+    """A copy of the shipped tables; ``edit(file, old, new)`` changes one occurrence in a fresh copy of
+    ``file`` (``fresh=False``: on top of earlier edits) and returns the directory."""
+    for f in (ROOT / "data").glob("*.toml"):
+        shutil.copy(f, tmp_path / f.name)
+
+    def edit(name, old, new, count=1, fresh=True):
+        path = tmp_path / name
+        text = (ROOT / "data" / name).read_text() if fresh else path.read_text()
+        assert old in text, f"{old!r} not in {name}"
+        path.write_text(text.replace(old, new, count))
+        return tmp_path
+
+    edit.dir = tmp_path
+    return edit
+
+
+def _error(loader, directory):
+    with pytest.raises(data.DataTableError) as err:
+        loader(directory)
+    assert isinstance(err.value, rl.RooflineError)
+    return err.value
+
+
+H100_BLOCK = (ROOT / "data" / "gpus.toml").read_text().split("[[gpu]]")[1]  # the h100-sxm row
+
+
+def test_the_shipped_tables_pass_their_own_schema():
+    assert data.load_gpus(ROOT / "data").keys() == rl.gpus().keys()
+    assert data.load_models(ROOT / "data").keys() == rl.models().keys()
+    assert data.load_prices(ROOT / "data").keys() == rl.prices().keys()
+
+
+def test_a_duplicate_id_is_an_error_not_a_silent_overwrite(tables):
+    d = tables(
+        "gpus.toml", "[[gpu]]", "[[gpu]]" + H100_BLOCK.replace("memory_gb = 80", "memory_gb = 94") + "[[gpu]]"
+    )
+    err = _error(data.load_gpus, d)
+    assert (err.row_id, err.field) == ("'h100-sxm'", "id")
+    assert "gpus.toml" in str(err) and "'h100-sxm'" in str(err) and "duplicate" in str(err)
+
+
+def test_a_quoted_false_is_not_true(tables):
+    d = tables("models.toml", "tied_embeddings = false", 'tied_embeddings = "false"')
+    err = _error(data.load_models, d)
+    assert (err.row_id, err.field) == ("'llama-3-8b'", "tied_embeddings")
+    assert str(err).startswith(str(d / "models.toml"))
+    assert "true or false" in str(err) and "'false' (a string)" in str(err)
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("true", "expected a number, got true (a boolean)"),  # was read as 1 GB
+        ("-80", "must be more than 0 GB, got -80"),  # was displayed as -80 GB
+        ("0", "must be more than 0 GB"),
+        ('"80"', "expected a number, got '80' (a string)"),
+        ("nan", "finite"),
+        ("1e9", "at most 100000 GB"),
+    ],
+)
+def test_memory_must_be_a_positive_number_of_gb(tables, value, says):
+    err = _error(data.load_gpus, tables("gpus.toml", "memory_gb = 80", f"memory_gb = {value}"))
+    assert (err.row_id, err.field) == ("'h100-sxm'", "memory_gb")
+    assert says in str(err)
+
+
+def test_a_missing_field_names_itself_instead_of_a_key_error(tables):
+    d = tables("gpus.toml", "memory_bandwidth_tb_per_s = 3.35\n", "")
+    err = _error(data.load_gpus, d)
+    assert not isinstance(err, KeyError)
+    assert (err.row_id, err.field) == ("'h100-sxm'", "memory_bandwidth_tb_per_s")
+    assert "missing" in str(err) and "TB/s" in str(err)
+
+
+@pytest.mark.parametrize("key", ["source", "note"])
+def test_every_row_needs_a_source_and_a_note(tables, key):
+    block = next(line for line in H100_BLOCK.splitlines() if line.startswith(f"{key} = "))
+    err = _error(data.load_gpus, tables("gpus.toml", block + "\n", ""))
+    assert (err.row_id, err.field) == ("'h100-sxm'", key)
+    err = _error(data.load_gpus, tables("gpus.toml", "\n" + key + " = ", "\n" + key + ' = ""\n_was = '))
+    assert err.field in (key, "_was")  # an empty value or the leftover key: either way, an error
+
+
+def test_a_source_must_be_a_url(tables):
+    d = tables(
+        "models.toml", 'source = "https://huggingface.co/meta-llama', 'source = "huggingface.co/meta-llama'
+    )
+    err = _error(data.load_models, d)
+    assert err.field == "source" and "URL" in str(err)
+
+
+def test_an_unknown_key_suggests_the_known_one(tables):
+    err = _error(data.load_gpus, tables("gpus.toml", "memory_gb = 80", "memory_gbs = 80"))
+    assert err.field == "memory_gbs" and "did you mean 'memory_gb'" in str(err)
+    err = _error(data.load_gpus, tables("gpus.toml", "bf16 = 989.0", "bf61 = 989.0"))
+    assert err.field == "dense_tflops" and "'bf61'" in str(err) and "'bf16'" in str(err)
+
+
+def test_whole_numbers_and_cross_field_rules(tables):
+    err = _error(data.load_models, tables("models.toml", "layers = 32", "layers = 32.0"))
+    assert err.field == "layers" and "whole number" in str(err)
+    err = _error(data.load_models, tables("models.toml", "kv_heads = 8", "kv_heads = 64"))
+    assert err.field == "kv_heads" and "exceed" in str(err)  # 64 KV heads > 32 query heads
+    err = _error(data.load_models, tables("models.toml", "experts_per_token = 1", "experts_per_token = 2"))
+    assert err.field == "experts_per_token"  # 2 of 1 expert
+
+
+def test_ids_must_be_lowercase_because_lookups_lowercase(tables):
+    err = _error(data.load_gpus, tables("gpus.toml", 'id = "h100-sxm"', 'id = "H100-SXM"'))
+    assert err.field == "id" and "lowercase" in str(err)
+
+
+def test_a_price_names_a_known_gpu(tables):
+    d = tables("prices.toml", 'gpu = "h100-sxm"', 'gpu = "h100-sxn"')
+    err = _error(data.load_prices, d)
+    assert err.field == "gpu" and "did you mean 'h100-sxm'" in str(err) and "prices.toml" in str(err)
+
+
+def test_broken_or_missing_files(tables):
+    d = tables("gpus.toml", "[[gpu]]", "[[gpu]", 1)
+    assert "not valid TOML" in str(_error(data.load_gpus, d))
+    (d / "models.toml").unlink()
+    err = _error(data.load_models, d)
+    assert err.file.endswith("models.toml") and "cannot read" in str(err)
+    err = _error(data.load_gpus, tables("gpus.toml", "[[gpu]]", 'vendors = "x"\n[[gpu]]'))
+    assert err.field == "vendors" and "top-level" in str(err)
+
+
+def test_optional_fields_take_their_defaults(tables):
+    d = tables("models.toml", "experts = 1\nexperts_per_token = 1\n", "")
+    d = tables("models.toml", "attention_bias = false\n", "", fresh=False)
+    llama = data.load_models(d)["llama-3-8b"]
+    assert (llama.experts, llama.experts_per_token, llama.attention_bias) == (1, 1, False)
+    assert llama.published_active_parameters is None
+
+
+def test_schema_and_dataclasses_agree():
+    for table in (data.GPU_TABLE, data.MODEL_TABLE, data.PRICE_TABLE):
+        assert data.schema_matches_dataclass(table), table.file
+    # every compute precision the library knows is a key a GPU row may quote
+    from roofline.physics.precision import PRECISIONS
+
+    assert {p.compute for p in PRECISIONS.values()} <= set(data.COMPUTE_PRECISIONS)
+
+
+# ---------------------------------------------------------------- where the tables are found
+
+
+@pytest.fixture
+def fresh_cache():
+    data.clear_cache()
+    yield
+    data.clear_cache()
+
+
+def test_roofline_data_dir_points_the_public_api_at_other_tables(tables, monkeypatch, fresh_cache):
+    d = tables("gpus.toml", "memory_gb = 80", "memory_gb = 96")  # a what-if H100 with 96 GB
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(d))
+    data.clear_cache()
+    assert data.data_dir() == d
+    assert rl.get_gpu("h100-sxm").memory_bytes == 96e9
+    monkeypatch.delenv("ROOFLINE_DATA_DIR")
+    data.clear_cache()
+    assert rl.get_gpu("h100-sxm").memory_bytes == 80e9
+
+
+def test_a_broken_table_is_a_roofline_error_from_the_public_api(tables, monkeypatch, fresh_cache):
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(tables("gpus.toml", "memory_gb = 80", "memory_gb = -80")))
+    data.clear_cache()
+    with pytest.raises(rl.RooflineError, match="memory_gb"):
+        rl.get_gpu("h100-sxm")
+
+
+def test_lookup_order_env_then_package_then_repository(tmp_path, monkeypatch):
+    package = tmp_path / "site-packages" / "roofline"
+    (package / "tables").mkdir(parents=True)
+    real_files = data.importlib.resources.files
+    monkeypatch.setattr(
+        data.importlib.resources, "files", lambda name: package if name == "roofline" else real_files(name)
+    )
+    monkeypatch.delenv("ROOFLINE_DATA_DIR", raising=False)
+    # 3. no tables inside the package (the editable install): the repository's data/
+    assert Path(data.data_dir()) == ROOT / "data"
+    # 2. a package that carries its tables (an installed wheel) uses them
+    shutil.copy(ROOT / "data" / "gpus.toml", package / "tables" / "gpus.toml")
+    assert Path(data.data_dir()) == package / "tables"
+    assert Path(data.shipped_dir()) == package / "tables"
+    # 1. ROOFLINE_DATA_DIR beats both
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(tmp_path))
+    assert data.data_dir() == tmp_path
+    assert Path(data.shipped_dir()) == package / "tables"
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv to build the wheel")
+def test_the_wheel_ships_the_tables_and_a_plain_install_finds_them(tmp_path):
+    build = subprocess.run(
+        ["uv", "build", "--wheel", "--offline", "--quiet", "-o", str(tmp_path / "dist")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        for f in (ROOT / "data").glob("*.toml"):
+            assert z.read(f"roofline/tables/{f.name}") == f.read_bytes(), f.name
+        z.extractall(tmp_path / "site")
+    # Import the unpacked wheel from a directory outside the repository, as a non-editable install would.
+    code = (
+        "import roofline as rl, roofline.data as d; "
+        "print(d.data_dir()); print(rl.get_gpu('h100-sxm').memory_bytes)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ROOFLINE_DATA_DIR"}
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    where, memory = proc.stdout.split()
+    assert Path(where) == tmp_path / "site" / "roofline" / "tables"
+    assert float(memory) == 80e9

@@ -67,3 +67,42 @@ def test_amdahl_rejects_overlapping_fractions_and_bad_speedups():
 def test_cost_needs_positive_throughput():
     with pytest.raises(rl.InvalidConfigurationError, match="tokens_per_s"):
         rl.cost_per_million_tokens_usd(3.0, 0)
+
+
+def test_a_broken_data_table_is_a_library_error_and_a_clean_cli_error(tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from roofline import data
+
+    assert issubclass(data.DataTableError, rl.RooflineError)
+    root = Path(__file__).resolve().parents[1]
+    for f in (root / "data").glob("*.toml"):
+        shutil.copy(f, tmp_path / f.name)
+    gpus = tmp_path / "gpus.toml"
+    gpus.write_text(gpus.read_text().replace("memory_gb = 80", "memory_gb = true", 1))  # was read as 1 GB
+    with pytest.raises(data.DataTableError, match=r"gpus.toml, row 'h100-sxm', field 'memory_gb'"):
+        data.load_gpus(tmp_path)
+
+    env = {**os.environ, "ROOFLINE_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "roofline.apps.cli", "list", "gpus", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error["type"] == "DataTableError"
+    assert (
+        "gpus.toml" in error["message"]
+        and "'h100-sxm'" in error["message"]
+        and "memory_gb" in error["message"]
+    )
+    assert proc.stderr.startswith("error:") and "Traceback" not in proc.stderr

@@ -1,8 +1,27 @@
-"""The GPU, model and price tables in ``data/``, loaded into frozen dataclasses in SI units.
+"""The GPU, model and price tables (``gpus.toml``, ``models.toml``, ``prices.toml``), validated on load.
 
 The TOML files keep the units spec sheets print (GB, TB/s, TFLOPS); this module converts them once, here,
 so everything downstream works in bytes, bytes/s and FLOP/s. Derived figures (ridge point, parameter
-counts) are computed by the library, never stored. ``data/README.md`` documents every field.
+counts) are computed by the library, never stored. ``data/README.md`` documents every field. Taught
+in lesson 02 (notebooks/02_decode_floor.ipynb), the first to read the tables; later lessons all use them.
+
+**Validation.** Each table is described by one declarative schema (``GPU_SCHEMA``, ``MODEL_SCHEMA``,
+``PRICE_SCHEMA``): one ``Field`` per key with its type, the unit the file writes it in, the factor to SI
+and its allowed range. Loading checks every row against it: types (a quoted ``"false"`` is not a
+boolean, ``true`` is not a number), ranges (no negative memory), unknown keys (with the closest known
+key), missing keys, duplicate ids and a missing ``source`` or ``note``. Any problem raises
+``DataTableError`` naming the file, the row id and the field. A new optional field is one line in the
+schema plus one attribute in the dataclass (a test checks the two agree).
+
+**Where the tables are found** (``data_dir()``), first match wins:
+
+1. ``$ROOFLINE_DATA_DIR``, if set: your own tables (same schema) for "what if" studies;
+2. the tables shipped inside the installed package, ``roofline/tables/`` (a wheel built with
+   ``pip install .`` or ``uv build`` carries a copy of ``data/*.toml`` there);
+3. the repository's ``data/`` folder (the editable install used for the course).
+
+The tables are read once and cached; ``clear_cache()`` re-reads them (after changing
+``ROOFLINE_DATA_DIR``). ``load_gpus(directory)`` and friends read a directory without the cache.
 
 >>> gpu = get_gpu("h100-sxm")
 >>> gpu.memory_bandwidth_bytes_per_s
@@ -13,17 +32,62 @@ counts) are computed by the library, never stored. ``data/README.md`` documents 
 
 from __future__ import annotations
 
+import datetime
+import difflib
 import functools
+import importlib.resources
+import math
 import os
+import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
-from roofline.errors import UnknownNameError
+from roofline.errors import RooflineError, UnknownNameError
 from roofline.units import GB, TB, TFLOPS
 
-# ROOFLINE_DATA_DIR points the library at your own tables (same schema) for "what if" studies.
-DATA_DIR = Path(os.environ.get("ROOFLINE_DATA_DIR", Path(__file__).resolve().parents[2] / "data"))
+try:
+    from roofline.errors import DataTableError
+except ImportError:  # pragma: no cover - an errors.py from before the class was added
+
+    class DataTableError(RooflineError):
+        """A row of a data table is malformed: the message names the file, the row id and the field."""
+
+
+def _table_error(file: str, row_id: str | None, field: str | None, problem: str) -> DataTableError:
+    """A ``DataTableError`` whose message starts with where: file, row and field (each when known).
+
+    The parts are kept as attributes too (``file``, ``row_id``, ``field``, ``problem``) for tools.
+
+    >>> str(_table_error("gpus.toml", "'h100-sxm'", "memory_gb", "must be more than 0 GB, got -80"))
+    "gpus.toml, row 'h100-sxm', field 'memory_gb': must be more than 0 GB, got -80"
+    """
+    where = file
+    if row_id is not None:
+        where += f", row {row_id}"
+    if field is not None:
+        where += f", field {field!r}"
+    error = DataTableError(f"{where}: {problem}")
+    error.file, error.row_id, error.field, error.problem = file, row_id, field, problem
+    return error
+
+
+ENV_VAR = "ROOFLINE_DATA_DIR"
+TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml")
+
+# The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
+COMPUTE_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+# --------------------------------------------------------------------------------------------------
+# Dataclasses (SI units)
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -91,81 +155,442 @@ class Price:
     note: str
 
 
-def _read(name: str) -> dict:
-    with open(DATA_DIR / name, "rb") as f:
-        return tomllib.load(f)
+# --------------------------------------------------------------------------------------------------
+# The schema: one Field per key
+# --------------------------------------------------------------------------------------------------
+
+_REQUIRED = object()
+
+
+class _Bad(Exception):
+    """One value that breaks its field's rule (turned into a DataTableError with file, row and field)."""
+
+
+def _describe(value: Any) -> str:
+    """A value as the TOML author wrote it, with its TOML type: ``true (a boolean)``, ``'80' (a string)``."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table"}
+    kind = next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)
+    shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{shown} ({kind})"
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Bad(f"expected a non-empty string, got {_describe(value)}")
+    return value
+
+
+def _id(value: Any) -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise _Bad(
+            f"expected a lowercase id (letters, digits, '.', '-', '_'; no spaces), got {_describe(value)}"
+        )
+    return value
+
+
+def _url(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")) or " " in value.strip():
+        raise _Bad(f"expected the URL of a primary source (https://...), got {_describe(value)}")
+    return value.strip()
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad(f"expected true or false (a TOML boolean, without quotes), got {_describe(value)}")
+    return value
+
+
+def _date(value: Any) -> str:
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value):
+        try:
+            return datetime.date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+    raise _Bad(f"expected a date YYYY-MM-DD, got {_describe(value)}")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad(f"expected a number, got {_describe(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise _Bad(f"expected a finite number, got {_describe(value)}")
+    return number
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table row: how to read it, check it and convert it to SI.
+
+    ``parse`` checks the TOML type and returns a plain value; ``scale`` converts the file's ``unit`` to SI
+    (e.g. GB → bytes); ``minimum``/``above``/``maximum`` bound the value in the file's unit (inclusive,
+    exclusive, inclusive). ``attr`` is the dataclass attribute (defaults to ``key``). A field with a
+    ``default`` is optional. ``each`` marks a table of numbers (``dense_tflops``) whose keys must come from
+    ``keys`` and whose values each follow the numeric rules.
+    """
+
+    key: str
+    parse: Callable[[Any], Any]
+    unit: str = ""
+    scale: float = 1.0
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    attr: str | None = None
+    default: Any = _REQUIRED
+    keys: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.attr or self.key
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def _check_range(self, number: float) -> None:
+        unit = f" {self.unit}" if self.unit else ""
+        if self.minimum is not None and number < self.minimum:
+            raise _Bad(f"must be at least {self.minimum:g}{unit}, got {number:g}")
+        if self.above is not None and number <= self.above:
+            raise _Bad(f"must be more than {self.above:g}{unit}, got {number:g}")
+        if self.maximum is not None and number > self.maximum:
+            raise _Bad(f"must be at most {self.maximum:g}{unit}, got {number:g}")
+
+    def convert(self, value: Any) -> Any:
+        """The value in SI units, or ``_Bad`` saying what is wrong with it."""
+        if self.keys:
+            if not isinstance(value, dict) or not value:
+                raise _Bad(f"expected an inline table like {{ bf16 = 989.0 }}, got {_describe(value)}")
+            out = {}
+            for k, v in value.items():
+                if k not in self.keys:
+                    raise _Bad(
+                        f"unknown key {k!r}{_did_you_mean(k, self.keys)}; known: {', '.join(self.keys)}"
+                    )
+                try:
+                    out[k] = self._scalar(v)
+                except _Bad as exc:
+                    raise _Bad(f"{k}: {exc}") from None
+            return out
+        return self._scalar(value)
+
+    def _scalar(self, value: Any) -> Any:
+        try:
+            parsed = self.parse(value)
+        except _Bad as exc:
+            raise _Bad(f"{exc} (the file gives it in {self.unit})" if self.unit else str(exc)) from None
+        if self.parse in (_number, _integer):
+            self._check_range(parsed)
+            return parsed * self.scale if self.scale != 1.0 else parsed
+        return parsed
+
+
+def _did_you_mean(key: str, known) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _count(key: str, *, least: int = 1, most: int = 10**7, default: Any = _REQUIRED) -> Field:
+    """A whole-number field from ``least`` to ``most`` (layers, heads, sizes)."""
+    return Field(key, _integer, minimum=least, maximum=most, default=default)
+
+
+def _positive(
+    key: str, unit: str, scale: float = 1.0, attr: str | None = None, *, most: float, **kw: Any
+) -> Field:
+    """A positive number in ``unit`` (at most ``most``), stored as ``attr`` after multiplying by ``scale``."""
+    return Field(key, _number, unit, scale, above=0, maximum=most, attr=attr, **kw)
+
+
+# One line per key. An optional field is one line with a default, e.g.
+#     _count("sliding_window", most=10**9, default=None),
+#     _count("shared_experts", least=0, most=1_000, default=0),
+# plus the attribute (typed, with the same default) at the end of the dataclass.
+GPU_SCHEMA: tuple[Field, ...] = (
+    Field("id", _id),
+    Field("name", _text),
+    Field("vendor", _text),
+    Field("form_factor", _text),
+    _positive("memory_gb", "GB", GB, "memory_bytes", most=1e5),
+    Field("memory_type", _text),
+    _positive("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
+    _positive("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
+    Field("interconnect", _text),
+    _positive("interconnect_gb_per_s", "GB/s", GB, "interconnect_bytes_per_s", most=1e6),
+    _positive("power_w", "W", most=1e5),
+    Field("source", _url),
+    Field("note", _text),
+)
+
+MODEL_SCHEMA: tuple[Field, ...] = (
+    Field("id", _id),
+    Field("name", _text),
+    _count("layers", most=10_000),
+    _count("hidden_size"),
+    _count("attention_heads", most=100_000),
+    _count("kv_heads", most=100_000),
+    _count("head_dim", most=100_000),
+    _count("intermediate_size"),
+    _count("vocab_size", most=10**8),
+    Field("tied_embeddings", _bool, default=False),
+    Field("attention_bias", _bool, default=False),
+    _count("experts", most=100_000, default=1),
+    _count("experts_per_token", most=100_000, default=1),
+    _count("max_context_tokens", most=10**9),
+    _positive("published_parameters", "parameters", most=1e15),
+    _positive("published_active_parameters", "parameters", most=1e15, default=None),
+    Field("source", _url),
+    Field("parameter_source", _url),
+    Field("note", _text),
+)
+
+PRICE_SCHEMA: tuple[Field, ...] = (
+    Field("id", _id),
+    Field("gpu", _id),
+    _positive("usd_per_gpu_hour", "USD per GPU-hour", most=1e4),
+    Field("provider", _text),
+    Field("offering", _text),
+    Field("date", _date),
+    Field("source", _url),
+    Field("note", _text),
+)
+
+
+def _model_rules(row: Model) -> list[tuple[str, str]]:
+    """Checks that span fields: (field, problem) for each one broken."""
+    problems = []
+    if row.kv_heads > row.attention_heads:
+        problems.append(("kv_heads", f"{row.kv_heads} KV heads exceed {row.attention_heads} attention heads"))
+    if row.experts_per_token > row.experts:
+        problems.append(("experts_per_token", f"{row.experts_per_token} exceeds experts = {row.experts}"))
+    return problems
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One file: its top-level array key, the row schema, the dataclass and the extra top-level keys."""
+
+    file: str
+    array: str
+    kind: str
+    schema: tuple[Field, ...]
+    cls: type
+    top_level: tuple[str, ...] = ()
+    rules: Callable[[Any], list[tuple[str, str]]] | None = None
+
+
+GPU_TABLE = _Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
+MODEL_TABLE = _Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
+PRICE_TABLE = _Table("prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",))
+
+
+def schema_matches_dataclass(table: _Table) -> bool:
+    """Whether the schema fills exactly the dataclass's fields (a test keeps the two in step).
+
+    >>> all(schema_matches_dataclass(t) for t in (GPU_TABLE, MODEL_TABLE, PRICE_TABLE))
+    True
+    """
+    names = [f.name for f in table.schema]
+    return len(names) == len(set(names)) and set(names) == {f.name for f in fields(table.cls)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Finding and reading the tables
+# --------------------------------------------------------------------------------------------------
+
+
+def _packaged_tables() -> Traversable | None:
+    """``roofline/tables`` inside the installed package, if this install carries one."""
+    try:
+        tables = importlib.resources.files("roofline") / "tables"
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - roofline is always importable here
+        return None
+    return tables if tables.joinpath("gpus.toml").is_file() else None
+
+
+def _repository_tables() -> Path:
+    """The repository's ``data/`` folder, as seen from ``lib/roofline/data.py`` (editable install)."""
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def data_dir() -> Traversable:
+    """Where the tables are read from: ``$ROOFLINE_DATA_DIR``, else the package's copy, else ``data/``.
+
+    Returns a path-like object (a ``Path``, or a ``Traversable`` inside an installed package).
+
+    >>> (data_dir() / "gpus.toml").is_file()
+    True
+    """
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else shipped_dir()
+
+
+def shipped_dir() -> Traversable:
+    """The tables that came with the library (the package's copy, else the repository's ``data/``).
+
+    Unlike ``data_dir()`` this ignores ``$ROOFLINE_DATA_DIR``: for tables a user is not meant to replace.
+    """
+    return _packaged_tables() or _repository_tables()
+
+
+def __getattr__(name: str):  # ``DATA_DIR`` kept for old callers; computed when asked, so never stale
+    if name == "DATA_DIR":
+        return data_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _read(directory: Traversable, table: _Table) -> tuple[str, dict]:
+    """The parsed TOML of one table and the label errors use for its file."""
+    source = directory / table.file
+    label = str(source)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        where = f" (set by {ENV_VAR})" if os.environ.get(ENV_VAR) else ""
+        raise _table_error(
+            label, None, None, f"cannot read the table{where}: {exc.strerror or exc}"
+        ) from None
+    try:
+        return label, tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _table_error(label, None, None, f"not valid TOML: {exc}") from None
+
+
+def _rows(directory: Traversable, table: _Table) -> list:
+    """Every row of one table, checked against its schema and converted to SI."""
+    label, doc = _read(directory, table)
+    for key in doc:
+        if key not in (table.array, *table.top_level):
+            known = (table.array, *table.top_level)
+            raise _table_error(
+                label,
+                None,
+                key,
+                f"unknown top-level key{_did_you_mean(key, known)}; expected [[{table.array}]] rows",
+            )
+    rows = doc.get(table.array)
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise _table_error(label, None, table.array, f"expected one or more [[{table.array}]] tables")
+
+    by_name = {f.key: f for f in table.schema}
+    out, seen = [], {}
+    for number, row in enumerate(rows, start=1):
+        raw_id = row.get("id")
+        row_id = repr(raw_id) if isinstance(raw_id, str) else f"#{number} (no valid id)"
+        for key in row:
+            if key not in by_name:
+                raise _table_error(label, row_id, key, f"unknown key{_did_you_mean(key, by_name)}")
+        values = {}
+        for f in table.schema:
+            if f.key not in row:
+                if f.required:
+                    unit = f" (in {f.unit})" if f.unit else ""
+                    raise _table_error(
+                        label, row_id, f.key, f"missing: every {table.kind} row needs it{unit}"
+                    )
+                values[f.name] = f.default
+                continue
+            try:
+                values[f.name] = f.convert(row[f.key])
+            except _Bad as exc:
+                raise _table_error(label, row_id, f.key, str(exc)) from None
+        if values["id"] in seen:
+            raise _table_error(
+                label, row_id, "id", f"duplicate id: rows #{seen[values['id']]} and #{number} both use it"
+            )
+        seen[values["id"]] = number
+        item = table.cls(**values)
+        for field_name, problem in table.rules(item) if table.rules else ():
+            raise _table_error(label, row_id, field_name, problem)
+        out.append(item)
+    return out
+
+
+def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
+    """Read and check ``gpus.toml`` from ``directory`` (default ``data_dir()``); GPUs by id, in file order.
+
+    >>> load_gpus()["h100-sxm"].memory_bytes
+    80000000000.0
+    """
+    d = data_dir() if directory is None else _as_dir(directory)
+    return {g.id: g for g in _rows(d, GPU_TABLE)}
+
+
+def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
+    """Read and check ``models.toml`` from ``directory`` (default ``data_dir()``); models by id.
+
+    >>> load_models()["llama-3-8b"].kv_heads
+    8
+    """
+    d = data_dir() if directory is None else _as_dir(directory)
+    return {m.id: m for m in _rows(d, MODEL_TABLE)}
+
+
+def load_prices(
+    directory: Traversable | str | None = None, gpu_ids: Mapping[str, Any] | None = None
+) -> dict[str, Price]:
+    """Read and check ``prices.toml``; every row's ``gpu`` must be a GPU id (of ``gpu_ids`` if given).
+
+    >>> load_prices()["h100-example-3usd"].usd_per_gpu_hour
+    3.0
+    """
+    d = data_dir() if directory is None else _as_dir(directory)
+    known = load_gpus(d) if gpu_ids is None else gpu_ids
+    table = {}
+    for p in _rows(d, PRICE_TABLE):
+        if p.gpu not in known:
+            raise _table_error(
+                str(d / PRICE_TABLE.file),
+                repr(p.id),
+                "gpu",
+                f"unknown GPU {p.gpu!r}{_did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
+            )
+        table[p.id] = p
+    return table
+
+
+def _as_dir(directory: Traversable | str) -> Traversable:
+    return Path(directory) if isinstance(directory, str | os.PathLike) else directory
+
+
+# --------------------------------------------------------------------------------------------------
+# Cached tables and lookups (the public API)
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
 def gpus() -> dict[str, GPU]:
     """All GPUs by id, in file order."""
-    table = {}
-    for row in _read("gpus.toml")["gpu"]:
-        table[row["id"]] = GPU(
-            id=row["id"],
-            name=row["name"],
-            vendor=row["vendor"],
-            form_factor=row["form_factor"],
-            memory_bytes=float(row["memory_gb"]) * GB,
-            memory_type=row["memory_type"],
-            memory_bandwidth_bytes_per_s=float(row["memory_bandwidth_tb_per_s"]) * TB,
-            dense_flops_per_s={k: float(v) * TFLOPS for k, v in row["dense_tflops"].items()},
-            interconnect=row["interconnect"],
-            interconnect_bytes_per_s=float(row["interconnect_gb_per_s"]) * GB,
-            power_w=float(row["power_w"]),
-            source=row.get("source", ""),
-            note=row.get("note", ""),
-        )
-    return table
+    return load_gpus()
 
 
 @functools.cache
 def models() -> dict[str, Model]:
     """All models by id, in file order."""
-    table = {}
-    for row in _read("models.toml")["model"]:
-        table[row["id"]] = Model(
-            id=row["id"],
-            name=row["name"],
-            layers=int(row["layers"]),
-            hidden_size=int(row["hidden_size"]),
-            attention_heads=int(row["attention_heads"]),
-            kv_heads=int(row["kv_heads"]),
-            head_dim=int(row["head_dim"]),
-            intermediate_size=int(row["intermediate_size"]),
-            vocab_size=int(row["vocab_size"]),
-            tied_embeddings=bool(row.get("tied_embeddings", False)),
-            attention_bias=bool(row.get("attention_bias", False)),
-            experts=int(row.get("experts", 1)),
-            experts_per_token=int(row.get("experts_per_token", 1)),
-            max_context_tokens=int(row["max_context_tokens"]),
-            published_parameters=float(row["published_parameters"]),
-            published_active_parameters=(
-                float(row["published_active_parameters"]) if "published_active_parameters" in row else None
-            ),
-            source=row.get("source", ""),
-            parameter_source=row.get("parameter_source", ""),
-            note=row.get("note", ""),
-        )
-    return table
+    return load_models()
 
 
 @functools.cache
 def prices() -> dict[str, Price]:
     """All example prices by id."""
-    return {
-        row["id"]: Price(
-            id=row["id"],
-            gpu=row["gpu"],
-            usd_per_gpu_hour=float(row["usd_per_gpu_hour"]),
-            provider=row["provider"],
-            offering=row.get("offering", ""),
-            date=str(row["date"]),
-            source=row.get("source", ""),
-            note=row.get("note", ""),
-        )
-        for row in _read("prices.toml")["price"]
-    }
+    return load_prices(gpu_ids=gpus())
+
+
+def clear_cache() -> None:
+    """Forget the loaded tables, so the next lookup re-reads them (e.g. after setting ROOFLINE_DATA_DIR)."""
+    for loader in (gpus, models, prices):
+        loader.cache_clear()
 
 
 def get_gpu(gpu: str | GPU) -> GPU:
@@ -203,7 +628,11 @@ def get_model(model: str | Model) -> Model:
 
 
 def get_price(price_id: str) -> Price:
-    """Look an example price up by id."""
+    """Look an example price up by id.
+
+    >>> get_price("h100-example-3usd").gpu
+    'h100-sxm'
+    """
     table = prices()
     key = str(price_id).strip().lower()
     if key not in table:

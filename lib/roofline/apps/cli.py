@@ -8,18 +8,27 @@ This module only parses arguments, calls the library and formats what comes back
 other modules. Values stay in SI units (bytes, FLOP, seconds) until they are printed, and the JSON output
 keeps them in SI.
 
-Exit codes: 0 success; 1 ``fit --batch`` answered "does not fit"; 2 bad input (unknown name, bad
-number, unsupported precision, a configuration that does not fit in memory, argument errors).
+Exit codes (the contract, tested; docs/cli.md has the table): 0 success; 1 ``fit --batch`` answered
+"does not fit"; 2 bad input (unknown name, a number out of range, unsupported precision, a configuration
+that does not fit in memory, a broken data table, argument errors); 3 an internal error (a bug).
+With ``--json`` every failure also prints ``{"error": {"type": ..., "message": ...}}`` on stdout.
+
+More subcommands live in their own modules (``roofline.apps.cli_<name>``), each with
+``add_parser(subparsers)`` and ``run(args) -> int``; ``COMMAND_MODULES`` registers them, one line each,
+and they get the same error handling, exit codes and JSON errors as the built-in ones. They can reuse
+``add_common_arguments``, ``whole_number``, ``real_number`` and ``print_json`` from here.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
 import sys
-import tomllib
+import traceback
+from collections.abc import Iterable
 from dataclasses import asdict
 
 import numpy as np
@@ -29,7 +38,17 @@ from roofline.units import GB, MS, SECONDS_PER_HOUR, TB, TFLOPS, KiB, fmt_bytes,
 
 EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1  # only `fit --batch`: a valid answer, "no"
-EXIT_ERROR = 2
+EXIT_ERROR = 2  # bad input of any kind, including a configuration that does not fit
+EXIT_INTERNAL = 3  # a bug: the traceback goes to stderr
+
+# Sane ranges for the integer options: beyond them the roofline numbers mean nothing (a 10^38-GPU step
+# of 10^-41 s) or float64 cannot hold them (a 400-digit batch).
+MAX_BATCH = 10**7  # users
+MAX_GPUS = 100_000
+MAX_TOKENS = 10**8  # context or prompt length
+
+# Subcommand modules, one line each: "roofline.apps.cli_generate", ... (each has add_parser and run).
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -55,6 +74,13 @@ def _fmt_count(x: float) -> str:
     if abs(x) < 10:
         return f"{x:.1f}"
     return f"{x:,.0f}"
+
+
+def _fmt_time(seconds: float) -> str:
+    """``fmt_time``, but in ns below a microsecond, so a tiny step never reads as "0.00 µs"."""
+    if 0 < abs(seconds) < 1e-6:
+        return f"{seconds * 1e9:.3g} ns"
+    return fmt_time(seconds)
 
 
 def _fmt_usd(x: float) -> str:
@@ -101,13 +127,91 @@ def _jsonable(value):
     return value
 
 
-def _print_json(obj: dict) -> None:
+def print_json(obj: dict) -> None:
+    """One JSON object on stdout: SI units, NaN and infinities as null."""
     print(json.dumps(_jsonable(obj), indent=2, allow_nan=False, ensure_ascii=False))
 
 
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+def _report_error(
+    kind: str, message: str, *, json_mode: bool, command: str | None, detail: str = "", fields=None
+) -> int:
+    """An error on stderr (``error: ...``) and, with --json, as a JSON object on stdout; exit code 2."""
+    print(f"error: {message}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+    if json_mode:
+        print_json({"command": command, **(fields or {}), "error": {"type": kind, "message": message}})
     return EXIT_ERROR
+
+
+def _shown(text: str) -> str:
+    """An argument as typed, shortened if it is very long (a 400-digit number)."""
+    text = text.strip()
+    return repr(text) if len(text) <= 24 else f"{text[:12]!r}... ({len(text)} characters)"
+
+
+class _Bounded:
+    """An argparse ``type``: a number in a range, or a message saying the range (never a traceback)."""
+
+    def __init__(self, parse, least, most, unit: str, above: bool = False):
+        self.parse, self.least, self.most, self.unit, self.above = parse, least, most, unit, above
+        self.__name__ = "int" if parse is int else "number"  # argparse names the type in its messages
+
+    def range_text(self) -> str:
+        fmt = (lambda x: f"{x:,}") if self.parse is int else (lambda x: f"{x:g}")
+        if self.above:
+            return f"more than {fmt(self.least)} and at most {fmt(self.most)} {self.unit}".rstrip()
+        return f"from {fmt(self.least)} to {fmt(self.most)} {self.unit}".rstrip()
+
+    def __call__(self, text: str):
+        kind = "a whole number" if self.parse is int else "a number"
+        try:
+            value = self.parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid {self.__name__} value: {_shown(text)} (expected {kind} {self.range_text()})"
+            ) from None
+        if self.parse is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number")
+        low_ok = value > self.least if self.above else value >= self.least
+        if not (low_ok and value <= self.most):
+            raise argparse.ArgumentTypeError(f"must be {kind} {self.range_text()}, got {_shown(text)}")
+        return value
+
+
+def whole_number(least: int, most: int, unit: str = "") -> _Bounded:
+    """An argparse type for an integer option in [least, most], e.g. ``whole_number(1, MAX_BATCH, "users")``.
+
+    >>> whole_number(1, 10, "users")("3")
+    3
+    >>> whole_number(1, 10, "users")("9" * 400)
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number from 1 to 10 users, got ... (400 characters)
+    """
+    return _Bounded(int, least, most, unit)
+
+
+def real_number(least: float, most: float, unit: str = "", *, above: bool = False) -> _Bounded:
+    """An argparse type for a finite float option in [least, most] (``above``: strictly more than least).
+
+    >>> real_number(0, 1e6, "USD")("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'nan' is not a finite number
+    """
+    return _Bounded(float, least, most, unit, above)
+
+
+class _UsageError(Exception):
+    """An argument error, raised instead of argparse's print-and-exit so --json can report it."""
+
+    def __init__(self, message: str, prog: str, usage: str):
+        super().__init__(message)
+        self.message, self.prog, self.usage = message, prog, usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse calls this for every usage error
+        raise _UsageError(message, self.prog, self.format_usage())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -115,9 +219,29 @@ def _error(message: str) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-def _step_dict(s: rl.DecodeStep, peak_precision: str) -> dict:
+# The JSON fields each command promises (docs/cli.md), in order: picked by name from the library's result,
+# so a field the library adds does not change the CLI's output and a field it renames fails the tests.
+STEP_FIELDS = (
+    "model_id", "gpu_id", "weight_precision", "kv_precision", "num_gpus", "batch", "context_tokens",
+    "weight_bytes_read", "kv_bytes_read", "bytes_read", "flops", "memory_time_s", "compute_time_s",
+    "communication_time_s", "launch_overhead_s", "step_time_s", "binding", "memory_needed_bytes",
+    "memory_capacity_bytes", "fits", "tokens_per_s_per_user", "tokens_per_s_total",
+)  # fmt: skip
+PREFILL_FIELDS = (
+    "model_id", "gpu_id", "prompt_tokens", "num_gpus", "flops", "attention_flops", "bytes_moved",
+    "compute_time_s", "memory_time_s", "time_s", "binding",
+)  # fmt: skip
+
+
+def _fields(result, names: tuple[str, ...]) -> dict:
+    """The named fields of a library result (``to_dict`` where it has one, else attributes)."""
+    d = result.to_dict()
+    return {name: d[name] if name in d else getattr(result, name) for name in names}
+
+
+def _step_dict(s: rl.Step, peak_precision: str) -> dict:
     gpu = rl.get_gpu(s.gpu_id)
-    d = {"command": "step", **s.to_dict()}
+    d = {"command": "step", **_fields(s, STEP_FIELDS)}
     for key in ("num_gpus", "batch", "context_tokens"):  # counts: print them as integers
         d[key] = int(d[key])
     d["include_communication"] = None  # filled in by the caller
@@ -158,6 +282,27 @@ def _does_not_fit_lines(model, gpu, batch, context, num_gpus, weights, kv) -> tu
     return text, fields
 
 
+def _does_not_fit(args, command, model, gpu, batch, context, *, why: str = "", json_extra=None) -> int:
+    """Report a configuration whose weights plus KV cache exceed the GPUs' memory (exit code 2).
+
+    stderr gets the human explanation; with --json, stdout gets the memory numbers and the error object
+    (``json_extra``, e.g. the masked step of ``step``, goes first).
+    """
+    weights, kv, num_gpus = args.weights or "bf16", args.kv or "bf16", args.gpus
+    text, fields = _does_not_fit_lines(model, gpu, batch, context, num_gpus, weights, kv)
+    m, g = rl.get_model(model), rl.get_gpu(gpu)
+    head = (
+        f"{_setup(m.id, g.id, num_gpus)} does not fit at batch {batch}, context "
+        f"{context:,} tokens ({_precisions(weights, kv)}){why}."
+    )
+    json_fields = {**(json_extra or {}), **fields}
+    json_fields.pop("command", None)
+    json_fields.pop("error", None)
+    return _report_error(
+        "DoesNotFitError", head, json_mode=args.json, command=command, detail=text, fields=json_fields
+    )
+
+
 def cmd_step(args) -> int:
     kwargs = dict(
         num_gpus=args.gpus,
@@ -169,29 +314,20 @@ def cmd_step(args) -> int:
     try:
         s = rl.decode_step(args.model, args.gpu, args.batch, args.context, **kwargs)
     except rl.DoesNotFitError:
-        text, fields = _does_not_fit_lines(
-            args.model, args.gpu, args.batch, args.context, args.gpus, args.weights, args.kv
-        )
-        m, g = rl.get_model(args.model), rl.get_gpu(args.gpu)
-        head = (
-            f"{_setup(m.id, g.id, args.gpus)} does not fit at batch {args.batch}, context "
-            f"{args.context:,} tokens ({_precisions(args.weights, args.kv)})."
-        )
-        print(f"error: {head}\n{text}", file=sys.stderr)
-        if args.json:
-            masked = rl.decode_step(m, g, args.batch, args.context, on_overflow="mask", **kwargs)
-            d = _step_dict(masked, args.weights)
-            d["include_communication"] = args.comm
-            d.update(fields)
-            d["binding"] = None  # no step runs, so nothing binds
-            d["error"] = head
-            _print_json(d)
-        return EXIT_ERROR
+        extra = None
+        if args.json:  # the step's other numbers still exist: give them to scripts
+            masked = rl.decode_step(
+                args.model, args.gpu, args.batch, args.context, on_overflow="mask", **kwargs
+            )
+            extra = _step_dict(masked, args.weights)
+            extra["include_communication"] = args.comm
+            extra["binding"] = None  # no step runs, so nothing binds
+        return _does_not_fit(args, "step", args.model, args.gpu, args.batch, args.context, json_extra=extra)
 
     d = _step_dict(s, args.weights)
     d["include_communication"] = args.comm
     if args.json:
-        _print_json(d)
+        print_json(d)
         return EXIT_OK
 
     g = rl.get_gpu(s.gpu_id)
@@ -206,15 +342,15 @@ def cmd_step(args) -> int:
             f"{_fmt_flop(s.flops)} ({d['arithmetic_intensity_flop_per_byte']:.3g} FLOP/byte; "
             f"ridge point {d['ridge_point_flop_per_byte']:.0f})",
         ),
-        ("memory time", fmt_time(s.memory_time_s)),
-        ("compute time", fmt_time(s.compute_time_s)),
+        ("memory time", _fmt_time(s.memory_time_s)),
+        ("compute time", _fmt_time(s.compute_time_s)),
     ]
     if args.comm:
-        rows.append(("communication", fmt_time(s.communication_time_s)))
+        rows.append(("communication", _fmt_time(s.communication_time_s)))
     if args.launch_overhead_ms:
-        rows.append(("launch overhead", fmt_time(s.launch_overhead_s)))
+        rows.append(("launch overhead", _fmt_time(s.launch_overhead_s)))
     rows += [
-        ("step time", fmt_time(s.step_time_s)),
+        ("step time", _fmt_time(s.step_time_s)),
         ("binding", f"{s.binding}-bound"),
         (
             "tokens/s",
@@ -241,16 +377,23 @@ def cmd_step(args) -> int:
 
 def cmd_prefill(args) -> int:
     common = dict(num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv)
-    p = rl.prefill(args.model, args.gpu, args.prompt, include_attention=not args.no_attention, **common)
-    # The prompt's KV has to sit beside the weights; the library's prefill() does not check this itself.
-    rl.check_fits(args.model, args.gpu, 1, args.prompt, **common)
-    decode = rl.decode_step(args.model, args.gpu, 1, args.decode_context, **common)
+    try:
+        # The prompt's KV has to sit beside the weights.
+        rl.check_fits(args.model, args.gpu, 1, args.prompt, **common)
+        p = rl.prefill(args.model, args.gpu, args.prompt, include_attention=not args.no_attention, **common)
+    except rl.DoesNotFitError:
+        return _does_not_fit(args, "prefill", args.model, args.gpu, 1, args.prompt, why=": no prompt pass")
+    try:
+        decode = rl.decode_step(args.model, args.gpu, 1, args.decode_context, **common)
+    except rl.DoesNotFitError:
+        why = ": no decode step to count the stall in"
+        return _does_not_fit(args, "prefill", args.model, args.gpu, 1, args.decode_context, why=why)
     stalls = rl.stalled_decode_steps(p.time_s, decode.step_time_s)
     threshold = rl.compute_bound_prompt_tokens(args.model, args.gpu, args.weights)
 
     d = {
         "command": "prefill",
-        **p.to_dict(),
+        **_fields(p, PREFILL_FIELDS),
         "weight_precision": args.weights,
         "kv_precision": args.kv,
         "include_attention": not args.no_attention,
@@ -261,7 +404,7 @@ def cmd_prefill(args) -> int:
     }
     d["prompt_tokens"], d["num_gpus"] = int(d["prompt_tokens"]), int(d["num_gpus"])
     if args.json:
-        _print_json(d)
+        print_json(d)
         return EXIT_OK
 
     flops = _fmt_flop(p.flops)
@@ -273,13 +416,13 @@ def cmd_prefill(args) -> int:
     rows = [
         ("FLOPs", flops),
         ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
-        ("compute time", fmt_time(p.compute_time_s)),
-        ("memory time", fmt_time(p.memory_time_s)),
-        ("prefill time", fmt_time(p.time_s)),
+        ("compute time", _fmt_time(p.compute_time_s)),
+        ("memory time", _fmt_time(p.memory_time_s)),
+        ("prefill time", _fmt_time(p.time_s)),
         ("binding", f"{p.binding}-bound"),
         (
             "stalls",
-            f"{_fmt_count(stalls)} decode steps of {fmt_time(decode.step_time_s)} "
+            f"{_fmt_count(stalls)} decode steps of {_fmt_time(decode.step_time_s)} "
             f"(batch-1 decode at context {args.decode_context:,}) if the prompt runs unchunked",
         ),
         (
@@ -343,7 +486,7 @@ def cmd_fit(args) -> int:
         )
     code = EXIT_DOES_NOT_FIT if d["fits"] is False else EXIT_OK
     if args.json:
-        _print_json(d)
+        print_json(d)
         return code
 
     rows = [
@@ -426,14 +569,8 @@ def cmd_cost(args, parser) -> int:
                 args.model, gpu, batch, context, num_gpus=num_gpus, weight_precision=weights, kv_precision=kv
             )
         except rl.DoesNotFitError:
-            text, _ = _does_not_fit_lines(args.model, gpu, batch, context, num_gpus, weights, kv)
-            m, g = rl.get_model(args.model), rl.get_gpu(gpu)
-            print(
-                f"error: {_setup(m.id, g.id, num_gpus)} does not fit at batch {batch}, context "
-                f"{context:,} tokens ({_precisions(weights, kv)}): no throughput to price.\n{text}",
-                file=sys.stderr,
-            )
-            return EXIT_ERROR
+            why = ": no throughput to price"
+            return _does_not_fit(args, "cost", args.model, gpu, batch, context, why=why)
         tps = step.tokens_per_s_total
         d = {
             "command": "cost",
@@ -462,7 +599,7 @@ def cmd_cost(args, parser) -> int:
         }
     )
     if args.json:
-        _print_json(d)
+        print_json(d)
         return EXIT_OK
 
     price_text = f"{_fmt_usd(usd_per_gpu_hour)} per GPU-hour × {num_gpus} GPU{'s' if num_gpus > 1 else ''}"
@@ -474,7 +611,7 @@ def cmd_cost(args, parser) -> int:
             f"{d['context_tokens']:,} tokens, {_precisions(d['weight_precision'], d['kv_precision'])}"
         )
         rows = [
-            ("step time", f"{fmt_time(step.step_time_s)} ({step.binding}-bound)"),
+            ("step time", f"{_fmt_time(step.step_time_s)} ({step.binding}-bound)"),
             (
                 "throughput",
                 f"{_fmt_count(tps)} tokens/s total ({_fmt_count(step.tokens_per_s_per_user)} per user)",
@@ -520,7 +657,7 @@ def cmd_list(args) -> int:
             }
             items.append(item)
         if args.json:
-            _print_json({"command": "list", "what": "gpus", "items": items})
+            print_json({"command": "list", "what": "gpus", "items": items})
             return EXIT_OK
         rows = []
         for g in rl.gpus().values():
@@ -563,7 +700,7 @@ def cmd_list(args) -> int:
             )
             items.append(item)
         if args.json:
-            _print_json({"command": "list", "what": "models", "precision": prec, "items": items})
+            print_json({"command": "list", "what": "models", "precision": prec, "items": items})
             return EXIT_OK
         rows = [
             [
@@ -598,7 +735,7 @@ def cmd_list(args) -> int:
 
     items = [asdict(p) for p in rl.prices().values()]
     if args.json:
-        _print_json({"command": "list", "what": "prices", "items": items})
+        print_json({"command": "list", "what": "prices", "items": items})
         return EXIT_OK
     rows = [
         [p["id"], p["gpu"], f"{p['usd_per_gpu_hour']:.2f}", p["provider"], p["date"], p["source"]]
@@ -618,53 +755,68 @@ def _lower(text: str) -> str:
     return text.strip().lower()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+BATCH = whole_number(1, MAX_BATCH, "users")
+GPUS = whole_number(1, MAX_GPUS, "GPUs")
+CONTEXT = whole_number(0, MAX_TOKENS, "tokens")
+TOKENS = whole_number(1, MAX_TOKENS, "tokens")  # a prompt, or a context that must hold something
+
+
+def add_common_arguments(p, *, precisions: bool = True, json_: bool = True, required: bool = True) -> None:
+    """--model, --gpu, --gpus, --weights, --kv and --json, as every model command spells them."""
+    p.add_argument(
+        "--model", type=_lower, required=required, default=None, help="model id (see `roofline list models`)"
+    )
+    p.add_argument(
+        "--gpu", type=_lower, required=required, default=None, help="GPU id (see `roofline list gpus`)"
+    )
+    p.add_argument(
+        "--gpus",
+        type=GPUS,
+        default=1,
+        metavar="N",
+        help=f"GPUs in tensor parallel (default 1, at most {MAX_GPUS:,})",
+    )
+    if precisions:
+        p.add_argument(
+            "--weights",
+            type=_lower,
+            default="bf16",
+            metavar="PRECISION",
+            help="weight precision: fp32, bf16, fp16, fp8, int8, int4, fp4 (default bf16)",
+        )
+        p.add_argument(
+            "--kv", type=_lower, default="bf16", metavar="PRECISION", help="KV-cache precision (default bf16)"
+        )
+    if json_:
+        p.add_argument("--json", action="store_true", help="print a JSON object (SI units), errors included")
+
+
+def _register(sub, module_name: str) -> None:
+    """Add the subcommands of one ``cli_<name>`` module; its ``run(args)`` handles them."""
+    module = importlib.import_module(module_name)
+    before = set(sub.choices)
+    module.add_parser(sub)
+    for name in set(sub.choices) - before:
+        if sub.choices[name].get_default("handler") is None:
+            sub.choices[name].set_defaults(handler=module.run)
+
+
+def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The argument parser: the built-in subcommands, then those of ``command_modules``."""
+    parser = _Parser(
         prog="roofline",
         description="Roofline estimates of LLM inference speed, memory and cost (SI units inside; "
         "--json for scripts).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def common(p, *, precisions=True, gpus_default=1, json_=True, required=True):
-        p.add_argument(
-            "--model",
-            type=_lower,
-            required=required,
-            default=None,
-            help="model id (see `roofline list models`)",
-        )
-        p.add_argument(
-            "--gpu", type=_lower, required=required, default=None, help="GPU id (see `roofline list gpus`)"
-        )
-        p.add_argument(
-            "--gpus", type=int, default=gpus_default, metavar="N", help="GPUs in tensor parallel (default 1)"
-        )
-        if precisions:
-            p.add_argument(
-                "--weights",
-                type=_lower,
-                default="bf16",
-                metavar="PRECISION",
-                help="weight precision: fp32, bf16, fp16, fp8, int8, int4, fp4 (default bf16)",
-            )
-            p.add_argument(
-                "--kv",
-                type=_lower,
-                default="bf16",
-                metavar="PRECISION",
-                help="KV-cache precision (default bf16)",
-            )
-        if json_:
-            p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
-
     p = sub.add_parser("step", help="one decode step: bytes, FLOPs, times, tokens/s, memory")
-    common(p)
-    p.add_argument("--batch", type=int, default=1, help="users decoding together (default 1)")
-    p.add_argument("--context", type=int, default=0, help="tokens of KV each user holds (default 0)")
+    add_common_arguments(p)
+    p.add_argument("--batch", type=BATCH, default=1, help="users decoding together (default 1)")
+    p.add_argument("--context", type=CONTEXT, default=0, help="tokens of KV each user holds (default 0)")
     p.add_argument(
         "--launch-overhead-ms",
-        type=float,
+        type=real_number(0, 1e6, "ms"),
         default=0.0,
         metavar="MS",
         help="CPU kernel-launch time added to every step, in ms (default 0)",
@@ -673,14 +825,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_step)
 
     p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
-    common(p)
-    p.add_argument("--prompt", type=int, required=True, help="prompt length in tokens")
+    add_common_arguments(p)
+    p.add_argument("--prompt", type=TOKENS, required=True, help="prompt length in tokens")
     p.add_argument(
         "--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)"
     )
     p.add_argument(
         "--decode-context",
-        type=int,
+        type=CONTEXT,
         default=0,
         metavar="TOKENS",
         help="context of the batch-1 decode step the stall is counted in (default 0)",
@@ -688,33 +840,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_prefill)
 
     p = sub.add_parser("fit", help="memory needed vs available; the largest batch at a context")
-    common(p)
-    p.add_argument("--context", type=int, required=True, help="tokens of KV each user holds")
+    add_common_arguments(p)
+    p.add_argument("--context", type=TOKENS, required=True, help="tokens of KV each user holds")
     p.add_argument(
-        "--batch", type=int, default=None, help="check this many users (exit 1 if they do not fit)"
+        "--batch", type=BATCH, default=None, help="check this many users (exit 1 if they do not fit)"
     )
     p.set_defaults(handler=cmd_fit)
 
     p = sub.add_parser("cost", help="dollars per million output tokens")
-    common(p, precisions=False, required=False)
+    add_common_arguments(p, precisions=False, required=False)
     p.add_argument(
         "--weights", type=_lower, default=None, metavar="PRECISION", help="weight precision (default bf16)"
     )
     p.add_argument(
         "--kv", type=_lower, default=None, metavar="PRECISION", help="KV-cache precision (default bf16)"
     )
-    p.add_argument("--batch", type=int, default=None, help="users decoding together (default 1)")
-    p.add_argument("--context", type=int, default=None, help="tokens of KV each user holds (default 0)")
+    p.add_argument("--batch", type=BATCH, default=None, help="users decoding together (default 1)")
+    p.add_argument("--context", type=CONTEXT, default=None, help="tokens of KV each user holds (default 0)")
     p.add_argument(
         "--tokens-per-s",
-        type=float,
+        type=real_number(0, 1e12, "tokens/s", above=True),
         default=None,
         metavar="RATE",
         help="a throughput to price directly (all GPUs together), instead of a model",
     )
     price = p.add_mutually_exclusive_group(required=True)
     price.add_argument(
-        "--usd-per-hour", type=float, metavar="USD", help="price of one GPU-hour in US dollars"
+        "--usd-per-hour",
+        type=real_number(0, 1e6, "USD"),
+        metavar="USD",
+        help="price of one GPU-hour in US dollars",
     )
     price.add_argument(
         "--price", type=_lower, metavar="ID", help="an example price id (see `roofline list prices`)"
@@ -729,26 +884,56 @@ def build_parser() -> argparse.ArgumentParser:
         default="bf16",
         help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)",
     )
-    p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
+    p.add_argument("--json", action="store_true", help="print a JSON object (SI units), errors included")
     p.set_defaults(handler=cmd_list)
+
+    for module_name in command_modules:
+        _register(sub, module_name)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return the exit code (never raises SystemExit itself)."""
-    parser = build_parser()
+def main(argv: list[str] | None = None, command_modules: Iterable[str] | None = None) -> int:
+    """Run the command line; return the exit code (never raises SystemExit itself).
+
+    Every failure is reported the same way, whichever subcommand (built-in or from ``COMMAND_MODULES``)
+    raised it: ``error: ...`` on stderr and, with ``--json``, ``{"command": ..., "error": {"type": ...,
+    "message": ...}}`` on stdout. numpy floating-point trouble is an error too, never a stray warning.
+    """
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    json_mode = "--json" in argv  # known before parsing, so argument errors can be JSON too
+    command = None
+
+    def fail(kind: str, message: str) -> int:
+        return _report_error(kind, message, json_mode=json_mode, command=command)
+
     try:
+        parser = build_parser(COMMAND_MODULES if command_modules is None else command_modules)
         args = parser.parse_args(argv)
-        return args.handler(args)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        command, json_mode = args.command, bool(getattr(args, "json", json_mode))
+        with np.errstate(divide="raise", over="raise", invalid="raise", under="ignore"):
+            return args.handler(args)
+    except SystemExit as exc:  # argparse's --help (0)
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    except rl.RooflineError as exc:  # unknown name, bad number, unsupported precision, does not fit
-        return _error(str(exc))
+    except _UsageError as exc:  # argparse's own format on stderr: usage, then "prog: error: message"
+        print(f"{exc.usage}{exc.prog}: error: {exc.message}", file=sys.stderr)
+        command = exc.prog.split()[1] if " " in exc.prog else None  # "roofline step" -> "step"
+        if json_mode:
+            print_json({"command": command, "error": {"type": "UsageError", "message": exc.message}})
+        return EXIT_ERROR
+    except rl.RooflineError as exc:  # unknown name, bad number, unsupported precision, does not fit, tables
+        return fail(type(exc).__name__, str(exc))
+    except (FloatingPointError, OverflowError) as exc:  # the numbers left float64's range
+        return fail("InvalidConfigurationError", f"the numbers are too large to compute with ({exc})")
     except BrokenPipeError:  # `roofline list gpus | head`: the reader left; stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return EXIT_OK
-    except (OSError, tomllib.TOMLDecodeError) as exc:  # ROOFLINE_DATA_DIR at a missing or broken table
-        return _error(f"could not read the data tables: {exc}")
+    except OSError as exc:
+        return fail(type(exc).__name__, str(exc))
+    except Exception as exc:  # a bug: say so, keep the traceback for the report, keep the JSON contract
+        traceback.print_exc()
+        message = f"internal error, please report it: {type(exc).__name__}: {exc}"
+        _report_error("InternalError", message, json_mode=json_mode, command=command)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
