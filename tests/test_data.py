@@ -6,10 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import data
@@ -249,6 +252,23 @@ def test_optional_fields_take_their_defaults(tables):
     llama = data.load_models(d)["llama-3-8b"]
     assert (llama.experts, llama.experts_per_token, llama.attention_bias) == (1, 1, False)
     assert llama.published_active_parameters is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(memory_gb=st.floats(-1e6, 1e6, allow_nan=False) | st.integers(-(10**6), 10**6))
+def test_memory_loads_exactly_when_it_is_in_range_and_is_converted_to_bytes(memory_gb):
+    with tempfile.TemporaryDirectory() as tmp:
+        text = (
+            (ROOT / "data" / "gpus.toml")
+            .read_text()
+            .replace("memory_gb = 80", f"memory_gb = {memory_gb!r}", 1)
+        )
+        (Path(tmp) / "gpus.toml").write_text(text)
+        if 0 < memory_gb <= 100_000:  # the schema's range, in GB
+            assert data.load_gpus(tmp)["h100-sxm"].memory_bytes == pytest.approx(memory_gb * 1e9, rel=1e-12)
+        else:
+            with pytest.raises(data.DataTableError, match="'h100-sxm', field 'memory_gb'"):
+                data.load_gpus(tmp)
 
 
 def test_schema_and_dataclasses_agree():

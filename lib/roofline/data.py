@@ -162,8 +162,9 @@ class Price:
 _REQUIRED = object()
 
 
-class _Bad(Exception):
-    """One value that breaks its field's rule (turned into a DataTableError with file, row and field)."""
+class BadValue(ValueError):
+    """One value that breaks its field's rule; the loader turns it into a DataTableError with file, row
+    and field. (Not a RooflineError itself: it never leaves this module's loaders.)"""
 
 
 def _describe(value: Any) -> str:
@@ -176,33 +177,52 @@ def _describe(value: Any) -> str:
     return f"{shown} ({kind})"
 
 
-def _text(value: Any) -> str:
+# Value parsers: each checks the TOML type of one value and returns it as a plain Python value, or raises
+# BadValue saying what it expected and what it got. ``Field.parse`` is one of these.
+
+
+def parse_text(value: Any) -> str:
+    """A non-empty string.
+
+    >>> parse_text("NVLink 4")
+    'NVLink 4'
+    """
     if not isinstance(value, str) or not value.strip():
-        raise _Bad(f"expected a non-empty string, got {_describe(value)}")
+        raise BadValue(f"expected a non-empty string, got {_describe(value)}")
     return value
 
 
-def _id(value: Any) -> str:
+def parse_id(value: Any) -> str:
+    """A lowercase id: the lookups lowercase what they are given, so an uppercase id could never be found."""
     if not isinstance(value, str) or not _ID.match(value):
-        raise _Bad(
+        raise BadValue(
             f"expected a lowercase id (letters, digits, '.', '-', '_'; no spaces), got {_describe(value)}"
         )
     return value
 
 
-def _url(value: Any) -> str:
+def parse_url(value: Any) -> str:
+    """The http(s) URL of a source."""
     if not isinstance(value, str) or not value.startswith(("https://", "http://")) or " " in value.strip():
-        raise _Bad(f"expected the URL of a primary source (https://...), got {_describe(value)}")
+        raise BadValue(f"expected the URL of a primary source (https://...), got {_describe(value)}")
     return value.strip()
 
 
-def _bool(value: Any) -> bool:
+def parse_bool(value: Any) -> bool:
+    """A TOML boolean; the string ``"false"`` is refused (``bool("false")`` would be True).
+
+    >>> parse_bool("false")
+    Traceback (most recent call last):
+    ...
+    roofline.data.BadValue: expected true or false (a TOML boolean, without quotes), got 'false' (a string)
+    """
     if not isinstance(value, bool):
-        raise _Bad(f"expected true or false (a TOML boolean, without quotes), got {_describe(value)}")
+        raise BadValue(f"expected true or false (a TOML boolean, without quotes), got {_describe(value)}")
     return value
 
 
-def _date(value: Any) -> str:
+def parse_date(value: Any) -> str:
+    """A date, as an ISO string: a TOML date (``2026-11-29``) or a string ``"2026-11-29"``."""
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return value.isoformat()
     if isinstance(value, str) and _DATE.match(value):
@@ -210,21 +230,27 @@ def _date(value: Any) -> str:
             return datetime.date.fromisoformat(value).isoformat()
         except ValueError:
             pass
-    raise _Bad(f"expected a date YYYY-MM-DD, got {_describe(value)}")
+    raise BadValue(f"expected a date YYYY-MM-DD, got {_describe(value)}")
 
 
-def _number(value: Any) -> float:
+def parse_number(value: Any) -> float:
+    """A finite int or float, as a float; a boolean is refused (``float(True)`` would be 1.0).
+
+    >>> parse_number(80)
+    80.0
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Bad(f"expected a number, got {_describe(value)}")
+        raise BadValue(f"expected a number, got {_describe(value)}")
     number = float(value)
     if not math.isfinite(number):
-        raise _Bad(f"expected a finite number, got {_describe(value)}")
+        raise BadValue(f"expected a finite number, got {_describe(value)}")
     return number
 
 
-def _integer(value: Any) -> int:
+def parse_integer(value: Any) -> int:
+    """A TOML integer (``32.0`` and booleans are refused)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Bad(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
+        raise BadValue(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
     return value
 
 
@@ -261,36 +287,36 @@ class Field:
     def _check_range(self, number: float) -> None:
         unit = f" {self.unit}" if self.unit else ""
         if self.minimum is not None and number < self.minimum:
-            raise _Bad(f"must be at least {self.minimum:g}{unit}, got {number:g}")
+            raise BadValue(f"must be at least {self.minimum:g}{unit}, got {number:g}")
         if self.above is not None and number <= self.above:
-            raise _Bad(f"must be more than {self.above:g}{unit}, got {number:g}")
+            raise BadValue(f"must be more than {self.above:g}{unit}, got {number:g}")
         if self.maximum is not None and number > self.maximum:
-            raise _Bad(f"must be at most {self.maximum:g}{unit}, got {number:g}")
+            raise BadValue(f"must be at most {self.maximum:g}{unit}, got {number:g}")
 
     def convert(self, value: Any) -> Any:
-        """The value in SI units, or ``_Bad`` saying what is wrong with it."""
+        """The value in SI units, or ``BadValue`` saying what is wrong with it."""
         if self.keys:
             if not isinstance(value, dict) or not value:
-                raise _Bad(f"expected an inline table like {{ bf16 = 989.0 }}, got {_describe(value)}")
+                raise BadValue(f"expected an inline table like {{ bf16 = 989.0 }}, got {_describe(value)}")
             out = {}
             for k, v in value.items():
                 if k not in self.keys:
-                    raise _Bad(
+                    raise BadValue(
                         f"unknown key {k!r}{_did_you_mean(k, self.keys)}; known: {', '.join(self.keys)}"
                     )
                 try:
                     out[k] = self._scalar(v)
-                except _Bad as exc:
-                    raise _Bad(f"{k}: {exc}") from None
+                except BadValue as exc:
+                    raise BadValue(f"{k}: {exc}") from None
             return out
         return self._scalar(value)
 
     def _scalar(self, value: Any) -> Any:
         try:
             parsed = self.parse(value)
-        except _Bad as exc:
-            raise _Bad(f"{exc} (the file gives it in {self.unit})" if self.unit else str(exc)) from None
-        if self.parse in (_number, _integer):
+        except BadValue as exc:
+            raise BadValue(f"{exc} (the file gives it in {self.unit})" if self.unit else str(exc)) from None
+        if self.parse in (parse_number, parse_integer):
             self._check_range(parsed)
             return parsed * self.scale if self.scale != 1.0 else parsed
         return parsed
@@ -303,14 +329,14 @@ def _did_you_mean(key: str, known) -> str:
 
 def _count(key: str, *, least: int = 1, most: int = 10**7, default: Any = _REQUIRED) -> Field:
     """A whole-number field from ``least`` to ``most`` (layers, heads, sizes)."""
-    return Field(key, _integer, minimum=least, maximum=most, default=default)
+    return Field(key, parse_integer, minimum=least, maximum=most, default=default)
 
 
 def _positive(
     key: str, unit: str, scale: float = 1.0, attr: str | None = None, *, most: float, **kw: Any
 ) -> Field:
     """A positive number in ``unit`` (at most ``most``), stored as ``attr`` after multiplying by ``scale``."""
-    return Field(key, _number, unit, scale, above=0, maximum=most, attr=attr, **kw)
+    return Field(key, parse_number, unit, scale, above=0, maximum=most, attr=attr, **kw)
 
 
 # One line per key. An optional field is one line with a default, e.g.
@@ -318,24 +344,24 @@ def _positive(
 #     _count("shared_experts", least=0, most=1_000, default=0),
 # plus the attribute (typed, with the same default) at the end of the dataclass.
 GPU_SCHEMA: tuple[Field, ...] = (
-    Field("id", _id),
-    Field("name", _text),
-    Field("vendor", _text),
-    Field("form_factor", _text),
+    Field("id", parse_id),
+    Field("name", parse_text),
+    Field("vendor", parse_text),
+    Field("form_factor", parse_text),
     _positive("memory_gb", "GB", GB, "memory_bytes", most=1e5),
-    Field("memory_type", _text),
+    Field("memory_type", parse_text),
     _positive("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
     _positive("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
-    Field("interconnect", _text),
+    Field("interconnect", parse_text),
     _positive("interconnect_gb_per_s", "GB/s", GB, "interconnect_bytes_per_s", most=1e6),
     _positive("power_w", "W", most=1e5),
-    Field("source", _url),
-    Field("note", _text),
+    Field("source", parse_url),
+    Field("note", parse_text),
 )
 
 MODEL_SCHEMA: tuple[Field, ...] = (
-    Field("id", _id),
-    Field("name", _text),
+    Field("id", parse_id),
+    Field("name", parse_text),
     _count("layers", most=10_000),
     _count("hidden_size"),
     _count("attention_heads", most=100_000),
@@ -343,27 +369,27 @@ MODEL_SCHEMA: tuple[Field, ...] = (
     _count("head_dim", most=100_000),
     _count("intermediate_size"),
     _count("vocab_size", most=10**8),
-    Field("tied_embeddings", _bool, default=False),
-    Field("attention_bias", _bool, default=False),
+    Field("tied_embeddings", parse_bool, default=False),
+    Field("attention_bias", parse_bool, default=False),
     _count("experts", most=100_000, default=1),
     _count("experts_per_token", most=100_000, default=1),
     _count("max_context_tokens", most=10**9),
     _positive("published_parameters", "parameters", most=1e15),
     _positive("published_active_parameters", "parameters", most=1e15, default=None),
-    Field("source", _url),
-    Field("parameter_source", _url),
-    Field("note", _text),
+    Field("source", parse_url),
+    Field("parameter_source", parse_url),
+    Field("note", parse_text),
 )
 
 PRICE_SCHEMA: tuple[Field, ...] = (
-    Field("id", _id),
-    Field("gpu", _id),
+    Field("id", parse_id),
+    Field("gpu", parse_id),
     _positive("usd_per_gpu_hour", "USD per GPU-hour", most=1e4),
-    Field("provider", _text),
-    Field("offering", _text),
-    Field("date", _date),
-    Field("source", _url),
-    Field("note", _text),
+    Field("provider", parse_text),
+    Field("offering", parse_text),
+    Field("date", parse_date),
+    Field("source", parse_url),
+    Field("note", parse_text),
 )
 
 
@@ -378,8 +404,10 @@ def _model_rules(row: Model) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class _Table:
-    """One file: its top-level array key, the row schema, the dataclass and the extra top-level keys."""
+class Table:
+    """One file: its name, the key of its ``[[array]]`` rows, the row kind for messages, the row schema,
+    the dataclass each row becomes, other allowed top-level keys and cross-field ``rules`` (a function of
+    the built row returning ``(field, problem)`` pairs). ``read_rows(directory, table)`` reads one."""
 
     file: str
     array: str
@@ -390,12 +418,12 @@ class _Table:
     rules: Callable[[Any], list[tuple[str, str]]] | None = None
 
 
-GPU_TABLE = _Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
-MODEL_TABLE = _Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
-PRICE_TABLE = _Table("prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",))
+GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
+MODEL_TABLE = Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
+PRICE_TABLE = Table("prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",))
 
 
-def schema_matches_dataclass(table: _Table) -> bool:
+def schema_matches_dataclass(table: Table) -> bool:
     """Whether the schema fills exactly the dataclass's fields (a test keeps the two in step).
 
     >>> all(schema_matches_dataclass(t) for t in (GPU_TABLE, MODEL_TABLE, PRICE_TABLE))
@@ -450,7 +478,7 @@ def __getattr__(name: str):  # ``DATA_DIR`` kept for old callers; computed when 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _read(directory: Traversable, table: _Table) -> tuple[str, dict]:
+def _read(directory: Traversable, table: Table) -> tuple[str, dict]:
     """The parsed TOML of one table and the label errors use for its file."""
     source = directory / table.file
     label = str(source)
@@ -467,8 +495,14 @@ def _read(directory: Traversable, table: _Table) -> tuple[str, dict]:
         raise _table_error(label, None, None, f"not valid TOML: {exc}") from None
 
 
-def _rows(directory: Traversable, table: _Table) -> list:
-    """Every row of one table, checked against its schema and converted to SI."""
+def read_rows(directory: Traversable, table: Table) -> list:
+    """Every row of ``table`` in ``directory``, checked against its schema, converted to SI, in file order.
+
+    Raises ``DataTableError`` (file, row id, field) at the first problem.
+
+    >>> [g.id for g in read_rows(data_dir(), GPU_TABLE)][:2]
+    ['h100-sxm', 'h100-pcie']
+    """
     label, doc = _read(directory, table)
     for key in doc:
         if key not in (table.array, *table.top_level):
@@ -503,7 +537,7 @@ def _rows(directory: Traversable, table: _Table) -> list:
                 continue
             try:
                 values[f.name] = f.convert(row[f.key])
-            except _Bad as exc:
+            except BadValue as exc:
                 raise _table_error(label, row_id, f.key, str(exc)) from None
         if values["id"] in seen:
             raise _table_error(
@@ -524,7 +558,7 @@ def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
     80000000000.0
     """
     d = data_dir() if directory is None else _as_dir(directory)
-    return {g.id: g for g in _rows(d, GPU_TABLE)}
+    return {g.id: g for g in read_rows(d, GPU_TABLE)}
 
 
 def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
@@ -534,7 +568,7 @@ def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
     8
     """
     d = data_dir() if directory is None else _as_dir(directory)
-    return {m.id: m for m in _rows(d, MODEL_TABLE)}
+    return {m.id: m for m in read_rows(d, MODEL_TABLE)}
 
 
 def load_prices(
@@ -548,7 +582,7 @@ def load_prices(
     d = data_dir() if directory is None else _as_dir(directory)
     known = load_gpus(d) if gpu_ids is None else gpu_ids
     table = {}
-    for p in _rows(d, PRICE_TABLE):
+    for p in read_rows(d, PRICE_TABLE):
         if p.gpu not in known:
             raise _table_error(
                 str(d / PRICE_TABLE.file),
