@@ -1,0 +1,138 @@
+"""Small helpers the seven card modules share: table look-ups, random choices, quoted figures.
+
+Taught in notebooks/pack01_speed_physics.ipynb. Numbers only (numpy and the roofline library).
+
+>>> given_or({"weight_bytes": 16e9}, "weight_bytes", lambda: 1.0)
+16000000000.0
+>>> given_or({}, "weight_bytes", lambda: 1.0)
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+import roofline as rl
+from roofline.selfcheck.text import sig
+
+T = TypeVar("T")
+
+WEIGHT_PRECISIONS = ("bf16", "fp8", "int4")  # what a shuffled scenario may store its weights in
+
+
+def given_or(params: Mapping[str, Any], key: str, derive: Callable[[], float]) -> float:
+    """``params[key]`` if the scenario gives it (not ``None``), else ``derive()``; ``params`` is unchanged."""
+    value = params.get(key)
+    return derive() if value is None else value
+
+
+def gpu_peak_flops_per_s(params: Mapping[str, Any], precision_key: str = "weight_precision") -> float:
+    """Dense peak FLOP/s of the scenario's GPU at the precision named by ``params[precision_key]``.
+
+    >>> gpu_peak_flops_per_s({"gpu": "h100-sxm", "weight_precision": "bf16"}) / 1e12
+    989.0
+    """
+    return rl.peak_flops_per_s(rl.get_gpu(params["gpu"]), params[precision_key])
+
+
+def dense_models() -> list[str]:
+    """The ids of the tables' dense models (the cards' formulas assume every weight is read per step)."""
+    return [m.id for m in rl.models().values() if not m.is_moe]
+
+
+def gpu_ids() -> list[str]:
+    """The ids of the tables' GPUs."""
+    return list(rl.gpus())
+
+
+def supports(gpu_id: str, precision: str) -> bool:
+    """True if the GPU has tensor-core math at the precision's compute type.
+
+    >>> supports("h100-sxm", "fp8"), supports("a100-80gb-sxm", "fp8")
+    (True, False)
+    """
+    return rl.get_precision(precision).compute in rl.get_gpu(gpu_id).dense_flops_per_s
+
+
+def weight_precisions(gpu_id: str) -> list[str]:
+    """The weight precisions a shuffled scenario may use on this GPU."""
+    return [p for p in WEIGHT_PRECISIONS if supports(gpu_id, p)]
+
+
+def choice(rng: np.random.Generator, options: Sequence[T]) -> T:
+    """One of ``options``, drawn with ``rng`` (one integer draw, so a seed reproduces the sequence)."""
+    options = list(options)
+    return options[int(rng.integers(len(options)))]
+
+
+def fitting(options: Sequence[int], model_id: str) -> list[int]:
+    """The context lengths (tokens) among ``options`` that the model's context window takes."""
+    limit = rl.get_model(model_id).max_context_tokens
+    return [t for t in options if t <= limit]
+
+
+def memory_floor_s(model_id: str, gpu_id: str, weight_precision: str) -> float:
+    """The model's exact weight read on the GPU at batch 1 (s): a draw's anchor for plausible figures.
+
+    >>> round(memory_floor_s("llama-3-8b", "h100-sxm", "bf16") * 1e3, 2)
+    4.79
+    """
+    bandwidth = rl.get_gpu(gpu_id).memory_bandwidth_bytes_per_s
+    return rl.decode_floor_s(rl.weight_bytes(model_id, weight_precision), bandwidth)
+
+
+def memory_bound_decode(params: Mapping[str, Any]) -> bool:
+    """True if the scenario's batched decode step fits, is memory-bound and its context fits the model.
+
+    A shuffled batching card needs this: its formula (weights + everyone's KV over the bandwidth) is the
+    step time only while the step is memory-bound.
+
+    >>> memory_bound_decode(dict(model="llama-3-8b", gpu="h100-sxm", weight_precision="bf16", batch=32,
+    ...                          context_tokens=1000))
+    True
+    """
+    step = rl.decode_step(
+        params["model"],
+        params["gpu"],
+        params["batch"],
+        params["context_tokens"],
+        weight_precision=params["weight_precision"],
+        kv_precision=params.get("kv_precision", "bf16"),
+        on_overflow="mask",
+    )
+    in_window = params["context_tokens"] <= rl.get_model(params["model"]).max_context_tokens
+    return bool(step.fits) and step.binding == "memory" and in_window
+
+
+def draw_model_and_gpu(rng: np.random.Generator) -> tuple[str, str]:
+    """A dense model, then a GPU, drawn in that order (a shuffle's first two draws)."""
+    return choice(rng, dense_models()), choice(rng, gpu_ids())
+
+
+def quoted_weight_bytes(
+    params: Mapping[str, Any],
+    key: str = "weight_bytes",
+    model_key: str = "model",
+    precision_key: str = "weight_precision",
+) -> float:
+    """The weight bytes a scenario quotes: ``params[key]`` if given, else the tables' figure to 3 digits.
+
+    >>> quoted_weight_bytes({"model": "llama-3-8b", "weight_precision": "bf16"})   # 8.03 B × 2 bytes
+    16100000000.0
+    """
+    return given_or(params, key, lambda: sig(rl.weight_bytes(params[model_key], params[precision_key])))
+
+
+def quoted_parameters(params: Mapping[str, Any]) -> float:
+    """The parameter count a scenario quotes: given, or the tables' count to 3 digits."""
+    return given_or(params, "parameters", lambda: sig(rl.parameter_count(params["model"])))
+
+
+def quoted_kv_bytes_per_token(params: Mapping[str, Any], kv_precision: str) -> float:
+    """The KV bytes per token a scenario quotes: given, or the tables' figure to 3 digits."""
+    return given_or(
+        params, "kv_bytes_per_token", lambda: sig(rl.kv_bytes_per_token(params["model"], kv_precision))
+    )

@@ -1,0 +1,227 @@
+"""The Pack 01 self-check cards: specs, answers computed by the library, scenarios, lesson links.
+
+Golden values are worked out by hand from the study card's own inputs and the H100 SXM's data sheet
+(16 GB of weights, 3.35 TB/s, 989 TFLOPS dense BF16, 700 W, 128 KB of KV per token, $3 per GPU-hour); the
+arithmetic is written in each row.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roofline as rl
+from roofline import selfcheck as sc
+from roofline.selfcheck.cards import SPECS
+
+BW = 3.35e12  # H100 SXM memory bandwidth, bytes/s
+PEAK = 989e12  # H100 SXM dense BF16, FLOP/s
+FLOOR = 16e9 / BW  # 4.776 ms: the study card's 16 GB read once
+STEP_Q3 = (16e9 + 32 * 1000 * 128e3) / BW  # 20.096e9 B / 3.35e12 B/s = 5.999 ms
+STEP_Q6 = (16e9 + 64 * 4096 * 131072) / BW  # 50.36e9 B / 3.35e12 B/s = 15.03 ms
+
+# (card, answer, hand-derived value in the answer's unit, the arithmetic)
+GOLDEN = [
+    ("Q1", "floor_ms", 16e9 / BW * 1e3, "16e9 B / 3.35e12 B/s = 4.776 ms"),
+    ("Q1", "ceiling_tps", BW / 16e9, "1 / 4.776 ms = 209.4 tokens/s"),
+    ("Q1", "tp_floor_ms", 70e9 / (2 * BW) * 1e3, "70e9 / (2 × 3.35e12) = 10.448 ms"),
+    ("Q1", "tp_mbu_pct", 70e9 / (2 * BW) / 14e-3 * 100, "10.448 ms / 14 ms = 74.6 %"),
+    ("Q2", "prefill_ms", 2 * 8e9 * 500 / PEAK * 1e3, "2 × 8e9 × 500 = 8e12 FLOP / 989e12 = 8.09 ms > 4.78"),
+    ("Q2", "paste_ms", 2 * 8e9 * 8000 / PEAK * 1e3, "2 × 8e9 × 8,000 = 1.28e14 FLOP / 989e12 = 129.4 ms"),
+    ("Q2", "stalled_steps", (2 * 8e9 * 8000 / PEAK) / FLOOR, "129.4 ms / 4.776 ms = 27.1 steps"),
+    ("Q2", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
+    ("Q3", "step_ms", STEP_Q3 * 1e3, "(16e9 + 32 × 1,000 × 128e3) / 3.35e12 = 5.999 ms"),
+    ("Q3", "per_user_tps", 1 / STEP_Q3, "1 / 5.999 ms = 166.7 tokens/s"),
+    ("Q3", "total_tps", 32 / STEP_Q3, "32 / 5.999 ms = 5,334 tokens/s"),
+    ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,334 / 209.4 = 25.5×"),
+    ("Q4", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
+    ("Q4", "flip_batch", PEAK / BW * 2 / 2, "2·B FLOP per 2 bytes = ridge: B = 295.2 × 2 / 2"),
+    ("Q5", "achieved_tbps", 16e9 / 6e-3 / 1e12, "16e9 B / 6 ms = 2.667 TB/s"),
+    ("Q5", "mbu_pct", 16e9 / 6e-3 / BW * 100, "2.667e12 / 3.35e12 = 79.6 %"),
+    ("Q6", "cost_single_usd", 3 / (200 * 3600) * 1e6, "$3 / (200 × 3,600 tokens) × 1e6 = $4.17"),
+    ("Q6", "cost_batched_usd", 3 / (4300 * 3600) * 1e6, "$3 / (4,300 × 3,600) × 1e6 = $0.194"),
+    ("Q6", "step_ms", STEP_Q6 * 1e3, "(16e9 + 64 × 4,096 × 131,072) / 3.35e12 = 15.03 ms"),
+    ("Q6", "per_user_tps", 1 / STEP_Q6, "1 / 15.03 ms = 66.5 tokens/s"),
+    ("Q7", "launch_ms", 300 * 4e-6 * 1e3, "300 × 4 µs = 1.2 ms"),
+    ("Q7", "launch_pct", 1.2 / 4.8 * 100, "1.2 ms / 4.8 ms = 25 %"),
+    ("Q7", "speedup_x", 1 / (0.7 + 0.3 / 3), "1 / (0.7 + 0.3 / 3) = 1 / 0.8 = 1.25"),
+    ("Q7", "ceiling_x", 1 / 0.7, "1 / 0.7 = 1.43"),
+    ("Q7", "two_speedup_x", 1 / (0.2 + 0.3 / 3 + 0.5 / 2), "1 / (0.2 + 0.1 + 0.25) = 1 / 0.55 = 1.82"),
+]
+
+
+@pytest.mark.parametrize("qid, name, value, arithmetic", GOLDEN)
+def test_default_answers_are_computed_by_the_library(qid, name, value, arithmetic):
+    assert sc.card(qid).answer(name).value == pytest.approx(value, rel=1e-9), arithmetic
+
+
+def test_every_default_answer_has_a_golden_value():
+    assert {(q, n) for q, n, _, _ in GOLDEN} == {(c.qid, a.name) for c in sc.cards() for a in c.answers}
+
+
+# (card, answer, the round figure the study card prints, how far its rounding lets it be)
+STUDY_CARD = [
+    ("Q1", "ceiling_tps", 200, 10),  # "≈ 200 tokens/s"
+    ("Q1", "tp_mbu_pct", 74, 1),  # the card divides its rounded 10.4 ms: 74.3 %
+    ("Q2", "prefill_ms", 8, 0.5),
+    ("Q2", "paste_ms", 130, 5),
+    ("Q3", "total_tps", 5300, 50),
+    ("Q3", "gain_x", 25, 0.6),  # the card: 32 / 1.25 = 25.6, "≈ 25×"
+    ("Q6", "cost_batched_usd", 0.19, 0.005),
+    ("Q7", "ceiling_x", 1.43, 0.005),
+]
+
+
+@pytest.mark.parametrize("qid, name, figure, within", STUDY_CARD)
+def test_the_study_cards_round_figures_are_accepted(qid, name, figure, within):
+    assert sc.card(qid).answer(name).value == pytest.approx(figure, abs=within)
+    (result,) = [r for r in sc.check(sc.card(qid), {name: figure}) if r.name == name]
+    assert result.status == "right" and result.trap is None
+
+
+def test_specs_are_consistent_data():
+    for qid, spec in SPECS.items():
+        assert spec.qid == qid and spec.lessons and spec.answers
+        names = [a.name for a in spec.answers]
+        assert len(names) == len(set(names)), qid
+        numbers = spec.numbers(spec.scenario(spec.default_params()))
+        for a in spec.answers:
+            assert isinstance(getattr(numbers, a.name), float), (qid, a.name)
+        for t in spec.traps:
+            assert t.answer in names and hasattr(numbers, t.value), (qid, t)
+        with pytest.raises(TypeError):
+            spec.defaults["model"] = "llama-9"  # the study card's figures are read-only
+
+
+def test_building_a_card_never_changes_the_callers_dict():
+    params = {"batch": 64, "context_tokens": 2000}
+    snapshot = dict(params)
+    card = sc.card("Q3", params)
+    assert params == snapshot  # the stated figures were derived into a new dict
+    assert card.params["weight_bytes"] == 16.1e9 and "weight_bytes" not in params
+    with pytest.raises(TypeError):
+        card.params["batch"] = 1  # a built card's scenario is read-only too
+    for qid in sc.QIDS:
+        spec = SPECS[qid]
+        given = spec.default_params()
+        spec.scenario(given)
+        assert given == spec.default_params(), qid
+
+
+def test_every_default_trap_differs_from_its_answer():
+    for card in sc.cards():
+        assert len(card.traps) == card.trap_count_built, card.qid  # none was dropped
+        for trap in card.traps:
+            assert not card.answer(trap.answer).accepts(trap.value), (card.qid, trap.name)
+
+
+def test_a_trap_equal_to_the_answer_is_dropped():
+    # With 1 token of context the KV is 32 × 131 KB = 4 MB next to 16.1 GB of weights: one user's KV gives
+    # the same step, so that trap cannot be told apart from the right answer and leaves the card.
+    card = sc.card("Q3", {"context_tokens": 1})
+    assert sc.TRAP_ONE_USER_KV not in {t.name for t in card.traps}
+    assert len(card.traps) < card.trap_count_built
+    assert sc.TRAP_ONE_USER_KV in {t.name for t in sc.card("Q3").traps}
+
+
+def test_a_slip_that_is_the_scenarios_own_size_is_not_a_trap():
+    # BF16 weights take 2 bytes: "as if 2 bytes" is the right answer, so only the 1- and 4-byte slips exist
+    values = sorted(t.value for t in sc.card("Q4").traps if t.name == sc.TRAP_BYTES_PER_WEIGHT)
+    assert values == pytest.approx([PEAK / BW * 1 / 2, PEAK / BW * 4 / 2])
+    fp8 = sc.card("Q4", {"weight_precision": "fp8"})  # 1 byte: the 2- and 4-byte slips
+    assert len([t for t in fp8.traps if t.name == sc.TRAP_BYTES_PER_WEIGHT]) == 2
+
+
+def test_cards_link_their_lessons():
+    expected = {
+        "Q1": ("02", "06", "16", "24"),
+        "Q2": ("04", "15", "16", "44"),
+        "Q3": ("02", "16", "25", "28"),
+        "Q4": ("02", "04", "61"),
+        "Q5": ("09", "16", "59", "60"),
+        "Q6": ("01", "02"),
+        "Q7": ("03", "04", "09", "60"),
+    }
+    assert {c.qid: c.lessons for c in sc.cards()} == expected
+    assert "[02 · The decode floor](02_decode_floor.ipynb)" in sc.card("Q1").lesson_links()
+    assert '<a href="61_compute_bound.ipynb">' in sc.card("Q4").lesson_links("html")
+
+
+def test_lesson_links_and_module_backlinks_name_notebooks_that_exist():
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    for stem, _title in sc.LESSONS.values():
+        assert (notebooks / f"{stem}.ipynb").exists(), stem
+    package = Path(sc.__file__).parent
+    for module in package.glob("*.py"):
+        source = module.read_text()
+        assert "Taught in notebooks/" in source, module.name
+        for name in __import__("re").findall(r"notebooks/([\w.]+\.ipynb)", source):
+            assert (notebooks / name).exists(), (module.name, name)
+
+
+def test_every_card_has_its_parts_and_computed_numbers():
+    for card in sc.cards():
+        assert card.is_default and card.answers and card.worked and card.mistake
+        assert card.followup_question and card.followup_answer
+        html = card.reveal_html()
+        assert "Worked answer" in html and "Common mistake" in html and "Likely follow-up" in html
+        assert "<table" in card._repr_html_() and card.qid in repr(card)
+    assert "4.78 ms" in sc.card("Q1").worked  # 16 GB / 3.35 TB/s
+    assert "5,334 tokens/s" in sc.card("Q3").worked  # 32 / 5.999 ms
+    assert "1.82×" in sc.card("Q7").followup_answer  # 1 / 0.55
+
+
+def test_labels_and_trap_explanations_are_filled_from_the_scenario():
+    card = sc.card("Q1", {"tp_num_gpus": 4, "tp_measured_s": 7e-3})
+    assert card.answer("tp_floor_ms").label == "follow-up: floor on 4 GPUs"
+    assert any("the 4 bandwidths add up" in t.why for t in card.traps)
+    q3 = sc.card("Q3")
+    (kv,) = [t for t in q3.traps if t.answer == "step_ms" and t.name == sc.TRAP_ONE_USER_KV]
+    assert "32 × 1,000 × 128 KB" in kv.why  # {kv_bytes_per_token!B} written as a size
+    (gain,) = [t for t in q3.traps if t.name == sc.TRAP_FULL_B_GAIN]
+    assert "got 1.26× longer" in gain.why  # 5.999 ms / 4.776 ms = 1.256
+
+
+def test_scenario_text_follows_the_parameters():
+    card = sc.card("Q3", {"batch": 64, "context_tokens": 2000})
+    assert "64 users" in card.scenario and "2,000 tokens" in card.scenario and not card.is_default
+    # 16.1 GB + 64 × 2,000 × 131 KB = 16.1 + 16.77 GB = 32.87 GB; / 3.35 TB/s = 9.81 ms
+    assert card.answer("step_ms").value == pytest.approx((16.1e9 + 64 * 2000 * 131e3) / BW * 1e3)
+    assert sc.card("Q3", sc.default_params("Q3")).is_default  # the card's own scenario, passed back
+
+
+def test_card_rejects_bad_scenarios():
+    with pytest.raises(rl.InvalidConfigurationError, match="unknown card"):
+        sc.card("Q8")
+    with pytest.raises(rl.InvalidConfigurationError, match="no parameter 'users'"):
+        sc.card("Q3", {"users": 4})
+    with pytest.raises(rl.DoesNotFitError):
+        sc.card("Q6", {"batch": 1024, "context_tokens": 8192})  # 16 GB + 1,024 × 8,192 × 131 KB = 1.1 TB
+    with pytest.raises(rl.UnsupportedPrecisionError):
+        sc.card("Q4", {"gpu": "a100-80gb-sxm", "weight_precision": "fp8"})
+    with pytest.raises(rl.UnknownNameError):
+        sc.card("Q1", {"model": "llama-9"})
+    with pytest.raises(rl.InvalidConfigurationError, match="whole number"):
+        sc.card("Q3", {"batch": 2.5})
+    with pytest.raises(rl.InvalidConfigurationError, match="must be > 0"):
+        sc.card("Q6", {"usd_per_gpu_hour": 0})
+
+
+def test_the_numbers_import_neither_widgets_nor_plotting():
+    modules = ["roofline.selfcheck", *(f"roofline.selfcheck.{m}" for m in ("cards", "judge", "render"))]
+    modules += [f"roofline.selfcheck.{spec.numbers.__module__.rsplit('.', 1)[1]}" for spec in SPECS.values()]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "import roofline.selfcheck as sc\n"
+        "sc.check(sc.card('Q1'), {'floor_ms': 4.8}); sc.card('Q1').question_html()\n"
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_modules_stay_short():
+    for module in Path(sc.__file__).parent.glob("*.py"):
+        assert len(module.read_text().splitlines()) <= 350, module.name
