@@ -188,8 +188,8 @@ def card(qid: str, scenario_params: Mapping[str, Any] | None = None) -> Card:
         given = {**s.defaults, **scenario_params}
         is_default = given == s.default_params()
     validate(given)
-    params = s.scenario(given)
-    numbers = s.numbers(params)
+    params = s.code.scenario(given)
+    numbers = s.code.numbers(params)
     fields = {**params, **dataclasses.asdict(numbers)}
     answers = tuple(
         Answer(a.name, fill(a.label, fields), a.unit, getattr(numbers, a.name), a.rel_tol) for a in s.answers
@@ -202,7 +202,7 @@ def card(qid: str, scenario_params: Mapping[str, Any] | None = None) -> Card:
     by_name = {a.name: a for a in answers}
     # A trap that lands within the answer's tolerance cannot be told apart from the right answer: drop it.
     traps = tuple(t for t in built if not by_name[t.answer].accepts(t.value))
-    text = s.text(params, numbers)
+    text = s.code.text(params, numbers)
     return Card(
         qid=s.qid,
         title=fill(s.title, params),
@@ -244,8 +244,8 @@ def shuffled_card(qid: str, rng: np.random.Generator | int | None = None, max_tr
     s = spec(qid)
     default = card(s.qid).expected()
     for _ in range(max_tries):
-        params = s.draw(rng)
-        if not s.usable(params):
+        params = s.code.draw(rng)
+        if not s.code.usable(params):
             continue
         try:
             c = card(s.qid, params)

@@ -107,6 +107,16 @@ def memory_bound_decode(params: Mapping[str, Any]) -> bool:
     return bool(step.fits) and step.binding == "memory" and in_window
 
 
+def draw_setup(rng: np.random.Generator) -> dict[str, str]:
+    """A dense model, a GPU and a weight precision that GPU computes in, drawn in that order.
+
+    >>> sorted(draw_setup(np.random.default_rng(0)))
+    ['gpu', 'model', 'weight_precision']
+    """
+    model, gpu = draw_model_and_gpu(rng)
+    return dict(model=model, gpu=gpu, weight_precision=choice(rng, weight_precisions(gpu)))
+
+
 def draw_model_and_gpu(rng: np.random.Generator) -> tuple[str, str]:
     """A dense model, then a GPU, drawn in that order (a shuffle's first two draws)."""
     return choice(rng, dense_models()), choice(rng, gpu_ids())

@@ -24,7 +24,7 @@ import roofline as rl
 from roofline.selfcheck.common import (
     choice,
     dense_models,
-    draw_model_and_gpu,
+    draw_setup,
     gpu_peak_flops_per_s,
     memory_floor_s,
     quoted_weight_bytes,
@@ -36,6 +36,7 @@ from roofline.selfcheck.spec import (
     TRAP_INVERTED_MBU,
     TRAP_ONE_GPU_BANDWIDTH,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -229,8 +230,8 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled Q1 scenario: model, GPU, precisions, the advertised and benchmark speeds, the TP setup."""
-    m, g = draw_model_and_gpu(rng)
-    weight_precision = choice(rng, weight_precisions(g))
+    setup = draw_setup(rng)
+    m, g, weight_precision = setup["model"], setup["gpu"], setup["weight_precision"]
     tp_precision = choice(rng, weight_precisions(g))
     ceiling = 1.0 / memory_floor_s(m, g, weight_precision)
     tp_model = choice(rng, dense_models())
@@ -238,9 +239,7 @@ def draw(rng: np.random.Generator) -> dict[str, Any]:
     tp_bandwidth = n * rl.get_gpu(g).memory_bandwidth_bytes_per_s
     tp_floor = rl.decode_floor_s(rl.weight_bytes(tp_model, tp_precision), tp_bandwidth)
     return dict(
-        model=m,
-        gpu=g,
-        weight_precision=weight_precision,
+        **setup,
         advertised_tps=sig(ceiling * rng.uniform(0.5, 2.0), 2),
         benchmark_tps=sig(ceiling * rng.uniform(5, 15), 2),
         tp_model=tp_model,
@@ -269,8 +268,5 @@ SPEC = CardSpec(
     stated=dict(weight_bytes=16e9, tp_weight_bytes=70e9),
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
+    code=CardCode(scenario, numbers, text, draw),
 )

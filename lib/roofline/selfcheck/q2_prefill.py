@@ -38,6 +38,7 @@ from roofline.selfcheck.spec import (
     TRAP_NO_PROMPT_SCALING,
     TRAP_PREFILL_AS_WEIGHT_READ,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -229,8 +230,5 @@ SPEC = CardSpec(
     stated=dict(parameters=8e9, weight_bytes=16e9),  # the card's "8 B parameters, 16 GB"
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
+    code=CardCode(scenario, numbers, text, draw),
 )

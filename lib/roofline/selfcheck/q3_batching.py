@@ -22,18 +22,18 @@ import numpy as np
 import roofline as rl
 from roofline.selfcheck.common import (
     choice,
-    draw_model_and_gpu,
+    draw_setup,
     fitting,
     memory_bound_decode,
     quoted_kv_bytes_per_token,
     quoted_weight_bytes,
-    weight_precisions,
 )
 from roofline.selfcheck.spec import (
     TRAP_B_TIMES_SLOWER,
     TRAP_FULL_B_GAIN,
     TRAP_ONE_USER_KV,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -194,14 +194,12 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled Q3 scenario: model, GPU, weight and KV precisions, batch, context."""
-    m, g = draw_model_and_gpu(rng)
+    setup = draw_setup(rng)
     return dict(
-        model=m,
-        gpu=g,
-        weight_precision=choice(rng, weight_precisions(g)),
+        **setup,
         kv_precision=choice(rng, ["bf16", "fp8"]),
         batch=int(choice(rng, [4, 8, 16, 24, 32, 48, 64, 96, 128])),
-        context_tokens=int(choice(rng, fitting((500, 1000, 2000, 4096, 8192), m))),
+        context_tokens=int(choice(rng, fitting((500, 1000, 2000, 4096, 8192), setup["model"]))),
     )
 
 
@@ -223,9 +221,5 @@ SPEC = CardSpec(
     stated=dict(weight_bytes=16e9, kv_bytes_per_token=128e3),
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
-    usable=memory_bound_decode,
+    code=CardCode(scenario, numbers, text, draw, memory_bound_decode),
 )

@@ -29,6 +29,7 @@ from roofline.selfcheck.spec import (
     TRAP_BYTES_PER_WEIGHT,
     TRAP_INVERTED_RIDGE,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -195,9 +196,5 @@ SPEC = CardSpec(
     stated={},
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
-    usable=usable,
+    code=CardCode(scenario, numbers, text, draw, usable),
 )

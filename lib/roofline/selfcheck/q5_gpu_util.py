@@ -22,12 +22,11 @@ import numpy as np
 import roofline as rl
 from roofline.selfcheck.common import (
     choice,
-    draw_model_and_gpu,
+    draw_setup,
     gpu_peak_flops_per_s,
     memory_floor_s,
     quoted_parameters,
     quoted_weight_bytes,
-    weight_precisions,
 )
 from roofline.selfcheck.spec import (
     PERCENT,
@@ -36,6 +35,7 @@ from roofline.selfcheck.spec import (
     TRAP_MFU_FOR_MBU,
     TRAP_POWER_AS_UTIL,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -154,15 +154,12 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled Q5 scenario: model, GPU, precision, and a measured step, power and GPU-util."""
-    m, g = draw_model_and_gpu(rng)
-    weight_precision = choice(rng, weight_precisions(g))
-    floor = memory_floor_s(m, g, weight_precision)
+    setup = draw_setup(rng)
+    floor = memory_floor_s(setup["model"], setup["gpu"], setup["weight_precision"])
     return dict(
-        model=m,
-        gpu=g,
-        weight_precision=weight_precision,
+        **setup,
         measured_step_s=sig(floor / rng.uniform(0.45, 0.92), 2),
-        power_w=float(round(rl.get_gpu(g).power_w * rng.uniform(0.35, 0.6), -1)),
+        power_w=float(round(rl.get_gpu(setup["gpu"]).power_w * rng.uniform(0.35, 0.6), -1)),
         gpu_util_pct=float(choice(rng, [97, 99, 100])),
     )
 
@@ -182,8 +179,5 @@ SPEC = CardSpec(
     stated=dict(parameters=8e9, weight_bytes=16e9),
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
+    code=CardCode(scenario, numbers, text, draw),
 )

@@ -23,13 +23,12 @@ import numpy as np
 import roofline as rl
 from roofline.selfcheck.common import (
     choice,
-    draw_model_and_gpu,
+    draw_setup,
     fitting,
     given_or,
     memory_bound_decode,
     quoted_kv_bytes_per_token,
     quoted_weight_bytes,
-    weight_precisions,
 )
 from roofline.selfcheck.spec import (
     TRAP_DOLLARS_HOURS,
@@ -38,6 +37,7 @@ from roofline.selfcheck.spec import (
     TRAP_ONE_USER_KV,
     TRAP_TOTAL_FOR_USER,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -238,14 +238,12 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled Q6 scenario: model, GPU, precision, price per GPU-hour, batch, context."""
-    m, g = draw_model_and_gpu(rng)
+    setup = draw_setup(rng)
     return dict(
-        model=m,
-        gpu=g,
-        weight_precision=choice(rng, weight_precisions(g)),
+        **setup,
         usd_per_gpu_hour=float(round(rng.uniform(0.8, 7.0), 2)),
         batch=int(choice(rng, [8, 16, 32, 48, 64, 96, 128])),
-        context_tokens=int(choice(rng, fitting((512, 1000, 2048, 4096, 8192), m))),
+        context_tokens=int(choice(rng, fitting((512, 1000, 2048, 4096, 8192), setup["model"]))),
     )
 
 
@@ -265,9 +263,5 @@ SPEC = CardSpec(
     stated=dict(weight_bytes=16e9, kv_bytes_per_token=128 * 1024, tps_single=200.0, tps_batched=4300.0),
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
-    usable=memory_bound_decode,
+    code=CardCode(scenario, numbers, text, draw, memory_bound_decode),
 )

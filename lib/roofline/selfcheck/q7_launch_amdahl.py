@@ -21,7 +21,11 @@ from typing import Any
 import numpy as np
 
 import roofline as rl
-from roofline.selfcheck.common import choice, draw_model_and_gpu, memory_floor_s, weight_precisions
+from roofline.selfcheck.common import (
+    choice,
+    draw_setup,
+    memory_floor_s,
+)
 from roofline.selfcheck.spec import (
     PERCENT,
     TRAP_ADDED_SPEEDUPS,
@@ -30,6 +34,7 @@ from roofline.selfcheck.spec import (
     TRAP_PART_SPEEDUP,
     TRAP_SHARE_OF_TOTAL,
     AnswerSpec,
+    CardCode,
     CardSpec,
     CardText,
     TrapSpec,
@@ -196,8 +201,8 @@ def usable(params: Mapping[str, Any]) -> bool:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled Q7 scenario: kernels, launch cost, an ideal step from a real model, two parts."""
-    m, g = draw_model_and_gpu(rng)
-    ideal = sig(memory_floor_s(m, g, choice(rng, weight_precisions(g))), 2)
+    setup = draw_setup(rng)
+    ideal = sig(memory_floor_s(setup["model"], setup["gpu"], setup["weight_precision"]), 2)
     p1 = float(round(rng.uniform(0.1, 0.6), 2))
     p2 = float(round(rng.uniform(0.1, 0.9 - p1), 2))
     names = [("attention", "the MLP"), ("the MLP", "attention")][int(rng.integers(2))]
@@ -232,9 +237,5 @@ SPEC = CardSpec(
     stated={},
     answers=ANSWERS,
     traps=TRAPS,
-    scenario=scenario,
-    numbers=numbers,
-    text=text,
-    draw=draw,
-    usable=usable,
+    code=CardCode(scenario, numbers, text, draw, usable),
 )

@@ -7,10 +7,10 @@ A card module (``q1_decode_floor`` … ``q7_launch_amdahl``) describes its card 
 - data: the title, the lessons it revisits, the study card's scenario (``defaults``) and the round figures
   it quotes (``stated``), the answers it asks for (name, label, unit, tolerance) and the known traps
   (which answer, which slip, why);
-- code: ``scenario`` (check the parameters, derive the figures a scenario quotes), ``numbers`` (every
-  answer and trap value, computed by the roofline library), ``text`` (the scenario, worked answer, common
-  mistake and follow-up in HTML), ``draw`` (a shuffled scenario) and ``usable`` (extra conditions a
-  shuffled scenario must meet).
+- code (``CardCode``): ``scenario`` (check the parameters, derive the figures a scenario quotes),
+  ``numbers`` (every answer and trap value, computed by the roofline library), ``text`` (the scenario,
+  worked answer, common mistake and follow-up in HTML), ``draw`` (a shuffled scenario) and ``usable``
+  (extra conditions a shuffled scenario must meet).
 
 Labels and trap explanations are templates, filled with the scenario's parameters and the card's numbers
 by ``roofline.selfcheck.text.fill``.
@@ -131,13 +131,26 @@ def always(_params: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class CardSpec:
-    """One card, declared. See the module docstring for what each field holds.
+class CardCode:
+    """The functions of a card: the parts of its spec that compute.
 
     ``scenario(params)`` returns a new dict (the parameters plus the figures the scenario quotes); it
     never changes its argument. ``numbers(scenario)`` returns a frozen dataclass whose fields include one
-    per answer (same name) and one per trap value.
+    per answer (same name) and one per trap value. ``text(scenario, numbers)`` writes the prose,
+    ``draw(rng)`` a shuffled scenario's parameters, and ``usable(params)`` says whether a drawn scenario
+    meets the card's own conditions.
     """
+
+    scenario: Callable[[Mapping[str, Any]], dict[str, Any]]
+    numbers: Callable[[Mapping[str, Any]], Any]
+    text: Callable[[Mapping[str, Any], Any], CardText]
+    draw: Callable[[np.random.Generator], dict[str, Any]]
+    usable: Callable[[Mapping[str, Any]], bool] = always
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """One card, declared: its data, and its ``code``. See the module docstring for what each holds."""
 
     qid: str
     title: str
@@ -146,11 +159,7 @@ class CardSpec:
     stated: Mapping[str, float]
     answers: tuple[AnswerSpec, ...]
     traps: tuple[TrapSpec, ...]
-    scenario: Callable[[Mapping[str, Any]], dict[str, Any]]
-    numbers: Callable[[Mapping[str, Any]], Any]
-    text: Callable[[Mapping[str, Any], Any], CardText]
-    draw: Callable[[np.random.Generator], dict[str, Any]]
-    usable: Callable[[Mapping[str, Any]], bool] = always
+    code: CardCode
 
     def __post_init__(self) -> None:
         # The study card's figures are data: read-only, so no caller can change them by accident.
