@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline.assumptions import assumption
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.step import decode_step, prefill
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
 # well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of 209 tok/s).
-EDGE_OF_POSSIBLE = 0.9
+EDGE_OF_POSSIBLE = assumption("suspicious_share_of_ceiling")
 
 
 # -- bug 1: asynchronous work ---------------------------------------------------------------------------

@@ -36,22 +36,27 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_capacity_bytes
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import mixed_step
+from roofline.physics.step import achieved_step_time_s, mixed_step
 from roofline.units import GB, MS
 
-DEFAULT_KERNEL_EFFICIENCY = 0.8  # measured step = roofline step ÷ this(card Q1/Q5: 4.8 ms floor, ~6 ms real)
+DEFAULT_KERNEL_EFFICIENCY = assumption(
+    "achieved_bandwidth_fraction"
+)  # measured step = roofline step ÷ this(card Q1/Q5: 4.8 ms floor, ~6 ms real)
 
 
-DEFAULT_TTFT_TARGET_S = 1.0  # targets drawn on the latency gauges: a common chat SLO, not a law
+DEFAULT_TTFT_TARGET_S = assumption(
+    "ttft_target_s"
+)  # targets drawn on the latency gauges: a common chat SLO, not a law
 
 
-DEFAULT_TPOT_TARGET_S = 0.05  # 20 tokens/s, faster than people read
+DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")  # 20 tokens/s, faster than people read
 
 
 def _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency):
@@ -126,7 +131,7 @@ def steady_state(
     step = mixed_step(
         m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision
     )
-    time = np.asarray(step.step_time_s) / eff
+    time = np.asarray(achieved_step_time_s(step, eff))
     safe = np.where(ok & (time > 0), time, np.nan)
     bw = n * g.memory_bandwidth_bytes_per_s
     peak = n * peak_flops_per_s(g, weight_precision)
@@ -342,7 +347,7 @@ def dashboard(
         weight_precision=weight_precision,
         kv_precision=kv_precision,
     )
-    step_s = np.asarray(run.step_time_s, float) / eff
+    step_s = np.asarray(achieved_step_time_s(run, eff), float)
     end = np.cumsum(step_s)
     window = slice(warmup, steps)
     elapsed = end[-1] - end[warmup - 1]

@@ -25,16 +25,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import fits
 from roofline.physics.overheads import launch_overhead_s
 from roofline.physics.step import decode_step
 
-CARD_KERNELS_PER_STEP = 300  # kernels one eager decode step launches (the card's round figure)
+CARD_KERNELS_PER_STEP = int(
+    assumption("kernels_per_decode_step")
+)  # kernels one eager decode step launches (the card's round figure)
 
 
-CARD_CPU_S_PER_LAUNCH = 4e-6  # CPU time to launch one kernel (s)
+CARD_CPU_S_PER_LAUNCH = assumption("cpu_s_per_kernel_launch")  # CPU time to launch one kernel (s)
 
 
 def overhead_share(roofline_time_s, overhead_s):

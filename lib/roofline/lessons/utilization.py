@@ -25,13 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline.assumptions import assumption
 from roofline.data import get_gpu
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import decode_step
+from roofline.physics.step import achieved_step_time_s, decode_step
 
 # Share of peak bandwidth good decode kernels reach; the card's 6 ms step for a 4.8 ms floor is 80 %.
-TYPICAL_MEMORY_EFFICIENCY = 0.8
+TYPICAL_MEMORY_EFFICIENCY = assumption("achieved_bandwidth_fraction")
 
 
 def _intervals(starts_s, ends_s):
@@ -157,7 +158,7 @@ def decode_timeline(
         model, gpu, batch, context_tokens, weight_precision=weight_precision, kv_precision=kv_precision
     )
     if step_time_s is None:
-        step_time_s = max(step.memory_time_s / eff, step.compute_time_s)
+        step_time_s = achieved_step_time_s(step, eff)
     dur = float(checked(step_time_s, "step_time_s", above=0))
     step_starts = np.arange(n) * (dur + gap)
     starts = (step_starts[:, None] + dur * np.arange(k)[None, :] / k).ravel()

@@ -16,14 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline.assumptions import assumption
 from roofline.physics.architecture import get_model
 
 # Start-up cost of one small all-reduce (s). An assumption, not a sourced constant: NCCL's small-message
 # all-reduce inside one NVLink node usually takes on the order of 5-20 µs; we take 10 µs.
-DEFAULT_ALLREDUCE_LATENCY_S = 10e-6
+DEFAULT_ALLREDUCE_LATENCY_S = assumption("allreduce_latency_s")
 
 # Bytes per activation value sent in the all-reduce (BF16 activations).
-ACTIVATION_BYTES = 2
+ACTIVATION_BYTES = assumption("activation_bytes")
 
 
 def allreduce_time_s(message_bytes, num_gpus, link_bytes_per_s, latency_s=DEFAULT_ALLREDUCE_LATENCY_S):

@@ -233,9 +233,9 @@ def forward_step(
         step = np.where(shown, np.maximum(mem_t, comp_t) + comm_t + overhead, np.nan)
         per_user, total = n_new / step, tokens / step
     binding = np.array(["memory", "compute", "does not fit"]).take(
-        np.where(ok, (comp_t > mem_t).view(np.int8), 2)
+        np.where(shown, (comp_t > mem_t).view(np.int8), 2)
     )
-    masked = lambda x: out(np.where(ok, x, np.nan))  # noqa: E731
+    masked = lambda x: out(np.where(shown, x, np.nan))  # noqa: E731
     return Step(
         model_id=m.id,
         gpu_id=g.id,
@@ -385,3 +385,23 @@ def stalled_decode_steps(prefill_time_s, decode_step_time_s):
     p = checked(prefill_time_s, "prefill_time_s", minimum=0)
     d = checked(decode_step_time_s, "decode_step_time_s", above=0)
     return out(p / d)
+
+
+def achieved_step_time_s(step: Step, achieved_bandwidth_fraction=None) -> Number:
+    """The step as good kernels run it (s): memory traffic at ``achieved_bandwidth_fraction`` of peak
+    bandwidth (None reads the assumptions table, 0.8), math and communication as in the ideal.
+
+    One meaning everywhere: only the memory time stretches, so a compute-bound step is unchanged.
+
+    >>> s = decode_step("llama-3-8b", "h100-sxm")
+    >>> round(achieved_step_time_s(s) * 1e3, 2)                # the card's "about 6 ms" for a 4.8 ms floor
+    5.99
+    """
+    f = (
+        assumption("achieved_bandwidth_fraction")
+        if achieved_bandwidth_fraction is None
+        else achieved_bandwidth_fraction
+    )
+    f = checked(f, "achieved_bandwidth_fraction", above=0, maximum=1)
+    ideal_part = np.maximum(np.asarray(step.memory_time_s) / f, np.asarray(step.compute_time_s))
+    return out(ideal_part + np.asarray(step.communication_time_s) + np.asarray(step.launch_overhead_s))
