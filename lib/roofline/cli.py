@@ -731,6 +731,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
     p.set_defaults(handler=cmd_list)
+    # --- issue 15: `roofline measure` lives in its own module (imported here: it is only argparse glue)
+    from roofline.apps import cli_measure
+
+    cli_measure.add_parser(sub)
     return parser
 
 

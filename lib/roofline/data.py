@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UnknownNameError
+from .errors import InvalidConfigurationError, UnknownNameError
 from .units import GB, TB, TFLOPS
 
 # ROOFLINE_DATA_DIR points the library at your own tables (same schema) for "what if" studies.
@@ -98,9 +98,25 @@ def _read(name: str) -> dict:
 
 @functools.cache
 def gpus() -> dict[str, GPU]:
-    """All GPUs by id, in file order."""
+    """All GPUs by id, in file order; then the user's own rows (``roofline measure --save``)."""
     table = {}
-    for row in _read("gpus.toml")["gpu"]:
+    rows = _read("gpus.toml")["gpu"]
+    # --- user rows (issue 15): rows saved by `roofline measure --save NAME` in the user data directory
+    # ($SPEED_PHYSICS_HOME, else $XDG_CONFIG_HOME/speed-physics, else ~/.config/speed-physics), same
+    # schema. Imported lazily (measure sits above this module). After saving, call
+    # roofline.measure.userdata.reload_tables() (= gpus.cache_clear()) to see them.
+    from .measure.userdata import load_user_gpu_rows, user_gpu_table_path
+
+    project_ids, user_rows = {row["id"] for row in rows}, load_user_gpu_rows()
+    for row in user_rows:
+        if row["id"] in project_ids:
+            raise InvalidConfigurationError(
+                f"GPU id {row['id']!r} is in both {user_gpu_table_path()} and {DATA_DIR / 'gpus.toml'}; "
+                "rename the user row"
+            )
+    rows = [*rows, *user_rows]
+    # --- end user rows
+    for row in rows:
         table[row["id"]] = GPU(
             id=row["id"],
             name=row["name"],

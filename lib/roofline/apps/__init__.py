@@ -1,0 +1,1 @@
+"""Applications on top of the library: command-line tools and the instructor dashboard."""

@@ -1,0 +1,1 @@
+"""Figures and readouts built on the library's numbers (matplotlib, no widgets)."""
