@@ -32,6 +32,7 @@ The tables are read once and cached; ``clear_cache()`` re-reads them (after chan
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
 import functools
@@ -79,7 +80,7 @@ ENV_VAR = "ROOFLINE_DATA_DIR"
 TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml")
 
 # The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
-COMPUTE_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+COMPUTE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -353,8 +354,17 @@ GPU_SCHEMA: tuple[Field, ...] = (
     _positive("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
     _positive("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
     Field("interconnect", parse_text),
-    _positive("interconnect_gb_per_s", "GB/s", GB, "interconnect_bytes_per_s", most=1e6),
-    _positive("power_w", "W", most=1e5),
+    # 0 where there is none to speak of (a single CPU or a laptop GPU saved by `roofline measure`)
+    Field(
+        "interconnect_gb_per_s",
+        parse_number,
+        "GB/s",
+        GB,
+        minimum=0,
+        maximum=1e6,
+        attr="interconnect_bytes_per_s",
+    ),
+    Field("power_w", parse_number, "W", minimum=0, maximum=1e5),  # 0: not known (a measured machine)
     Field("source", parse_url),
     Field("note", parse_text),
 )
@@ -421,6 +431,11 @@ class Table:
 GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
 MODEL_TABLE = Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
 PRICE_TABLE = Table("prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",))
+# A learner's own GPU rows (``roofline measure --save``): the same checks, but the source may be a sentence
+# ("measured on this machine …"): a measurement has no URL.
+USER_GPU_TABLE = dataclasses.replace(
+    GPU_TABLE, schema=tuple(Field("source", parse_text) if f.key == "source" else f for f in GPU_SCHEMA)
+)
 
 
 def schema_matches_dataclass(table: Table) -> bool:
@@ -603,10 +618,31 @@ def _as_dir(directory: Traversable | str) -> Traversable:
 # --------------------------------------------------------------------------------------------------
 
 
+def user_data_dir() -> Path:
+    """Where a learner's own tables live (``roofline measure --save``): ``$SPEED_PHYSICS_HOME``, else
+    ``$XDG_CONFIG_HOME/speed-physics``, else ``~/.config/speed-physics``. Never the project's ``data/``."""
+    if os.environ.get("SPEED_PHYSICS_HOME"):
+        return Path(os.environ["SPEED_PHYSICS_HOME"]).expanduser()
+    if os.environ.get("XDG_CONFIG_HOME"):
+        return Path(os.environ["XDG_CONFIG_HOME"]).expanduser() / "speed-physics"
+    return Path.home() / ".config" / "speed-physics"
+
+
 @functools.cache
 def gpus() -> dict[str, GPU]:
-    """All GPUs by id, in file order."""
-    return load_gpus()
+    """All GPUs by id, in file order, then the user's own rows (``user_data_dir()/gpus.toml``, same
+    schema and checks); a user id that repeats a project id is an error naming both files."""
+    table = load_gpus()
+    user_dir = user_data_dir()
+    if (user_dir / "gpus.toml").is_file():
+        for g in read_rows(user_dir, USER_GPU_TABLE):
+            if g.id in table:
+                raise DataTableError(
+                    f"{user_dir / 'gpus.toml'}, row {g.id!r}: the project's gpus.toml "
+                    f"({data_dir()}) has this id too; rename your row"
+                )
+            table[g.id] = g
+    return table
 
 
 @functools.cache

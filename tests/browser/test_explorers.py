@@ -11,8 +11,9 @@ import re
 import pytest
 
 import roofline as rl
-from roofline.conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 from roofline.lessons.scenario import Scenario
+
+from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 
 
 def readout(page, key: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 from roofline.selfcheck import card
+
+from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 
 
 @pytest.mark.parametrize("lesson", [n for n in LESSONS if n >= "20"])

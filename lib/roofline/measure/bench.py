@@ -1,0 +1,388 @@
+"""Microbenchmarks of this machine's roofline with numpy: memory bandwidth, matmul FLOP/s, ridge, overhead.
+
+Taught in notebooks/measure_your_machine.ipynb (and used by ``roofline measure``).
+
+The same physics that governs a GPU governs a laptop's CPU: streaming kernels are limited by memory
+bandwidth (bytes/s), large matrix multiplies by the arithmetic units (FLOP/s), and the ridge point is their
+ratio (FLOP/byte). Every figure here is *measured*: it is a property of this machine at this moment, shared
+with whatever else runs on it, so each benchmark repeats and reports the best (min time) and the median.
+
+Byte counting follows STREAM (McCalpin): copy ``c = a`` counts 2 arrays × 8 bytes per element, triad
+``a = b + s·c`` counts 3. The hardware may move more (a write first reads its cache line, "write
+allocate"), so STREAM figures slightly *under*-estimate the traffic; they are the usual way to quote
+bandwidth. numpy evaluates ``b + s*c`` in two passes with a temporary, which would move 5 arrays, so the
+triad here runs in cache-sized blocks: the temporary stays in L1/L2 and main memory sees the 3 arrays.
+
+A third kernel, read (a matrix-vector product ``A @ x``, array ``a`` viewed as a matrix: 1 array read,
+nothing written), is the access pattern of decode, which only *reads* its weights. numpy runs copy and
+triad on ONE core (ufuncs are single-threaded); the read kernel goes through the BLAS, which uses every
+core, as the transformer's matmuls do. The headline bandwidth is the best of the three.
+
+>>> r = stream_bandwidth(n_elements=200_000, repeats=2)
+>>> sorted(r)
+['copy', 'read', 'triad']
+>>> r["copy"].bytes_per_pass == 2 * 8 * 200_000, r["triad"].bytes_per_pass == 3 * 8 * 200_000
+(True, True)
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+import roofline as rl
+from roofline.errors import InvalidConfigurationError
+
+FLOAT64_BYTES = 8
+TRIAD_SCALAR = 3.0
+TRIAD_BLOCK_ELEMENTS = 16_384  # 128 KiB of float64 per block: the temporary stays in L2
+QUICK = {"stream_elements": 16_000_000, "stream_repeats": 5, "matmul_sizes": (256, 512, 1024), "repeats": 5}
+FULL = {
+    "stream_elements": 64_000_000,
+    "stream_repeats": 10,
+    "matmul_sizes": (256, 512, 1024, 2048),
+    "repeats": 7,
+}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Repeated wall-clock timings (s) of one benchmark, with the work one pass does."""
+
+    name: str
+    times_s: tuple[float, ...]
+    bytes_per_pass: float = 0.0  # bytes, counted the STREAM way
+    flops_per_pass: float = 0.0  # FLOP
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def best_bytes_per_s(self) -> float:
+        """Bytes per pass ÷ the fastest pass (bytes/s): what the machine can do when undisturbed."""
+        return self.bytes_per_pass / self.min_s
+
+    @property
+    def median_bytes_per_s(self) -> float:
+        return self.bytes_per_pass / self.median_s
+
+    @property
+    def best_flops_per_s(self) -> float:
+        return self.flops_per_pass / self.min_s
+
+    @property
+    def median_flops_per_s(self) -> float:
+        return self.flops_per_pass / self.median_s
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """This machine's roofline, measured. SI units; ``details`` holds every underlying figure."""
+
+    memory_bandwidth_bytes_per_s: float  # best streaming figure (read, copy or triad, the highest)
+    matmul_flops_per_s: float  # best fp32 matmul over the sizes tried
+    ridge_flop_per_byte: float  # matmul_flops_per_s ÷ memory_bandwidth_bytes_per_s
+    call_overhead_s: float  # median time of one tiny numpy call
+    matmul_fp64_flops_per_s: float
+    threads: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain-Python fields, ready for ``json.dumps`` (SI units)."""
+        return asdict(self)
+
+    def as_gpu(self, gpu_id: str = "this-machine", memory_bytes: float | None = None) -> rl.GPU:
+        """This measurement as a ``roofline.GPU`` row, so every library function can use it.
+
+        ``memory_bytes`` defaults to this machine's RAM (bytes). Only fp32 (and fp64) math is measured,
+        so ask the library for ``weight_precision="fp32"``.
+        """
+        return rl.GPU(
+            id=gpu_id,
+            name=f"this machine ({machine_name()}), measured",
+            vendor="measured",
+            form_factor="CPU",
+            memory_bytes=float(memory_bytes if memory_bytes is not None else ram_bytes()),
+            memory_type="system RAM",
+            memory_bandwidth_bytes_per_s=self.memory_bandwidth_bytes_per_s,
+            dense_flops_per_s={"fp32": self.matmul_flops_per_s, "fp64": self.matmul_fp64_flops_per_s},
+            interconnect="none",
+            interconnect_bytes_per_s=0.0,
+            power_w=0.0,
+            source="measured on this machine by roofline measure",
+            note="STREAM-style bandwidth and numpy matmul FLOP/s; see roofline.measure.bench",
+        )
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+    return int(value)
+
+
+def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[float, ...]:
+    """Wall-clock seconds of ``repeats`` calls of ``fn`` after ``warmup`` untimed calls (s).
+
+    ``time.perf_counter`` is the right clock: monotonic, sub-microsecond, and it counts waiting (memory,
+    other threads) as the user experiences it.
+
+    >>> len(time_calls(lambda: None, repeats=3))
+    3
+    """
+    repeats = _positive_int(repeats, "repeats")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return tuple(times)
+
+
+def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 5) -> dict[str, Timing]:
+    """STREAM copy and triad, and a read-only dot product, on float64 arrays of ``n_elements`` each.
+
+    Min and median over ``repeats`` (see ``Timing``); bytes counted as STREAM does (copy 2, triad 3 and
+    read 1 array of 8-byte elements per pass).
+
+    Choose arrays much larger than the last-level cache (STREAM's rule: each array ≥ 4 × LLC) or the
+    figure is cache bandwidth, not memory bandwidth.
+
+    >>> r = stream_bandwidth(n_elements=100_000, repeats=2)
+    >>> r["triad"].best_bytes_per_s > 0
+    True
+    """
+    n = _positive_int(n_elements, "n_elements")
+    repeats = _positive_int(repeats, "repeats")
+    a = np.full(n, 1.0)
+    b = np.full(n, 2.0)
+    c = np.full(n, 0.5)
+    tmp = np.empty(min(TRIAD_BLOCK_ELEMENTS, n))
+
+    def copy():
+        np.copyto(c, a)
+
+    def triad():
+        for start in range(0, n, TRIAD_BLOCK_ELEMENTS):
+            stop = min(start + TRIAD_BLOCK_ELEMENTS, n)
+            t = tmp[: stop - start]
+            np.multiply(c[start:stop], TRIAD_SCALAR, out=t)
+            np.add(b[start:stop], t, out=a[start:stop])
+
+    a_matrix = a[: n - n % 512].reshape(-1, 512)
+    x = np.ones(512)
+
+    def read():
+        np.matmul(a_matrix, x)
+
+    return {
+        "read": Timing("read", time_calls(read, repeats), bytes_per_pass=FLOAT64_BYTES * a_matrix.size),
+        "copy": Timing("copy", time_calls(copy, repeats), bytes_per_pass=2 * FLOAT64_BYTES * n),
+        "triad": Timing("triad", time_calls(triad, repeats), bytes_per_pass=3 * FLOAT64_BYTES * n),
+    }
+
+
+def matmul_flops(sizes=(256, 512, 1024), dtype="float32", repeats: int = 3) -> dict[int, Timing]:
+    """FLOP/s of an n × n by n × n matrix multiply for each n in ``sizes``: 2·n³ FLOP per multiply.
+
+    (Exactly n²·(2n − 1); the course's "2 FLOP per multiply-add" convention, as in 2 × N per token.)
+
+    >>> r = matmul_flops(sizes=(64,), repeats=2)
+    >>> r[64].flops_per_pass == 2 * 64**3
+    True
+    """
+    repeats = _positive_int(repeats, "repeats")
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise InvalidConfigurationError(f"dtype must be float32 or float64, got {dtype!r}")
+    rng = np.random.default_rng(0)
+    out = {}
+    for size in sizes:
+        n = _positive_int(size, "matmul size")
+        x = rng.standard_normal((n, n)).astype(dt)
+        y = rng.standard_normal((n, n)).astype(dt)
+        z = np.empty((n, n), dtype=dt)
+        out[n] = Timing(
+            f"matmul {dt.name} {n}",
+            time_calls(lambda x=x, y=y, z=z: np.matmul(x, y, out=z), repeats, warmup=2),
+            flops_per_pass=2.0 * n**3,
+        )
+    return out
+
+
+def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
+    """Time of one tiny numpy call (adding two 1-element arrays), the CPU's analogue of a kernel launch.
+
+    Timed as a loop of ``calls`` calls divided by ``calls`` (one call is too short for the clock); the
+    loop's own cost is included, as it would be in real code. ``times_s`` holds per-call seconds.
+
+    >>> 0 < call_overhead_s(calls=100, repeats=2).min_s < 1e-3
+    True
+    """
+    calls = _positive_int(calls, "calls")
+    x, y, z = np.ones(1), np.ones(1), np.empty(1)
+    add = np.add
+
+    def loop():
+        for _ in range(calls):
+            add(x, y, out=z)
+
+    return Timing("tiny numpy call", tuple(t / calls for t in time_calls(loop, repeats)))
+
+
+def ram_bytes() -> float:
+    """This machine's physical memory (bytes), from the OS; NaN where the OS does not say.
+
+    >>> ram_bytes() > 0
+    True
+    """
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return float("nan")
+
+
+def load_average() -> float:
+    """The OS's 1-minute load average (runnable processes), NaN where unavailable: above the core count
+    means other work competed with the benchmark, and the figures understate the machine.
+
+    >>> load_average() >= 0 or load_average() != load_average()
+    True
+    """
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return float("nan")
+
+
+def machine_name() -> str:
+    """The CPU model as the OS names it (``/proc/cpuinfo`` on Linux), else ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def thread_info() -> dict:
+    """What we honestly know about the threads numpy's BLAS uses.
+
+    Without ``threadpoolctl`` (not a dependency) the BLAS's own thread count cannot be read; OpenBLAS
+    and MKL default to one thread per available core unless an environment variable caps it, so both are
+    reported.
+
+    >>> info = thread_info()
+    >>> info["cpu_count"] >= 1
+    True
+    """
+    info = {
+        "cpu_count": os.cpu_count() or 1,
+        "cores_available_to_process": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1,
+        "env": {
+            k: os.environ[k]
+            for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+            if k in os.environ
+        },
+        "blas": _blas_name(),
+        "blas_threads": None,
+        "blas_threads_source": "unknown (threadpoolctl not installed); the BLAS default is one per core",
+    }
+    try:  # only if it happens to be installed: never a dependency
+        from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
+
+        pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+        if pools:
+            info["blas_threads"] = int(pools[0]["num_threads"])
+            info["blas_threads_source"] = "threadpoolctl"
+    except ImportError:
+        pass
+    return info
+
+
+def _blas_name() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - the build info is optional decoration
+        return "unknown"
+
+
+def measure(quick: bool = True) -> Measurement:
+    """Measure this machine: STREAM bandwidth, fp32/fp64 matmul FLOP/s, ridge point, per-call overhead.
+
+    ``quick=True`` takes a few seconds (128 MB arrays, matmuls up to 1024); ``quick=False`` uses 512 MB
+    arrays and matmuls up to 2048 with more repeats. The headline figures are the *best* pass (the roof
+    the machine can reach); the details keep min and median of every benchmark.
+
+    >>> m = measure(quick=True)      # doctest: +SKIP
+    >>> m.ridge_flop_per_byte > 1     # doctest: +SKIP
+    True
+    """
+    cfg = QUICK if quick else FULL
+    t_start = time.perf_counter()
+    stream = stream_bandwidth(cfg["stream_elements"], cfg["stream_repeats"])
+    mm32 = matmul_flops(cfg["matmul_sizes"], "float32", cfg["repeats"])
+    mm64 = matmul_flops(cfg["matmul_sizes"], "float64", cfg["repeats"])
+    overhead = call_overhead_s(repeats=cfg["repeats"] + 2)
+    bandwidth = max(t.best_bytes_per_s for t in stream.values())
+    peak32 = max(t.best_flops_per_s for t in mm32.values())
+    peak64 = max(t.best_flops_per_s for t in mm64.values())
+    details = {
+        "quick": quick,
+        "machine": machine_name(),
+        "ram_bytes": ram_bytes(),
+        "load_average_1min": load_average(),  # other work on the machine while measuring
+        "stream_array_bytes": cfg["stream_elements"] * FLOAT64_BYTES,
+        "stream": {
+            name: {
+                "bytes_per_pass": t.bytes_per_pass,
+                "best_bytes_per_s": t.best_bytes_per_s,
+                "median_bytes_per_s": t.median_bytes_per_s,
+                "min_s": t.min_s,
+                "median_s": t.median_s,
+                "repeats": len(t.times_s),
+            }
+            for name, t in stream.items()
+        },
+        "matmul": {
+            dtype: {
+                str(n): {
+                    "best_flops_per_s": t.best_flops_per_s,
+                    "median_flops_per_s": t.median_flops_per_s,
+                    "min_s": t.min_s,
+                    "median_s": t.median_s,
+                }
+                for n, t in table.items()
+            }
+            for dtype, table in (("fp32", mm32), ("fp64", mm64))
+        },
+        "call_overhead": {"min_s": overhead.min_s, "median_s": overhead.median_s},
+    }
+    details["elapsed_s"] = time.perf_counter() - t_start
+    return Measurement(
+        memory_bandwidth_bytes_per_s=bandwidth,
+        matmul_flops_per_s=peak32,
+        ridge_flop_per_byte=rl.ridge_point_flop_per_byte(peak32, bandwidth),
+        call_overhead_s=overhead.median_s,
+        matmul_fp64_flops_per_s=peak64,
+        threads=thread_info(),
+        details=details,
+    )

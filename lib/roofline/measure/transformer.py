@@ -1,0 +1,488 @@
+"""A real decoder-only transformer in numpy (Llama architecture), timed against this machine's roofline.
+
+Taught in notebooks/measure_your_machine.ipynb.
+
+The model: token embedding → L × [RMSNorm → attention with RoPE, grouped-query heads (GQA) and a KV cache
+→ residual → RMSNorm → SwiGLU MLP → residual] → RMSNorm → LM head (tied to the embedding by default, as
+in Llama 3.2 1B). Weights are random: a decode step's time depends only on the *shapes* (how many bytes
+are read, how many FLOPs are done), never on the values, so random weights time exactly like trained ones.
+
+The roofline prediction for one decode step of B users at context T is the library's ``decode_step`` on
+this model's shapes and the measured machine (fp32 weights and KV):
+
+    bytes = weight bytes (read once for the whole batch) + B × T × KV bytes per token
+    FLOPs = B × (2 × N + attention over T)
+    floor = max(bytes ÷ measured bandwidth, FLOPs ÷ measured matmul FLOP/s)
+
+``reference_logits`` is a deliberately plain second implementation (no cache, full recompute, loops) that
+the tests compare against.
+
+>>> cfg = TransformerConfig(layers=2, hidden_size=32, attention_heads=4, kv_heads=2, head_dim=8,
+...                         intermediate_size=48, vocab_size=64)
+>>> model = Transformer(cfg, seed=0)
+>>> cache = model.new_cache(batch=2, max_tokens=8)
+>>> model.decode_step([1, 2], cache).shape
+(2, 64)
+>>> cache.length
+1
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import roofline as rl
+from roofline.errors import InvalidConfigurationError
+
+from .bench import Measurement
+
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Shapes of a Llama-architecture decoder (names as in the models table)."""
+
+    layers: int = 12
+    hidden_size: int = 1024
+    attention_heads: int = 16
+    kv_heads: int = 4
+    head_dim: int = 64
+    intermediate_size: int = 2816
+    vocab_size: int = 32_000
+    tied_embeddings: bool = True
+    rope_theta: float = 10_000.0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        for name in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
+                     "intermediate_size", "vocab_size"):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+        if self.attention_heads % self.kv_heads:
+            raise InvalidConfigurationError(
+                f"attention_heads ({self.attention_heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
+        if self.head_dim % 2:
+            raise InvalidConfigurationError(f"head_dim must be even for RoPE, got {self.head_dim}")
+
+    def as_model(self, model_id: str = "numpy-llama") -> rl.Model:
+        """These shapes as a ``roofline.Model``, so the library's formulas (bytes, FLOPs) apply to it.
+
+        >>> rl.parameter_count(SMALL.as_model())   # 8 × 4,981,760 per layer + 32,000 × 512 tied + 512
+        56238592
+        """
+        return rl.Model(
+            id=model_id,
+            name=f"numpy Llama-architecture decoder ({self.layers} layers, d={self.hidden_size})",
+            layers=self.layers,
+            hidden_size=self.hidden_size,
+            attention_heads=self.attention_heads,
+            kv_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            intermediate_size=self.intermediate_size,
+            vocab_size=self.vocab_size,
+            tied_embeddings=self.tied_embeddings,
+            attention_bias=False,
+            experts=1,
+            experts_per_token=1,
+            max_context_tokens=1 << 20,
+            published_parameters=float("nan"),
+            published_active_parameters=None,
+            source="random weights (roofline.measure.transformer)",
+            parameter_source="",
+            note="random weights; timing depends only on shapes",
+        )
+
+    @property
+    def parameter_count(self) -> int:
+        """Stored parameters N (the library's count on these shapes)."""
+        return int(rl.parameter_count(self.as_model()))
+
+
+DEFAULT = TransformerConfig()  # ~168M parameters (0.67 GB in fp32): 12 × 1024, GQA 16/4, tied 32k vocab
+SMALL = TransformerConfig(  # ~56M parameters (0.22 GB): quick enough for the notebook and tests
+    layers=8, hidden_size=512, attention_heads=8, kv_heads=2, head_dim=64, intermediate_size=1408 * 2,
+    vocab_size=32_000,
+)  # fmt: skip
+
+
+class KVCache:
+    """Preallocated K and V for every layer: arrays (B, H_kv, max_tokens, d_h), ``length`` tokens filled."""
+
+    def __init__(self, cfg: TransformerConfig, batch: int, max_tokens: int, dtype=np.float32):
+        for name, value in (("batch", batch), ("max_tokens", max_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+        shape = (batch, cfg.kv_heads, max_tokens, cfg.head_dim)
+        self.k = [np.zeros(shape, dtype=dtype) for _ in range(cfg.layers)]
+        self.v = [np.zeros(shape, dtype=dtype) for _ in range(cfg.layers)]
+        self.batch, self.max_tokens, self.length = batch, max_tokens, 0
+
+    def fill_random(self, context_tokens: int, seed: int = 0) -> KVCache:
+        """Pretend ``context_tokens`` tokens were already processed: random K/V (timing needs only shapes)."""
+        if not 0 <= context_tokens <= self.max_tokens:
+            raise InvalidConfigurationError(
+                f"context_tokens must be between 0 and max_tokens ({self.max_tokens}), got {context_tokens}"
+            )
+        rng = np.random.default_rng(seed)
+        for arr in (*self.k, *self.v):
+            arr[:, :, :context_tokens] = rng.standard_normal(
+                arr[:, :, :context_tokens].shape, dtype=arr.dtype
+            )
+        self.length = context_tokens
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for K and V (bytes)."""
+        return sum(a.nbytes for a in (*self.k, *self.v))
+
+
+class Transformer:
+    """The numpy decoder. Weights are stored (in, out) so a layer is ``x @ W``; fp32 by default."""
+
+    def __init__(self, cfg: TransformerConfig = DEFAULT, seed: int = 0, dtype=np.float32):
+        self.cfg, self.dtype = cfg, np.dtype(dtype)
+        rng = np.random.default_rng(seed)
+        d, q, kv, i = (
+            cfg.hidden_size,
+            cfg.attention_heads * cfg.head_dim,
+            cfg.kv_heads * cfg.head_dim,
+            (cfg.intermediate_size),
+        )
+
+        def w(fan_in, fan_out):  # scaled so activations keep unit size through the layers
+            return (rng.standard_normal((fan_in, fan_out), dtype=np.float32) / np.sqrt(fan_in)).astype(dtype)
+
+        self.embedding = (rng.standard_normal((cfg.vocab_size, d), dtype=np.float32)).astype(dtype)
+        self.layers = [
+            {
+                "attn_norm": (1 + 0.1 * rng.standard_normal(d)).astype(dtype),
+                "wq": w(d, q),
+                "wk": w(d, kv),
+                "wv": w(d, kv),
+                "wo": w(q, d),
+                "mlp_norm": (1 + 0.1 * rng.standard_normal(d)).astype(dtype),
+                "w_gate": w(d, i),
+                "w_up": w(d, i),
+                "w_down": w(i, d),
+            }
+            for _ in range(cfg.layers)
+        ]
+        self.final_norm = (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+        # The LM head multiplies by the embedding's transpose when tied: (d, V) view, no copy.
+        self.lm_head = self.embedding.T if cfg.tied_embeddings else w(d, cfg.vocab_size)
+        half = cfg.head_dim // 2
+        self.inv_freq = cfg.rope_theta ** (-np.arange(half, dtype=np.float64) / half)
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of all stored weights (a tied head counted once) (bytes)."""
+        arrays = [self.embedding, self.final_norm, *(a for layer in self.layers for a in layer.values())]
+        if not self.cfg.tied_embeddings:
+            arrays.append(self.lm_head)
+        return sum(a.nbytes for a in arrays)
+
+    def new_cache(self, batch: int, max_tokens: int) -> KVCache:
+        """An empty KV cache for ``batch`` users and up to ``max_tokens`` tokens each."""
+        return KVCache(self.cfg, batch, max_tokens, self.dtype)
+
+    def _rms_norm(self, x, weight):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.cfg.norm_eps) * weight
+
+    def _rope(self, x, positions):
+        """Rotate (…, S, d_h) by position, Llama's "rotate half" layout: pairs (j, j + d_h/2)."""
+        angles = np.outer(positions, self.inv_freq)  # (S, d_h/2)
+        cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    def forward(self, tokens, cache: KVCache) -> np.ndarray:
+        """Process ``tokens`` (B, S) after the ``cache.length`` tokens already cached; append their K/V.
+
+        Returns logits (B, S, V). S = 1 is a decode step; S > 1 is a prefill (causal within the chunk).
+        """
+        cfg = self.cfg
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2 or tokens.shape[0] != cache.batch:
+            raise InvalidConfigurationError(
+                f"tokens must have shape (batch={cache.batch}, S), got {tokens.shape}"
+            )
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= cfg.vocab_size):
+            raise InvalidConfigurationError(f"token ids must be in [0, {cfg.vocab_size}), got {tokens}")
+        b, s = tokens.shape
+        start, stop = cache.length, cache.length + s
+        if stop > cache.max_tokens:
+            raise InvalidConfigurationError(
+                f"the KV cache holds {cache.max_tokens} tokens; {start} cached + {s} new do not fit"
+            )
+        h, hkv, hd = cfg.attention_heads, cfg.kv_heads, cfg.head_dim
+        group = h // hkv
+        positions = np.arange(start, stop)
+        # Causal mask over (new query, all keys so far): query i sees keys ≤ start + i.
+        mask = np.arange(stop)[None, :] > positions[:, None]  # (S, T)
+        x = self.embedding[tokens]  # (B, S, d): a gather, not a matmul
+        for layer, k_cache, v_cache in zip(self.layers, cache.k, cache.v, strict=True):
+            a = self._rms_norm(x, layer["attn_norm"])
+            q = (a @ layer["wq"]).reshape(b, s, h, hd).transpose(0, 2, 1, 3)  # (B, H, S, d_h)
+            k = (a @ layer["wk"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)  # (B, H_kv, S, d_h)
+            v = (a @ layer["wv"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)
+            k_cache[:, :, start:stop] = self._rope(k, positions)
+            v_cache[:, :, start:stop] = v
+            q = self._rope(q, positions)
+            # GQA: the `group` query heads sharing one KV head become rows of one matrix product.
+            qg = q.reshape(b, hkv, group * s, hd)
+            scores = qg @ k_cache[:, :, :stop].transpose(0, 1, 3, 2) / np.sqrt(hd)  # (B, H_kv, G·S, T)
+            scores = scores.reshape(b, hkv, group, s, stop)
+            scores = np.where(mask, -np.inf, scores)
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            probs = (scores / scores.sum(axis=-1, keepdims=True)).reshape(b, hkv, group * s, stop)
+            attn = (probs @ v_cache[:, :, :stop]).reshape(b, h, s, hd).transpose(0, 2, 1, 3)
+            x = x + attn.reshape(b, s, h * hd) @ layer["wo"]
+            m = self._rms_norm(x, layer["mlp_norm"])
+            gate = m @ layer["w_gate"]
+            x = x + (gate / (1 + np.exp(-gate)) * (m @ layer["w_up"])) @ layer["w_down"]  # SwiGLU
+        cache.length = stop
+        return self._rms_norm(x, self.final_norm) @ self.lm_head
+
+    def decode_step(self, tokens, cache: KVCache) -> np.ndarray:
+        """One decode step: one new token per user, ``tokens`` shape (B,); returns logits (B, V)."""
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1:
+            raise InvalidConfigurationError(
+                f"decode_step takes one token per user, shape (B,), got {tokens.shape}"
+            )
+        return self.forward(tokens[:, None], cache)[:, 0]
+
+
+def reference_logits(model: Transformer, tokens) -> np.ndarray:
+    """Logits (B, S, V) for the whole sequence ``tokens`` (B, S), recomputed from scratch with plain loops.
+
+    No KV cache, no batching tricks, no GQA reshapes: every query head looks up its KV head by index and
+    attends position by position. In float64, so it is the trusted side of the comparison. Slow: tiny
+    shapes only.
+    """
+    cfg = model.cfg
+    tokens = np.asarray(tokens)
+    h, hkv, hd = cfg.attention_heads, cfg.kv_heads, cfg.head_dim
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+
+    def rms_norm(vec, weight):
+        return vec / np.sqrt(np.mean(vec**2) + cfg.norm_eps) * f64(weight)
+
+    def rope(vec, pos):
+        out = np.empty_like(vec)
+        half = hd // 2
+        for j in range(half):
+            angle = pos * cfg.rope_theta ** (-j / half)
+            out[j] = vec[j] * np.cos(angle) - vec[j + half] * np.sin(angle)
+            out[j + half] = vec[j + half] * np.cos(angle) + vec[j] * np.sin(angle)
+        return out
+
+    batch, seq = tokens.shape
+    logits = np.empty((batch, seq, cfg.vocab_size))
+    for bi in range(batch):
+        xs = [f64(model.embedding[t]) for t in tokens[bi]]
+        for layer in model.layers:
+            keys, values, queries = [], [], []
+            for pos, x in enumerate(xs):
+                a = rms_norm(x, layer["attn_norm"])
+                q, k, v = a @ f64(layer["wq"]), a @ f64(layer["wk"]), a @ f64(layer["wv"])
+                queries.append([rope(q[i * hd : (i + 1) * hd], pos) for i in range(h)])
+                keys.append([rope(k[i * hd : (i + 1) * hd], pos) for i in range(hkv)])
+                values.append([v[i * hd : (i + 1) * hd] for i in range(hkv)])
+            new_xs = []
+            for pos, x in enumerate(xs):
+                heads = []
+                for i in range(h):
+                    kv_head = i // (h // hkv)
+                    s = np.array([queries[pos][i] @ keys[j][kv_head] / np.sqrt(hd) for j in range(pos + 1)])
+                    p = np.exp(s - s.max())
+                    p /= p.sum()
+                    heads.append(sum(p[j] * values[j][kv_head] for j in range(pos + 1)))
+                x = x + np.concatenate(heads) @ f64(layer["wo"])
+                m = rms_norm(x, layer["mlp_norm"])
+                gate, up = m @ f64(layer["w_gate"]), m @ f64(layer["w_up"])
+                x = x + (gate / (1 + np.exp(-gate)) * up) @ f64(layer["w_down"])
+                new_xs.append(x)
+            xs = new_xs
+        for pos, x in enumerate(xs):
+            logits[bi, pos] = rms_norm(x, model.final_norm) @ f64(model.lm_head)
+    return logits
+
+
+# --------------------------------------------------------------------------------------------------
+# Timing decode against the roofline
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeTiming:
+    """Measured decode step times over a grid of batch (rows) × context (columns), seconds."""
+
+    batch: np.ndarray  # users, shape (nB,)
+    context_tokens: np.ndarray  # tokens, shape (nT,)
+    min_s: np.ndarray  # shape (nB, nT)
+    median_s: np.ndarray  # shape (nB, nT)
+    repeats: int
+    warmup: int
+
+
+def _check_sizes(values, name: str, minimum: int) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values))
+    if arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < minimum):
+        raise InvalidConfigurationError(f"{name} must be whole numbers >= {minimum}, got {values!r}")
+    return arr.astype(int)
+
+
+def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: int = 5, warmup: int = 1):
+    """Time ``repeats`` decode steps at each (batch, context) after ``warmup`` untimed ones (s).
+
+    The KV cache is filled with ``context_tokens`` random tokens (timing needs only shapes); each timed
+    step appends one token, then the length is reset so every repeat sees the same context. The clock is
+    ``time.perf_counter`` around the whole step, KV append included.
+
+    >>> m = Transformer(TransformerConfig(layers=1, hidden_size=32, attention_heads=2, kv_heads=1,
+    ...                 head_dim=16, intermediate_size=64, vocab_size=100))
+    >>> t = time_decode(m, batch=[1, 2], context_tokens=[0, 8], repeats=2)
+    >>> t.min_s.shape, bool((t.min_s <= t.median_s).all())
+    ((2, 2), True)
+    """
+    batches = _check_sizes(batch, "batch", 1)
+    contexts = _check_sizes(context_tokens, "context_tokens", 0)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise InvalidConfigurationError(f"repeats must be a positive whole number, got {repeats!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise InvalidConfigurationError(f"warmup must be a whole number >= 0, got {warmup!r}")
+    mins = np.empty((batches.size, contexts.size))
+    meds = np.empty_like(mins)
+    rng = np.random.default_rng(1)
+    for i, b in enumerate(batches):
+        cache = model.new_cache(int(b), int(contexts.max()) + 1)
+        for j, t in enumerate(contexts):
+            cache.fill_random(int(t))
+            tokens = rng.integers(0, model.cfg.vocab_size, size=int(b))
+            times = []
+            for r in range(warmup + repeats):
+                t0 = time.perf_counter()
+                model.decode_step(tokens, cache)
+                dt = time.perf_counter() - t0
+                cache.length = int(t)
+                if r >= warmup:
+                    times.append(dt)
+            mins[i, j], meds[i, j] = min(times), float(np.median(times))
+    return DecodeTiming(batches, contexts, mins, meds, repeats, warmup)
+
+
+def roofline_prediction(cfg: TransformerConfig, machine: Measurement | rl.GPU, batch=1, context_tokens=0):
+    """The roofline floor for one decode step of this numpy model on the measured machine.
+
+    The library's ``decode_step`` on ``cfg``'s shapes with fp32 weights and KV: bytes = all weight bytes
+    (the tied embedding is the LM head, read in full) + B × T × KV bytes per token; FLOPs = B × (2N +
+    attention over T). Arrays broadcast like ``rl.decode_step``.
+
+    >>> from roofline.measure.bench import Measurement
+    >>> machine = Measurement(20e9, 100e9, 5.0, 1e-6, 50e9)   # 20 GB/s, 100 GFLOP/s
+    >>> s = roofline_prediction(SMALL, machine, batch=1, context_tokens=0)
+    >>> round(s.step_time_s * 1e3, 2)       # 56,238,592 params × 4 bytes ÷ 20 GB/s
+    11.25
+    >>> s.binding
+    'memory'
+    """
+    gpu = machine.as_gpu() if isinstance(machine, Measurement) else machine
+    return rl.decode_step(
+        cfg.as_model(), gpu, batch, context_tokens, weight_precision="fp32", kv_precision="fp32",
+        on_overflow="mask",
+    )  # fmt: skip
+
+
+def achieved_mbu(cfg: TransformerConfig, machine: Measurement, step_time_s, batch=1, context_tokens=0):
+    """Memory-bandwidth utilization of measured decode steps: bytes the step must read ÷ (time × bandwidth).
+
+    >>> from roofline.measure.bench import Measurement
+    >>> machine = Measurement(20e9, 100e9, 5.0, 1e-6, 50e9)
+    >>> round(achieved_mbu(SMALL, machine, 22.5e-3), 2)   # twice the 11.25 ms floor
+    0.5
+    """
+    s = roofline_prediction(cfg, machine, batch, context_tokens)
+    return rl.mbu(s.bytes_read, step_time_s, machine.memory_bandwidth_bytes_per_s)
+
+
+# --------------------------------------------------------------------------------------------------
+# Lesson 06's benchmark bugs, reproduced for real
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchmarkBugs:
+    """Each bug's wrong figure next to the right one (seconds or tokens/s)."""
+
+    cold_first_step_s: float  # no warm-up: the first step after building the cache
+    warm_median_step_s: float  # the right figure: median of steps after warm-up
+    process_time_step_s: float  # wrong clock: CPU time of all threads (time.process_time)
+    perf_counter_step_s: float  # right clock: wall time (time.perf_counter), same steps
+    prompt_tokens: int
+    generated_tokens: int
+    batch: int
+    tokens_per_s_wrong: float  # (prompt + generated) tokens ÷ total time: prompt counted as output
+    tokens_per_s_right: float  # generated tokens ÷ decode time
+
+
+def reproduce_benchmark_bugs(
+    model: Transformer, batch: int = 1, prompt_tokens: int = 64, generated_tokens: int = 8, steps: int = 5
+) -> BenchmarkBugs:
+    """Run the three mistakes of lesson 06 on the real model and measure each next to the right way.
+
+    1. No warm-up: the first decode step on a fresh cache (first touch of its memory pages, BLAS threads
+       waking up) is timed as if it were typical.
+    2. Wrong clock: ``time.process_time`` adds up the CPU time of *every* thread of the process, so a
+       step run by 2 BLAS threads reads up to twice its wall time (or less, if a thread slept).
+    3. Prompt tokens counted as output: a generation of P prompt + G new tokens, timed end to end, with
+       (P + G) ÷ time reported as "tokens/s"; the prefill does P tokens in one matrix-matrix pass, far
+       cheaper per token than decode.
+    """
+    for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens),
+                        ("generated_tokens", generated_tokens), ("steps", steps)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(0, model.cfg.vocab_size, size=batch)
+
+    # 1. cold vs warm: a brand-new cache, timed from its first step.
+    cache = model.new_cache(batch, prompt_tokens + generated_tokens + steps + 2)
+    t0 = time.perf_counter()
+    model.decode_step(tokens, cache)
+    cold = time.perf_counter() - t0
+    warm, cpu = [], []
+    for _ in range(steps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        model.decode_step(tokens, cache)
+        warm.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+
+    # 3. prompt tokens counted as output: prefill P tokens, then decode G, timed end to end.
+    cache = model.new_cache(batch, prompt_tokens + generated_tokens + 1)
+    prompt = rng.integers(0, model.cfg.vocab_size, size=(batch, prompt_tokens))
+    model.forward(prompt[:, :1], model.new_cache(batch, 1))  # warm the code path (not the cache)
+    t0 = time.perf_counter()
+    logits = model.forward(prompt, cache)[:, -1]
+    t_prefill = time.perf_counter() - t0
+    for _ in range(generated_tokens):
+        logits = model.decode_step(np.argmax(logits, axis=-1), cache)
+    t_total = time.perf_counter() - t0
+    return BenchmarkBugs(
+        cold_first_step_s=cold,
+        warm_median_step_s=float(np.median(warm)),
+        process_time_step_s=float(np.median(cpu)),
+        perf_counter_step_s=float(np.median(warm)),
+        prompt_tokens=prompt_tokens,
+        generated_tokens=generated_tokens,
+        batch=batch,
+        tokens_per_s_wrong=batch * (prompt_tokens + generated_tokens) / t_total,
+        tokens_per_s_right=batch * generated_tokens / (t_total - t_prefill),
+    )

@@ -1,0 +1,170 @@
+"""Your machine everywhere: save a measurement as a user GPU row that every explorer and command can use.
+
+Taught in notebooks/measure_your_machine.ipynb (``roofline measure --save my-laptop``).
+
+The user table lives outside the project, never in its ``data/``:
+
+- ``$SPEED_PHYSICS_HOME/gpus.toml`` if ``SPEED_PHYSICS_HOME`` is set, else
+- ``$XDG_CONFIG_HOME/speed-physics/gpus.toml`` if ``XDG_CONFIG_HOME`` is set, else
+- ``~/.config/speed-physics/gpus.toml``.
+
+It has the schema of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gpus()`` appends its rows to
+the project's. A user id equal to a project id is an error. After writing the file, call
+``reload_tables()`` (``save_user_gpu`` does) so the cached tables see it.
+
+>>> import os, tempfile
+>>> os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp()
+>>> load_user_gpu_rows()
+[]
+>>> del os.environ["SPEED_PHYSICS_HOME"]
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from roofline.data import user_data_dir
+from roofline.errors import InvalidConfigurationError
+
+HOME_ENV = "SPEED_PHYSICS_HOME"
+TABLE_NAME = "gpus.toml"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+_HEADER = (
+    "# Your own GPU rows for Speed Physics (same schema as the project's data/gpus.toml).\n"
+    "# Written by `roofline measure --save NAME`; edit by hand if you like. Units as data/README.md says.\n"
+)
+
+
+def user_gpu_table_path() -> Path:
+    """Path of the user's ``gpus.toml`` (it may not exist yet).
+
+    >>> user_gpu_table_path().name
+    'gpus.toml'
+    """
+    return user_data_dir() / TABLE_NAME
+
+
+def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
+    """The user's GPU rows as raw TOML tables (the loader in ``roofline.data`` converts them); [] if none.
+
+    A broken file raises ``InvalidConfigurationError`` naming the file.
+    """
+    path = Path(path) if path is not None else user_gpu_table_path()
+    if not path.is_file():
+        return []
+    try:
+        with open(path, "rb") as f:
+            rows = tomllib.load(f).get("gpu", [])
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidConfigurationError(f"the user GPU table {path} is not valid TOML: {exc}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "id" in r for r in rows):
+        raise InvalidConfigurationError(f"the user GPU table {path} needs [[gpu]] tables, each with an id")
+    return rows
+
+
+def check_name(name: str) -> str:
+    """A valid user GPU id: lowercase letters, digits, ``.``, ``_``, ``-``; 1–40 characters; returned as is.
+
+    >>> check_name("my-laptop")
+    'my-laptop'
+    >>> check_name("My Laptop!")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: ...lowercase letters, digits...
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise InvalidConfigurationError(
+            f"a saved machine's name must be 1-40 characters of lowercase letters, digits, '.', '_' or '-', "
+            f"starting with a letter or digit (like 'my-laptop'); got {name!r}"
+        )
+    return name
+
+
+def reload_tables() -> None:
+    """Forget the cached GPU table so the next ``rl.gpus()`` / ``rl.get_gpu()`` reads the files again."""
+    from roofline import data
+
+    data.clear_cache()
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def measurement_row(name: str, measurement, date: datetime.date | None = None) -> dict:
+    """The ``[[gpu]]`` row for a ``bench.Measurement``, in the table's units (GB, TB/s, TFLOPS)."""
+    from .bench import machine_name  # numbers layer below; no cycle
+
+    date = date or datetime.date.today()
+    d = measurement.details
+    stream = d.get("stream", {})
+    stream_text = ", ".join(
+        f"{k} {v['best_bytes_per_s'] / 1e9:.1f} GB/s best / {v['median_bytes_per_s'] / 1e9:.1f} median"
+        for k, v in stream.items()
+    )
+    threads = measurement.threads
+    return {
+        "id": check_name(name),
+        "name": f"{machine_name()} (measured)",
+        "vendor": "measured",
+        "form_factor": "CPU",
+        "memory_gb": round(d.get("ram_bytes", float("nan")) / 1e9, 3),
+        "memory_type": "system RAM",
+        "memory_bandwidth_tb_per_s": measurement.memory_bandwidth_bytes_per_s / 1e12,
+        "dense_tflops": {
+            "fp32": measurement.matmul_flops_per_s / 1e12,
+            "fp64": measurement.matmul_fp64_flops_per_s / 1e12,
+        },
+        "interconnect": "none",
+        "interconnect_gb_per_s": 0.0,
+        "power_w": 0.0,
+        "source": f"measured on this machine by roofline measure, {date.isoformat()}",
+        "note": (
+            f"Measured with numpy ({'quick' if d.get('quick') else 'full'} run): memory bandwidth = best "
+            f"streaming kernel ({stream_text}; STREAM byte counting); dense_tflops = best numpy matmul "
+            f"(n x n, 2n^3 FLOP) in fp32 and fp64; {threads.get('cpu_count')} logical CPUs, BLAS "
+            f"{threads.get('blas')}, threads {threads.get('blas_threads') or 'default (one per core)'}. "
+            f"memory_gb = this machine's RAM. No bf16/fp8 math measured: use weight_precision='fp32'. "
+            f"interconnect and power not measured (0)."
+        ),
+    }
+
+
+def save_user_gpu(name: str, measurement, path: Path | None = None) -> Path:
+    """Write (or replace) the row ``name`` in the user's GPU table; return the file's path.
+
+    Refuses a name the project's table already uses. Never writes into the project's ``data/``.
+    """
+    from roofline.data import DATA_DIR
+
+    check_name(name)
+    with open(DATA_DIR / TABLE_NAME, "rb") as f:
+        project_ids = {r["id"] for r in tomllib.load(f)["gpu"]}
+    if name in project_ids:
+        raise InvalidConfigurationError(
+            f"{name!r} is a GPU id in the project's table ({DATA_DIR / TABLE_NAME}); choose another name"
+        )
+    path = Path(path) if path is not None else user_gpu_table_path()
+    if path.resolve().parent == DATA_DIR.resolve():
+        raise InvalidConfigurationError(f"refusing to write into the project's data directory {DATA_DIR}")
+    rows = [r for r in load_user_gpu_rows(path) if r["id"] != name]
+    rows.append(measurement_row(name, measurement))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = _HEADER + "".join(
+        "\n[[gpu]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in row.items()) for row in rows
+    )
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)  # atomic: a reader never sees half a file
+    reload_tables()
+    return path
