@@ -78,7 +78,10 @@ class StepCostModel:
         self.gpu = rl.get_gpu(gpu)
         if int(num_gpus) != num_gpus or num_gpus < 1:
             raise rl.InvalidConfigurationError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
-        for name, value in (("bandwidth_fraction", bandwidth_fraction), ("compute_fraction", compute_fraction)):
+        for name, value in (
+            ("bandwidth_fraction", bandwidth_fraction),
+            ("compute_fraction", compute_fraction),
+        ):
             if not 0 < value <= 1:
                 raise rl.InvalidConfigurationError(f"{name} must be in (0, 1], got {value!r}")
         if step_overhead_s < 0:

@@ -129,7 +129,9 @@ def sustainable_rate_per_s(
     p, o = float(input_tokens), max(float(output_tokens), 1.0)
     b = max(1, min(int(max_batch), int(kv_tokens // max(p + o, 1))))
     s = max(1, min(int(pipeline_stages), b))
-    prefill_s = cost.time_s(max(p, 1), 1, 0, p * (p - 1) / 2, p) if p > 0 else 0.0
+    prefill_s = cost.time_s(
+        max(p, 1.0), 1, 0, max(p * (p - 1) / 2, 0.0), p
+    )  # an empty prompt: one start token
     decode_s = (o - 1) * cost.decode_time_s(b / s, p + o / 2) / b
     if decode_workers > 0:
         return min(workers / max(prefill_s, 1e-300), decode_workers / max(decode_s, 1e-300))
@@ -350,13 +352,22 @@ def simulate(
     if not 0 <= prefix_hit_rate < 1:
         raise rl.InvalidConfigurationError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
     if not max_sim_time_s > 0 or not np.isfinite(max_sim_time_s):
-        raise rl.InvalidConfigurationError(f"max_sim_time_s must be a finite time > 0, got {max_sim_time_s!r}")
+        raise rl.InvalidConfigurationError(
+            f"max_sim_time_s must be a finite time > 0, got {max_sim_time_s!r}"
+        )
     if (prefill_workers > 0) != (decode_workers > 0):
-        raise rl.InvalidConfigurationError("disaggregated serving needs both prefill_workers and decode_workers")
+        raise rl.InvalidConfigurationError(
+            "disaggregated serving needs both prefill_workers and decode_workers"
+        )
 
     if cost is None:
         cost = engine_cost_model(
-            engine, model, gpu, num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision
+            engine,
+            model,
+            gpu,
+            num_gpus=num_gpus,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
         )
     m, g = cost.model, cost.gpu
     gpus_per_worker = cost.num_gpus * int(pipeline_stages)
@@ -389,7 +400,9 @@ def simulate(
             load = "poisson"
         else:
             if int(concurrency) != concurrency or concurrency < 1:
-                raise rl.InvalidConfigurationError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+                raise rl.InvalidConfigurationError(
+                    f"concurrency must be a whole number >= 1, got {concurrency!r}"
+                )
             arr = np.full(n, np.nan)
             arr[: min(n, int(concurrency))] = 0.0
             load = "closed"
