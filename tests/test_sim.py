@@ -34,9 +34,14 @@ def test_everyone_at_zero_without_prefill_matches_decode_step_exactly(
     # U users at t = 0, empty prompts: step j (j = 0 … O−1) is a decode step of U users attending to j
     # tokens; lesson 25's continuous batching with the context growing one token per step.
     r = sim.simulate(
-        model, gpu, concurrency=users, requests=users, input_tokens=0, output_tokens=output_tokens,
+        model,
+        gpu,
+        concurrency=users,
+        requests=users,
+        input_tokens=0,
+        output_tokens=output_tokens,
         num_gpus=num_gpus,
-    )  # fmt: skip
+    )
     steps = np.asarray(
         rl.decode_step(
             model, gpu, batch=users, context_tokens=np.arange(output_tokens), num_gpus=num_gpus
@@ -88,9 +93,15 @@ def test_disaggregated_single_request_by_hand():
     # prefill worker: 500-token prompt (compute-bound), then 500 × 128 KiB over NVLink + 1 ms, then the decode
     # worker makes tokens 2…4 at contexts 500, 501, 502 (memory-bound: weights + context × KV)
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=500, output_tokens=4,
-        prefill_workers=1, decode_workers=1,
-    )  # fmt: skip
+        "llama-3-8b",
+        "h100-sxm",
+        concurrency=1,
+        requests=1,
+        input_tokens=500,
+        output_tokens=4,
+        prefill_workers=1,
+        decode_workers=1,
+    )
     prefill_s = (2 * N_ACTIVE * 500 + ATTN * 500 * 499 / 2) / PEAK
     transfer_s = 500 * KV / LINK + 1e-3
     decode_s = sum((W8B + c * KV) / BW for c in (500, 501, 502))
@@ -150,9 +161,14 @@ def test_littles_law_on_a_long_poisson_run():
     # for, not the one measured) times the mean time in the system.
     rate = 40.0
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=rate, requests=8000, seed=3,
-        input_tokens=sim.LengthSpec("lognormal", 400, sigma=0.6), output_tokens=sim.LengthSpec("uniform", low=20, high=200),
-    )  # fmt: skip
+        "llama-3-8b",
+        "h100-sxm",
+        rate_per_s=rate,
+        requests=8000,
+        seed=3,
+        input_tokens=sim.LengthSpec("lognormal", 400, sigma=0.6),
+        output_tokens=sim.LengthSpec("uniform", low=20, high=200),
+    )
     assert r.requests_completed == r.requests and not r.unstable
     # N(t) = arrivals so far − departures so far, sampled evenly over the arrival window
     grid = np.linspace(r.arrival_s.min(), r.arrival_s.max(), 200_001)
@@ -273,9 +289,13 @@ def test_fast_simulator_equals_the_naive_per_token_loop():
     out = rng.integers(1, 80, 150)
     for chunk, budget in ((None, 8192), (128, 512)):
         fast = sim.simulate(
-            "llama-3-8b", "h100-sxm", trace=dict(arrival_s=arrival, input_tokens=inp, output_tokens=out),
-            requests=150, chunk_tokens=chunk, token_budget=budget,
-        )  # fmt: skip
+            "llama-3-8b",
+            "h100-sxm",
+            trace=dict(arrival_s=arrival, input_tokens=inp, output_tokens=out),
+            requests=150,
+            chunk_tokens=chunk,
+            token_budget=budget,
+        )
         slow = sim.simulate_naive(
             "llama-3-8b", "h100-sxm", arrival, inp, out, chunk_tokens=chunk, token_budget=budget
         )
@@ -327,9 +347,17 @@ def test_bad_input_raises_library_errors():
 )
 def test_every_request_is_causal(rate, requests, inp, out, chunk, cap, priority, seed):
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=rate, requests=requests, input_tokens=sim.LengthSpec("uniform", low=0, high=inp),
-        output_tokens=out, chunk_tokens=chunk, kv_capacity=cap, priority=priority, seed=seed,
-    )  # fmt: skip
+        "llama-3-8b",
+        "h100-sxm",
+        rate_per_s=rate,
+        requests=requests,
+        input_tokens=sim.LengthSpec("uniform", low=0, high=inp),
+        output_tokens=out,
+        chunk_tokens=chunk,
+        kv_capacity=cap,
+        priority=priority,
+        seed=seed,
+    )
     done = np.isfinite(r.finish_s)
     assert r.requests_completed == done.sum() <= requests
     assert np.all(r.e2e_s[done] >= r.ttft_s[done])

@@ -23,4 +23,20 @@ from .engine import (
 from .naive import simulate_naive
 from .workload import LengthSpec, poisson_arrivals_s, sample_lengths
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    "ENGINES",
+    "PRIORITIES",
+    "CapacityPlan",
+    "LengthSpec",
+    "SimResult",
+    "StepCostModel",
+    "engine_cost_model",
+    "kv_capacity_tokens",
+    "percentiles",
+    "plan_capacity",
+    "poisson_arrivals_s",
+    "sample_lengths",
+    "simulate",
+    "simulate_naive",
+    "sustainable_rate_per_s",
+]

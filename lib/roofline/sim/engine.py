@@ -239,7 +239,7 @@ def percentiles(x) -> dict:
     x = x[np.isfinite(x)]
     if x.size == 0:
         return {f"p{q}": float("nan") for q in PERCENTILES}
-    return {f"p{q}": float(v) for q, v in zip(PERCENTILES, np.percentile(x, PERCENTILES))}
+    return {f"p{q}": float(v) for q, v in zip(PERCENTILES, np.percentile(x, PERCENTILES), strict=True)}
 
 
 class _Worker:
@@ -559,7 +559,7 @@ def simulate(
                 if w.log is not None:
                     starts = np.concatenate(([t], ends[:-1]))
                     used = w.kv_used + b_ * np.arange(k)
-                    w.log.extend(zip(starts, dts, used, [0] * k, [b_] * k, [len(w.waiting)] * k))
+                    w.log.extend(zip(starts, dts, used, [0] * k, [b_] * k, [len(w.waiting)] * k, strict=True))
                 steps += k
                 w.busy = True
                 heapq.heappush(events, (float(ends[-1]), seq, 1, w.index, (ids, take, k)))
@@ -650,15 +650,36 @@ def simulate(
 
     return _summarise(
         locals_=dict(
-            m=m, g=g, cost=cost, load=load, rate_per_s=rate_per_s, concurrency=concurrency, n=n,
-            arr=arr, admitted=admitted, first=first, finish=finish, inp=inp, outp=outp, workers=workers,
-            num_gpus_total=num_gpus_total, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-            usd_per_gpu_hour=usd_per_gpu_hour, preemptions=preemptions, steps=steps, cap=cap,
-            truncated=truncated, max_batch=max_batch, entry=len(entry), t_end=t_now, stages=stages,
+            m=m,
+            g=g,
+            cost=cost,
+            load=load,
+            rate_per_s=rate_per_s,
+            concurrency=concurrency,
+            n=n,
+            arr=arr,
+            admitted=admitted,
+            first=first,
+            finish=finish,
+            inp=inp,
+            outp=outp,
+            workers=workers,
+            num_gpus_total=num_gpus_total,
+            slo_ttft_s=slo_ttft_s,
+            slo_tpot_s=slo_tpot_s,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            preemptions=preemptions,
+            steps=steps,
+            cap=cap,
+            truncated=truncated,
+            max_batch=max_batch,
+            entry=len(entry),
+            t_end=t_now,
+            stages=stages,
             decode_workers=len(decoders),
             max_sim_time_s=max_sim_time_s,
         )
-    )  # fmt: skip
+    )
 
 
 def _summarise(locals_: dict) -> SimResult:
@@ -712,7 +733,8 @@ def _summarise(locals_: dict) -> SimResult:
                 f"{sustainable:.3g} req/s"
             )
     if v["truncated"] and not message:
-        message = f"stopped at max_sim_time_s = {v['max_sim_time_s']:g} s with {v['n'] - n_done} requests unfinished"
+        left = v["n"] - n_done
+        message = f"stopped at max_sim_time_s = {v['max_sim_time_s']:g} s with {left} requests unfinished"
     log = np.asarray(workers[0].log if workers[0].log else np.zeros((0, 6)), dtype=float).reshape(-1, 6)
     return SimResult(
         model_id=v["m"].id,
