@@ -55,8 +55,8 @@ def simulate_naive(
     finish = [None] * n
     order = sorted(range(n), key=lambda i: (arrival[i], i))
     waiting, running = [], []
-    nxt, t, steps = 0, 0.0, 0
-    while len([f for f in finish if f is not None]) < n:
+    nxt, t, steps, finished = 0, 0.0, 0, 0
+    while finished < n:
         while nxt < n and arrival[order[nxt]] <= t:
             waiting.append(order[nxt])
             nxt += 1
@@ -108,6 +108,7 @@ def simulate_naive(
                     first[r] = t
                 if made[r] == answer[r]:
                     finish[r] = t
+                    finished += 1
                     running.remove(r)
                 else:
                     known[r] += 1
