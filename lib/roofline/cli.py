@@ -731,6 +731,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
     p.set_defaults(handler=cmd_list)
+    # --- issue 13: `serve`, the serving simulator (lib/roofline/apps/cli_serve.py) ---
+    from roofline.apps import cli_serve
+
+    cli_serve.add_parser(sub)
     return parser
 
 
