@@ -10,7 +10,7 @@ notebooks/serving_validation.ipynb. Numbers only (numpy + standard library); the
 8
 """
 
-from .capacity import CapacityPlan, plan_capacity
+from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
 from .cost import ENGINES, StepCostModel, engine_cost_model
 from .engine import (
     PRIORITIES,
@@ -28,6 +28,8 @@ __all__ = [
     "PRIORITIES",
     "CapacityPlan",
     "LengthSpec",
+    "LoadSweep",
+    "latency_vs_load",
     "SimResult",
     "StepCostModel",
     "engine_cost_model",

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 import roofline as rl
 
 from .engine import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, simulate
@@ -112,4 +114,58 @@ def plan_capacity(
             rl.cost_per_million_tokens_usd(r1.usd_per_gpu_hour, r1.throughput_output_tokens_per_s, gpus)
         ),
         tried=tuple(tried),
+    )
+
+
+@dataclass(frozen=True)
+class LoadSweep:
+    """Latency percentiles against arrival rate (the hockey stick). Arrays over ``rates_per_s``."""
+
+    rates_per_s: object  # requests/s asked for
+    sustainable_rate_per_s: float  # closed-form estimate
+    ttft_p50_s: object
+    ttft_p99_s: object
+    tpot_p50_s: object
+    tpot_p99_s: object
+    throughput_output_tokens_per_s: object
+    unstable: object  # bool per rate
+
+
+def latency_vs_load(
+    model,
+    gpu,
+    load_fractions=(0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1),
+    *,
+    input_tokens=512,
+    output_tokens=128,
+    requests: int = 600,
+    seed: int = 0,
+    **simulate_kwargs,
+) -> LoadSweep:
+    """Simulate Poisson loads at the given fractions of the closed-form sustainable rate and collect the
+    p50/p99 TTFT and TPOT (s). Past about 1.0 the queue grows without bound: latency is then set by how
+    long the run lasts (``requests``), not by the server, and ``unstable`` is True.
+
+    >>> s = latency_vs_load("llama-3-8b", "h100-sxm", (0.2, 0.9), requests=300)
+    >>> bool(s.ttft_p99_s[1] > s.ttft_p99_s[0])
+    True
+    """
+    probe = simulate(model, gpu, rate_per_s=1.0, requests=1, input_tokens=input_tokens,
+                     output_tokens=output_tokens, **simulate_kwargs)  # fmt: skip
+    sustainable = probe.sustainable_rate_per_s
+    rates = np.asarray(load_fractions, dtype=float) * sustainable
+    runs = [
+        simulate(model, gpu, rate_per_s=float(x), requests=requests, input_tokens=input_tokens,
+                 output_tokens=output_tokens, seed=seed, record_timeline=False, **simulate_kwargs)
+        for x in rates
+    ]  # fmt: skip
+    return LoadSweep(
+        rates_per_s=rates,
+        sustainable_rate_per_s=sustainable,
+        ttft_p50_s=np.array([r.ttft_s_percentiles["p50"] for r in runs]),
+        ttft_p99_s=np.array([r.ttft_s_percentiles["p99"] for r in runs]),
+        tpot_p50_s=np.array([r.tpot_s_percentiles["p50"] for r in runs]),
+        tpot_p99_s=np.array([r.tpot_s_percentiles["p99"] for r in runs]),
+        throughput_output_tokens_per_s=np.array([r.throughput_output_tokens_per_s for r in runs]),
+        unstable=np.array([r.unstable for r in runs]),
     )

@@ -78,7 +78,7 @@ def simulate_naive(
             rest = known[r] - cached[r]
             want = rest if chunk_tokens is None else min(rest, chunk_tokens)
             if chunk_tokens is None:
-                got = want if (want <= budget or (not plan and not any_prompt_yet)) else 0
+                got = want if (want <= budget or not any_prompt_yet) else 0
                 if got == 0:
                     budget = 0
             else:
