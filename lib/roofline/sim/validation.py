@@ -76,11 +76,14 @@ def load_measured_rows(path=MEASURED_CSV) -> list[dict]:
     return out
 
 
-def simulate_row(row: dict, rounds: int = 2, cost_kwargs: dict | None = None) -> dict:
+def simulate_row(
+    row: dict, rounds: int = 2, cost_kwargs: dict | None = None, kv_precision: str = "bf16"
+) -> dict:
     """Simulate one measured row's closed loop; return the row with ``sim_ttft_s``, ``sim_tpot_s`` (median
     of the simulated requests, s) and the relative errors ``ttft_error`` and ``tpot_error``.
     ``cost_kwargs`` go to the cost model (e.g. ``bandwidth_fraction``, ``step_overhead_s``, or an
-    ``achievable`` callable): the hook where the achievable layer plugs in.
+    ``achievable`` callable): the hook where the achievable layer plugs in. ``kv_precision`` is the KV
+    cache's (BF16 by default: the engines' "auto"; FP8 KV doubles the cache).
 
     >>> r = simulate_row(load_measured_rows()[0])
     >>> r["ttft_error"] < 0 and r["tpot_error"] < 0   # the ideal is faster than any real server
@@ -92,7 +95,7 @@ def simulate_row(row: dict, rounds: int = 2, cost_kwargs: dict | None = None) ->
         row["gpu"],
         num_gpus=row["tp"],
         weight_precision=row["weight_precision"],
-        kv_precision="bf16",
+        kv_precision=kv_precision,
         **(cost_kwargs or {}),
     )
     r = simulate(

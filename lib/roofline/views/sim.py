@@ -220,7 +220,10 @@ def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
                 transform=ax.get_xaxis_transform())  # fmt: skip
         if np.any(sweep.unstable):
             ax.axvspan(x[np.argmax(sweep.unstable)], x[-1], color=COLORS["overflow"], alpha=0.2, lw=0)
-        ax.set(yscale="log", xlabel="arrival rate (requests/s)", ylabel="ms", title=f"{name} against load")
+        ax.set(xlabel="arrival rate (requests/s)", ylabel="ms", title=f"{name} against load")
+        ax.set_yscale("log" if name == "TTFT" else "linear")
+        if name == "TPOT":
+            ax.set_ylim(nice_limits(p99 / MS, log=False))
         ax.legend(loc="upper left", fontsize=10)
     if title:
         fig.suptitle(title, fontsize=12)
