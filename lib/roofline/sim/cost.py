@@ -138,7 +138,10 @@ class StepCostModel:
         bytes_ = self.weight_bytes_read(new_tokens) + kv_bytes
         compute_s = flops / (self.peak_flops_per_s * self.compute_fraction)
         memory_s = bytes_ / (self.bandwidth_bytes_per_s * self.bandwidth_fraction)
-        t = np.maximum(compute_s, memory_s)
+        if isinstance(compute_s, float) and isinstance(memory_s, float):  # scalars: skip numpy's overhead
+            t = compute_s if compute_s > memory_s else memory_s
+        else:
+            t = np.maximum(compute_s, memory_s)
         if self.include_communication and self.num_gpus > 1:
             t = t + np.asarray(
                 rl.tensor_parallel_comm_time_s(

@@ -582,16 +582,23 @@ def simulate(
             w.log.append((t, dt, w.kv_used, n_pf, ids.size - n_pf, len(w.waiting)))
         steps += 1
         w.busy = True
-        heapq.heappush(events, (t + dt, seq, 1, w.index, (ids, take, 1)))
+        heapq.heappush(
+            events, (t + dt, seq, 1, w.index, (ids, take, 1 if pure and w.role != "prefill" else 0))
+        )
         seq += 1
 
     def kick(w: _Worker, t: float):
-        """Start w's next step at t, after every other event at t (so simultaneous arrivals batch)."""
+        """Start w's next step at t, after every other event at t (so simultaneous arrivals batch): at once
+        if no other event is due at t, else through the event queue."""
         nonlocal seq
-        if not w.busy:
+        if w.busy:
+            return
+        if (ext and ext[0][0] <= t) or (events and events[0][0] <= t):
             w.busy = True
             heapq.heappush(events, (t, seq, 3, w.index, 0))
             seq += 1
+        else:
+            start_step(w, t)
 
     while events or ext:
         if events and (not ext or events[0][0] < ext[0][0]):
@@ -610,17 +617,23 @@ def simulate(
             kick(w, t)
         elif kind == 1:  # step of worker a ends
             w = workers[a]
-            ids, take, k = b
+            ids, take, k = b  # k > 0: a run of k pure decode steps; k = 0: one step of any kind
             if k > 1:  # the first k − 1 steps of a pure decode run: everyone emits, nobody finishes
                 cached[ids] += k - 1
                 gen[ids] += k - 1
                 known[ids] += k - 1
                 w.kv_used += (k - 1) * ids.size
-            cached[ids] += take
-            emit = ids[cached[ids] == known[ids]]
-            gen[emit] += 1
-            new_first = emit[gen[emit] == 1]
-            first[new_first] = np.where(np.isnan(first[new_first]), t, first[new_first])
+            if k:  # a pure decode step: everyone computes one token and emits the next
+                cached[ids] += 1
+                emit = ids
+                gen[emit] += 1
+            else:
+                cached[ids] += take
+                emit = ids[cached[ids] == known[ids]]
+                gen[emit] += 1
+                new_first = emit[gen[emit] == 1]
+                if new_first.size:
+                    first[new_first] = np.where(np.isnan(first[new_first]), t, first[new_first])
             done_mask = gen[emit] >= outp[emit]
             done, cont = emit[done_mask], emit[~done_mask]
             finish[done] = t
