@@ -1,0 +1,115 @@
+"""A deliberately simple serving simulation, one token of one request at a time: the reference that the
+fast simulator (``roofline.sim.simulate``) is checked and timed against.
+
+Taught in notebooks/slos_and_capacity.ipynb (why simulate per iteration, not per token).
+
+Same rules as ``simulate`` restricted to one worker, decode-first, ample KV cache: at every step boundary
+admit the arrived requests first come first served up to ``max_batch``; give each decoding request one
+token and then each prompt a chunk, within ``token_budget``; then walk every token of every scheduled
+request to add up the step's aggregates, price the step, and advance every token. Plain Python lists and
+loops, no numpy in the loop.
+
+>>> r = simulate_naive("llama-3-8b", "h100-sxm", arrival_s=[0.0, 0.0], input_tokens=[4, 4],
+...                    output_tokens=[3, 3])
+>>> [round(x * 1e3, 2) for x in r["finish_s"]]
+[14.38, 14.38]
+"""
+
+from __future__ import annotations
+
+import roofline as rl
+
+from .cost import StepCostModel
+from .engine import DEFAULT_MAX_BATCH, DEFAULT_TOKEN_BUDGET
+
+
+def simulate_naive(
+    model,
+    gpu,
+    arrival_s,
+    input_tokens,
+    output_tokens,
+    *,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    chunk_tokens: int | None = None,
+    cost: StepCostModel | None = None,
+) -> dict:
+    """Per-token reference simulation. Returns lists ``first_token_s`` and ``finish_s`` (s, per request,
+    in the given order) and ``steps``. Arrivals (s), input and output tokens are equal-length sequences.
+
+    >>> simulate_naive("llama-3-8b", "h100-sxm", [0.0], [0], [1])["steps"]
+    1
+    """
+    cost = cost or StepCostModel(model, gpu)
+    arrival = [float(a) for a in arrival_s]
+    prompt = [int(p) for p in input_tokens]
+    answer = [int(o) for o in output_tokens]
+    n = len(arrival)
+    if not (len(prompt) == len(answer) == n):
+        raise rl.InvalidConfigurationError("arrival_s, input_tokens and output_tokens differ in length")
+    known = [max(p, 1) for p in prompt]
+    cached = [0] * n
+    made = [0] * n
+    first = [None] * n
+    finish = [None] * n
+    order = sorted(range(n), key=lambda i: (arrival[i], i))
+    waiting, running = [], []
+    nxt, t, steps, finished = 0, 0.0, 0, 0
+    while finished < n:
+        while nxt < n and arrival[order[nxt]] <= t:
+            waiting.append(order[nxt])
+            nxt += 1
+        while waiting and len(running) < max_batch:
+            running.append(waiting.pop(0))
+        if not running:
+            t = arrival[order[nxt]]
+            continue
+        budget = token_budget
+        plan = {}
+        for r in running:  # decode tokens first
+            if known[r] - cached[r] == 1 and made[r] >= 1 and budget > 0:
+                plan[r] = 1
+                budget -= 1
+        any_prompt_yet = False
+        for r in running:  # then prompt chunks, in admission order
+            if r in plan:
+                continue
+            rest = known[r] - cached[r]
+            want = rest if chunk_tokens is None else min(rest, chunk_tokens)
+            if chunk_tokens is None:
+                got = want if (want <= budget or not any_prompt_yet) else 0
+                if got == 0:
+                    budget = 0
+            else:
+                got = max(0, min(want, budget))
+            if got:
+                plan[r] = got
+                budget -= got
+                any_prompt_yet = True
+        new = seqs = kv_read = pairs = written = 0
+        for r, k in plan.items():
+            seqs += 1
+            kv_read += cached[r]
+            is_prompt = known[r] - cached[r] > 1 or (made[r] == 0 and prompt[r] > 0)
+            for i in range(k):  # every token of every request, one at a time
+                new += 1
+                pairs += cached[r] + i
+                if is_prompt:
+                    written += 1
+        t += cost.time_s(float(new), float(seqs), float(kv_read), float(pairs), float(written))
+        steps += 1
+        for r, k in plan.items():
+            for _ in range(k):
+                cached[r] += 1
+            if cached[r] == known[r]:
+                made[r] += 1
+                if first[r] is None:
+                    first[r] = t
+                if made[r] == answer[r]:
+                    finish[r] = t
+                    finished += 1
+                    running.remove(r)
+                else:
+                    known[r] += 1
+    return {"first_token_s": first, "finish_s": finish, "steps": steps}
