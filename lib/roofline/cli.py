@@ -731,6 +731,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
     p.set_defaults(handler=cmd_list)
+    # --- issue 11 (achievable layer): `roofline generate` lives in roofline.apps.cli_generate ---
+    from roofline.apps import cli_generate  # noqa: PLC0415
+
+    cli_generate.add_parser(sub, parent=parser)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Apps on top of the library: command-line subcommands and instructor tools."""

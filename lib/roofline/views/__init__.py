@@ -1,0 +1,1 @@
+"""Figures and readouts drawn from the library's numbers (matplotlib lives here, never in the physics)."""
