@@ -12,7 +12,7 @@ peak math, nothing else. A real engine adds a few things with physical meaning, 
         + n_allreduce × 2(N − 1) × t_hop + ring bytes ÷ link           tensor-parallel collectives
 
 ``f_b`` and ``f_c`` are fitted per GPU family (ampere, hopper) and engine, ``t_step`` and ``t_layer`` per
-engine, ``t_hop`` once (a ring all-reduce over N GPUs takes 2(N − 1) hops, so one all-reduce costs
+engine, ``t_hop`` per engine too (engines bring their own all-reduce kernels; a ring all-reduce over N GPUs takes 2(N − 1) hops, so one all-reduce costs
 2(N − 1) × t_hop of latency). FLOPs and bytes come from the ideal's own results, so the physics stays in
 one place. A GPU without measurements gets its data sheet and its family's fitted fractions. llama.cpp
 splits the layers over its GPUs (a pipeline): one sequence visits the GPUs one after another, so its
@@ -118,7 +118,7 @@ class Params:
     step_overhead_s: dict  # engine -> s per step
     layer_overhead_s: dict  # engine -> s per layer per step
     sequence_overhead_s: dict  # engine -> s per sequence per step (sampling, bookkeeping)
-    allreduce_hop_latency_s: float  # s per ring hop; one all-reduce over N GPUs = 2(N − 1) hops
+    allreduce_hop_latency_s: dict  # engine -> s per ring hop; one all-reduce over N GPUs = 2(N − 1) hops
     gpu_family: dict  # gpu id -> family
     ranges: dict = field(default_factory=dict)  # (family, engine) -> fitted range
     provenance: dict = field(default_factory=dict)
@@ -146,6 +146,13 @@ class Params:
             return float(fb), float(fc), f"mean of other engines on {family} (no {engine} rows)"
         fb, fc = np.mean(list(self.fractions.values()), axis=0)
         return float(fb), float(fc), "mean of all fitted pairs (nothing for this family or engine)"
+
+    def hop_latency_s(self, engine: str) -> float:
+        """Latency of one ring hop of a tensor-parallel all-reduce with ``engine`` (s); the median over the
+        fitted engines if it was not fitted."""
+        if engine in self.allreduce_hop_latency_s:
+            return self.allreduce_hop_latency_s[engine]
+        return float(np.median(list(self.allreduce_hop_latency_s.values())))
 
     def engine_overheads(self, engine: str) -> tuple[float, float, float, str]:
         """(per-step s, per-layer s, per-sequence s, how) for an engine; medians over the fitted engines
@@ -181,7 +188,7 @@ def _load_calibration_cached(path: str) -> Params:
         step_overhead_s={e: float(v["step_overhead_s"]) for e, v in raw["engine"].items()},
         layer_overhead_s={e: float(v["layer_overhead_s"]) for e, v in raw["engine"].items()},
         sequence_overhead_s={e: float(v["sequence_overhead_s"]) for e, v in raw["engine"].items()},
-        allreduce_hop_latency_s=float(raw["collective"]["allreduce_hop_latency_s"]),
+        allreduce_hop_latency_s={e: float(v["allreduce_hop_latency_s"]) for e, v in raw["engine"].items()},
         gpu_family=dict(raw["gpu_family"]),
         ranges=ranges,
         provenance=dict(raw.get("provenance", {})),
@@ -400,7 +407,7 @@ def generate(
     rl.check_fits(m, g, b, i + o, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision)
     fam, fb, fc, how, t_step, t_layer, t_seq, how_oh = _engine_setup(params, g.id, eng)
     contexts = np.arange(i, i + o, dtype=float)
-    ar = params.allreduce_hop_latency_s
+    ar = params.hop_latency_s(eng)
     ideal_dec = _decode_pieces(m, g, b, contexts, n, par, weight_precision, kv_precision)
     ideal_pre = _prefill_pieces(m, g, b, i, n, par, weight_precision, kv_precision)
     ideal = _timing(
@@ -431,10 +438,8 @@ def generate(
         "overheads_from": how_oh,
         "usable_memory_fraction": USABLE_MEMORY_FRACTION,
         "waves": waves,
-        "allreduce_hop_latency_s": params.allreduce_hop_latency_s,
-        "allreduce_latency_s": 2 * (n - 1) * params.allreduce_hop_latency_s
-        if (par == "tensor" and n > 1)
-        else 0.0,
+        "allreduce_hop_latency_s": ar,
+        "allreduce_latency_s": 2 * (n - 1) * ar if (par == "tensor" and n > 1) else 0.0,
         "parallel": par,
         "extrapolated": extrapolated,
         "extrapolation_reasons": reasons,
@@ -562,7 +567,7 @@ def gap_budget(
     par = ENGINE_PARALLEL[eng] if parallel is None else parallel
     _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
     pc = _decode_pieces(m, g, batch, context_tokens, n, par, weight_precision, kv_precision)
-    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.allreduce_hop_latency_s)
+    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
     return {
         "floor": float(bd.ideal_s),
         "kernel efficiency": float(bd.kernel_s),
@@ -690,6 +695,7 @@ class Measurements:
     kv_precision: np.ndarray
     measured_s: np.ndarray
     measured_throughput: np.ndarray  # tokens/s as the study printed it (latency rows), else NaN
+    prefill_chunk: np.ndarray  # prompt tokens per prefill pass (llama.cpp's -b); 0 = the whole prompt
 
     def __len__(self) -> int:
         return len(self.measured_s)
@@ -746,8 +752,11 @@ def _load_measurements_cached(directory: str) -> Measurements:
             wp, kvp = _lib_precisions(x["kv_cache_dtype"]) if quant else ("fp16", "fp16")
             L = int(x["Input Output Length"])
             # llama.cpp's "batch size" is its prompt-processing batch (-b), not concurrent requests: the
-            # study's llama.cpp latency does not change with it (data/measured/README.md): one sequence.
-            batch = 1 if x["Framework"] == "llama.cpp" else int(x["Batch Size"])
+            # study's llama.cpp throughput is 2L ÷ latency (one sequence), and at "batch 1" the prompt goes
+            # through one token per pass (twice the time). So: one sequence, prompt in chunks of that size.
+            llama_cpp = x["Framework"] == "llama.cpp"
+            batch = 1 if llama_cpp else int(x["Batch Size"])
+            chunk = int(x["Batch Size"]) if llama_cpp else 0
             latency = float(x["latency" if quant else "Latency"])
             add(
                 source="LLM-Inference-Bench" + (" (precision sweep)" if quant else ""),
@@ -763,6 +772,7 @@ def _load_measurements_cached(directory: str) -> Measurements:
                 kv_precision=kvp,
                 measured_s=latency,
                 measured_throughput=float(x["throughput" if quant else "Throughput"]),
+                prefill_chunk=chunk,
             )
     # Splitwise: 5 repeats per configuration, averaged; TTFT and the mean decode step are separate rows.
     sw: dict = {}
@@ -774,7 +784,8 @@ def _load_measurements_cached(directory: str) -> Measurements:
         ttft, tpot = np.mean(v, axis=0)
         common = dict(source="Splitwise", model=HF_MODELS[mdl], gpu=HARDWARE[hw], engine="splitwise-2023",
                       num_gpus=tp, batch=b, input_tokens=p, output_tokens=o, weight_precision="fp16",
-                      kv_precision="fp16", measured_throughput=math.nan)  # fmt: skip
+                      kv_precision="fp16", measured_throughput=math.nan,
+                      prefill_chunk=0)  # fmt: skip
         add(kind="ttft", measured_s=float(ttft), **common)
         add(kind="tpot", measured_s=float(tpot), **common)
     # aiconfigurator: aggregated serving at a concurrency; only TPOT is used (TTFT holds queueing).
@@ -798,6 +809,7 @@ def _load_measurements_cached(directory: str) -> Measurements:
             kv_precision=kvp,
             measured_s=float(x["silicon_tpot_ms"]) * 1e-3,
             measured_throughput=math.nan,
+            prefill_chunk=0,
         )
     cols = {k: np.array([r[k] for r in rows]) for k in rows[0]}
     return Measurements(**cols)
@@ -910,7 +922,15 @@ def _terms_cached(directory: str) -> _Terms:
             waves, b_run = 1, min(b, _users_that_fit(mdl, gpu, i + o, n, wp, kvp))
         else:  # a measured step or prefill of the batch that ran
             waves, b_run = 1, b
-        if kind in ("latency", "ttft"):
+        chunk = int(ms.prefill_chunk[r])
+        if kind in ("latency", "ttft") and 0 < chunk < i:  # the prompt in ceil(i / chunk) passes
+            push(
+                r,
+                _prefill_pieces(mdl, gpu, b_run, chunk, n, par, wp, kvp),
+                waves * math.ceil(i / chunk),
+                True,
+            )
+        elif kind in ("latency", "ttft"):
             push(r, _prefill_pieces(mdl, gpu, b_run, i, n, par, wp, kvp), float(waves), True)
         if kind in ("latency", "tpot", "tpot_serving"):
             ctx = _quad_contexts(i, o)
@@ -977,7 +997,7 @@ class _Layout:
 
     @property
     def size(self) -> int:
-        return 2 * len(self.pairs) + 3 * len(self.engines) + 1
+        return 2 * len(self.pairs) + 4 * len(self.engines)
 
 
 def _unpack(theta, lay: _Layout, gpu_family: dict, ranges=None, provenance=None) -> Params:
@@ -989,7 +1009,9 @@ def _unpack(theta, lay: _Layout, gpu_family: dict, ranges=None, provenance=None)
         step_overhead_s={x: float(np.exp(theta[2 * k + j])) for j, x in enumerate(lay.engines)},
         layer_overhead_s={x: float(np.exp(theta[2 * k + e + j])) for j, x in enumerate(lay.engines)},
         sequence_overhead_s={x: float(np.exp(theta[2 * k + 2 * e + j])) for j, x in enumerate(lay.engines)},
-        allreduce_hop_latency_s=float(np.exp(theta[-1])),
+        allreduce_hop_latency_s={
+            x: float(np.exp(theta[2 * k + 3 * e + j])) for j, x in enumerate(lay.engines)
+        },
         gpu_family=gpu_family,
         ranges=ranges or {},
         provenance=provenance or {},
@@ -1003,20 +1025,22 @@ def _term_params(t: _Terms, params: Params):
     st = np.empty(t.row.size)
     la = np.empty(t.row.size)
     sq = np.empty(t.row.size)
+    ar = np.empty(t.row.size)
     keys = np.char.add(np.char.add(t.family.astype(str), "|"), t.engine.astype(str))
     for key in np.unique(keys):
         fam, eng = key.split("|")
         sel = keys == key
         fb[sel], fc[sel], _ = params.resolve(fam, eng)
         st[sel], la[sel], sq[sel], _ = params.engine_overheads(eng)
-    return fb, fc, st, la, sq
+        ar[sel] = params.hop_latency_s(eng)
+    return fb, fc, st, la, sq, ar
 
 
 def _predict_terms(t: _Terms, params: Params) -> np.ndarray:
-    fb, fc, st, la, sq = _term_params(t, params)
+    fb, fc, st, la, sq, ar = _term_params(t, params)
     real = np.maximum(t.compute_s / fc, t.memory_s / fb)
     per = (real + t.overhead * (st + t.layers * la) + t.sequences * sq + t.comm_bytes_s
-           + t.allreduces * params.allreduce_hop_latency_s)  # fmt: skip
+           + t.allreduces * ar)  # fmt: skip
     return np.bincount(t.row, weights=t.weight * per, minlength=t.n_rows)
 
 
@@ -1060,10 +1084,10 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
     mu = np.array(
         [_logit(_PRIOR["fb"][0])] * k + [_logit(_PRIOR["fc"][0])] * k
         + [math.log(_PRIOR["step"][0])] * e + [math.log(_PRIOR["layer"][0])] * e
-        + [math.log(_PRIOR["seq"][0])] * e + [math.log(_PRIOR["ar"][0])]
+        + [math.log(_PRIOR["seq"][0])] * e + [math.log(_PRIOR["ar"][0])] * e
     )  # fmt: skip
     sd = np.array([_PRIOR["fb"][1]] * k + [_PRIOR["fc"][1]] * k + [_PRIOR["step"][1]] * e
-                  + [_PRIOR["layer"][1]] * e + [_PRIOR["seq"][1]] * e + [_PRIOR["ar"][1]])  # fmt: skip
+                  + [_PRIOR["layer"][1]] * e + [_PRIOR["seq"][1]] * e + [_PRIOR["ar"][1]] * e)  # fmt: skip
     theta = mu.copy()
     logy = np.log(y[rows])
 
@@ -1073,7 +1097,7 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
         st = np.exp(th[2 * k + ej])
         la = np.exp(th[2 * k + e + ej])
         sq = np.exp(th[2 * k + 2 * e + ej])
-        ar = math.exp(th[-1])
+        ar = np.exp(th[2 * k + 3 * e + ej])
         rc, rm = tt.compute_s / fc, tt.memory_s / fb
         comp = rc > rm
         per = (np.maximum(rc, rm) + tt.overhead * (st + tt.layers * la) + tt.sequences * sq
@@ -1084,7 +1108,7 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
         pos = np.searchsorted(rows, tt.row)
         w = tt.weight
         size = th.size
-        cols = (pj, k + pj, 2 * k + ej, 2 * k + e + ej, 2 * k + 2 * e + ej, np.full_like(ej, size - 1))
+        cols = (pj, k + pj, 2 * k + ej, 2 * k + e + ej, 2 * k + 2 * e + ej, 2 * k + 3 * e + ej)
         vals = (
             np.where(~comp, -rm * (1 - fb), 0.0) * w,
             np.where(comp, -rc * (1 - fc), 0.0) * w,
@@ -1308,15 +1332,15 @@ def calibration_toml(params: Params, provenance: dict) -> str:
             lines.append(f'"{key}" = {_toml_value(v)}')
     lines += [
         "",
-        "[collective]",
-        "# latency of one ring hop (s): an all-reduce over N GPUs pays 2(N-1) hops, plus bytes / link",
+        "# Per engine: s per step, per layer, per sequence in a step, and per ring hop of an all-reduce",
+        "# (an all-reduce over N GPUs pays 2(N-1) hops, plus its bytes over the link).",
     ]
-    lines.append(f"allreduce_hop_latency_s = {_toml_value(params.allreduce_hop_latency_s)}")
     for eng in sorted(params.step_overhead_s):
         lines += ["", f'[engine."{eng}"]']
         lines.append(f"step_overhead_s = {_toml_value(params.step_overhead_s[eng])}")
         lines.append(f"layer_overhead_s = {_toml_value(params.layer_overhead_s[eng])}")
         lines.append(f"sequence_overhead_s = {_toml_value(params.sequence_overhead_s[eng])}")
+        lines.append(f"allreduce_hop_latency_s = {_toml_value(params.allreduce_hop_latency_s[eng])}")
         lines.append(f"parallel = {_toml_value(ENGINE_PARALLEL[eng])}")
     for (fam, eng), (fb, fc) in sorted(params.fractions.items()):
         lines += ["", f'[fraction.{fam}."{eng}"]']
