@@ -6,17 +6,18 @@ notebooks/calibration_validation.ipynb.
 The ideal (``decode_step``, ``prefill``) is the floor: every byte moved at peak bandwidth, every FLOP at
 peak math, nothing else. A real engine adds a few things with physical meaning, and nothing more:
 
-    t = max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth))        real kernels' efficiency
-        + t_step                                                      per step: scheduler, launch, sampling
-        + L × t_layer                                                 per layer: small kernels, norms, RoPE
-        + n_allreduce × 2(N − 1) × t_hop + ring bytes ÷ link           tensor-parallel collectives
+    t = max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth))    real kernels' efficiency
+        + t_step + B × t_seq                                      per step (launch, scheduler), per sequence
+        + L × t_layer                                             per layer: small kernels, norms, RoPE
+        + n_allreduce × 2(N − 1) × t_hop + ring bytes ÷ link       tensor-parallel collectives
 
-``f_b`` and ``f_c`` are fitted per GPU family (ampere, hopper) and engine, ``t_step`` and ``t_layer`` per
-engine, ``t_hop`` per engine too (engines bring their own all-reduce kernels; a ring all-reduce over N GPUs takes 2(N − 1) hops, so one all-reduce costs
-2(N − 1) × t_hop of latency). FLOPs and bytes come from the ideal's own results, so the physics stays in
+``f_b`` and ``f_c`` are fitted per GPU family (ampere, hopper) and engine; ``t_step``, ``t_layer``, a
+per-sequence cost and ``t_hop`` per engine (engines bring their own all-reduce kernels; a ring all-reduce
+over N GPUs takes 2(N − 1) hops). FLOPs and bytes come from the ideal's own results, so the physics stays in
 one place. A GPU without measurements gets its data sheet and its family's fitted fractions. llama.cpp
 splits the layers over its GPUs (a pipeline): one sequence visits the GPUs one after another, so its
-per-token time is the sum over GPUs, one GPU's bandwidth, not N of them.
+per-token time is the sum over GPUs, one GPU's bandwidth, not N of them. A static batch whose KV cache
+does not fit beside the weights (in 90 % of memory) runs in waves, as engines queue what does not fit.
 
 The parameters live in ``data/calibration.toml``; ``tools/fit_calibration.py`` refits them from
 ``data/measured/`` with :func:`fit` and writes that file.
@@ -424,7 +425,7 @@ def generate(
     # With waves, the first token of the last wave comes after every earlier wave has finished.
     wave_s = float(p_budget.total_s) + float(np.sum(d_budget.total_s))
     real = _timing(float(p_budget.total_s) + (waves - 1) * wave_s, np.asarray(d_budget.total_s), b, i, o)
-    extrapolated, reasons = _outside_range(params, fam, eng, m.id, b, i, o, n, weight_precision)
+    extrapolated, reasons = _outside_range(params, fam, eng, g.id, m.id, b, i, o, n, weight_precision)
     calibration = {
         "source": _display_path(_calibration_path()),
         "fitted": params.provenance.get("date", ""),
@@ -515,7 +516,7 @@ def _users_that_fit(model, gpu, context_tokens, num_gpus, weight_precision, kv_p
     return max(1, math.floor(free / per_request)) if per_request > 0 else 10**9
 
 
-def _outside_range(params: Params, fam, eng, model_id, b, i, o, n, wp) -> tuple[bool, list[str]]:
+def _outside_range(params: Params, fam, eng, gpu_id, model_id, b, i, o, n, wp) -> tuple[bool, list[str]]:
     reasons = []
     rng = params.ranges.get((fam, eng))
     if rng is None:
@@ -525,6 +526,8 @@ def _outside_range(params: Params, fam, eng, model_id, b, i, o, n, wp) -> tuple[
         lo, hi = rng[name]
         if not lo <= v <= hi:
             reasons.append(f"{name} {v} outside the measured {lo}–{hi}")
+    if gpu_id not in rng["gpus"]:
+        reasons.append(f"GPU {gpu_id} not measured: its data sheet and the {fam} fractions are used")
     if model_id not in rng["models"]:
         reasons.append(f"model {model_id} not measured with {eng} on {fam}")
     if _precision_class(wp) not in {_precision_class(x) for x in rng["weight_precisions"]}:
