@@ -221,7 +221,7 @@ class _Pieces:
     comm_bytes_s: np.ndarray  # ring all-reduce bytes ÷ link, ideal (0 without tensor parallel)
     allreduces: float  # all-reduce latency hops per pass: 2 per layer × 2(N − 1)
     layers: int
-    sequences: float  # sequences in the pass (each pays the per-sequence cost)
+    sequences: np.ndarray  # sequences in the pass (each pays the per-sequence cost)
 
 
 def _effective_gpus(num_gpus: int, parallel: str) -> int:
@@ -246,7 +246,7 @@ def _decode_pieces(model, gpu, batch, contexts, num_gpus, parallel, wp, kvp) -> 
     )
     tc, tm = np.broadcast_arrays(tc, tm)
     hops = 2.0 * m.layers * 2 * (num_gpus - 1) if tp else 0.0
-    return _Pieces(tc, tm, np.broadcast_to(comm, tc.shape), hops, m.layers, float(batch))
+    return _Pieces(tc, tm, np.broadcast_to(comm, tc.shape), hops, m.layers, np.asarray(batch, float))
 
 
 def _prefill_pieces(model, gpu, batch, prompt_tokens, num_gpus, parallel, wp, kvp) -> _Pieces:
@@ -271,7 +271,7 @@ def _prefill_pieces(model, gpu, batch, prompt_tokens, num_gpus, parallel, wp, kv
     )
     tc, tm = np.broadcast_arrays(np.asarray(tc, float), np.asarray(tm, float))
     hops = 2.0 * m.layers * 2 * (num_gpus - 1) if tp else 0.0
-    return _Pieces(tc, tm, np.broadcast_to(comm, tc.shape), hops, m.layers, float(batch))
+    return _Pieces(tc, tm, np.broadcast_to(comm, tc.shape), hops, m.layers, np.asarray(batch, float))
 
 
 @dataclass(frozen=True)
@@ -578,6 +578,59 @@ def gap_budget(
         "per-layer": float(bd.layer_s),
         "communication": float(bd.communication_s),
         "total": float(bd.total_s),
+    }
+
+
+def decode_step_times(
+    model,
+    gpu,
+    batch=1,
+    context_tokens=0,
+    *,
+    num_gpus=1,
+    parallel=None,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    engine=DEFAULT_ENGINE,
+    params: Params | None = None,
+) -> dict:
+    """One decode step, ideal and achievable, vectorised over ``batch`` and ``context_tokens`` (s).
+
+    Returns arrays ``floor`` (the ideal), the gap-budget parts (``BUDGET_PARTS``) and ``total`` (the
+    achievable step), NaN where the configuration does not fit in memory, and ``fits``.
+
+    >>> t = decode_step_times("llama-3-8b", "h100-sxm", batch=[1, 64], context_tokens=1000)
+    >>> bool(np.all(t["total"] > t["floor"]))
+    True
+    """
+    params = params or load_calibration()
+    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
+    n = _positive_int(num_gpus, "num_gpus")
+    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
+    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
+    pc = _decode_pieces(m, g, batch, context_tokens, n, par, weight_precision, kv_precision)
+    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
+    ok = np.asarray(
+        rl.decode_step(
+            m,
+            g,
+            batch,
+            context_tokens,
+            num_gpus=n,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            on_overflow="mask",
+        ).fits  # fmt: skip
+    )
+    mask = lambda x: np.where(ok, np.broadcast_to(x, ok.shape), np.nan)  # noqa: E731
+    return {
+        "floor": mask(bd.ideal_s),
+        "kernel efficiency": mask(bd.kernel_s),
+        "per-step": mask(bd.step_s),
+        "per-layer": mask(bd.layer_s),
+        "communication": mask(bd.communication_s),
+        "total": mask(bd.total_s),
+        "fits": ok,
     }
 
 
@@ -908,7 +961,7 @@ def _terms_cached(directory: str) -> _Terms:
         acc["allreduces"].append(np.full(n, pc.allreduces))
         acc["layers"].append(np.full(n, pc.layers, float))
         acc["overhead"].append(np.full(n, float(overhead)))
-        acc["sequences"].append(np.full(n, pc.sequences * float(overhead)))
+        acc["sequences"].append(np.broadcast_to(pc.sequences * float(overhead), (n,)).astype(float))
 
     for r in range(len(ms)):
         mdl, gpu, eng = ms.model[r], ms.gpu[r], ms.engine[r]
