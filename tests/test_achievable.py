@@ -126,21 +126,22 @@ def _row(validation, name, by="regime"):
 
 
 def test_held_out_goals_met(validation):
-    """The issue's goals, where this fit meets them on held-out groups."""
+    """The issue's goals on held-out groups (all met by this fit; batch-1 decode only just, on 2 groups)."""
     assert _row(validation, "batch-1 decode")["median_abs_pct"] <= 10.0
+    assert _row(validation, "batched decode")["median_abs_pct"] <= 15.0
     assert _row(validation, "end-to-end")["median_abs_pct"] <= 15.0
     assert _row(validation, "prefill/TTFT")["median_abs_pct"] <= 20.0
 
 
 def test_held_out_honest_bounds(validation):
-    """Where the goal is not met: the bound this fit reaches (goal 15 %, reached ~17 %: the one SGLang
-    group and the short-output serving rows of Llama 3.1 8B on TensorRT-LLM are the misses)."""
-    assert _row(validation, "batched decode")["median_abs_pct"] <= 20.0
+    """Bounds this fit reaches beyond the goals: throughput, the tails (p90), and each engine with more than
+    one group (SGLang has one group, so its held-out error is a cross-engine extrapolation: ~28 %)."""
     assert _row(validation, "throughput")["median_abs_pct"] <= 15.0
     for r in validation.table():
         assert r["p90_abs_pct"] <= 55.0, r
-    for engine in ("vllm", "tensorrt-llm", "llama.cpp"):
+    for engine in ("vllm", "tensorrt-llm", "llama.cpp", "deepspeed-mii", "splitwise-2023"):
         assert _row(validation, engine, "engine")["median_abs_pct"] <= 15.0
+    assert _row(validation, "sglang", "engine")["median_abs_pct"] <= 35.0
 
 
 def test_held_out_is_worse_than_in_sample(validation):

@@ -988,14 +988,29 @@ def _terms_cached(directory: str) -> _Terms:
             )
         elif kind in ("latency", "ttft"):
             push(r, _prefill_pieces(mdl, gpu, b_run, i, n, par, wp, kvp), float(waves), True)
-        if kind in ("latency", "tpot", "tpot_serving"):
+        if kind in ("latency", "tpot"):
             ctx = _quad_contexts(i, o)
             w = (waves * o / ctx.size) if kind == "latency" else 1.0 / ctx.size
             push(r, _decode_pieces(mdl, gpu, b_run, ctx, n, par, wp, kvp), w, True)
         if kind == "tpot_serving":
             # Closed loop at concurrency c: while one request decodes its o tokens, each of the other c − 1
-            # requests is replaced once, so c − 1 prompts are prefilled in the steps it waits for.
-            push(r, _prefill_pieces(mdl, gpu, 1, i, n, par, wp, kvp), (b - 1) / o, False)
+            # requests is replaced once, so c − 1 prompts of i tokens are prefilled in the steps it waits
+            # for. The engines mix those prompt chunks into the decode steps (chunked prefill), so each step
+            # carries (c − 1) ÷ o of a prefill's FLOPs and bytes on top of its own, under the same max().
+            ctx = _quad_contexts(i, o)
+            dec = _decode_pieces(mdl, gpu, b_run, ctx, n, par, wp, kvp)
+            pre = _prefill_pieces(mdl, gpu, 1, i, n, par, wp, kvp)
+            share = (b - 1) / o
+            kv_write_s = pre.memory_s - _prefill_pieces(mdl, gpu, 1, 1, n, par, wp, kvp).memory_s
+            mixed = _Pieces(
+                dec.compute_s + share * pre.compute_s,
+                dec.memory_s + share * kv_write_s,
+                dec.comm_bytes_s + share * pre.comm_bytes_s,
+                dec.allreduces,
+                dec.layers,
+                dec.sequences,
+            )
+            push(r, mixed, 1.0 / ctx.size, True)
     t = {k: np.concatenate(v) for k, v in acc.items()}
     fam = np.array([fam_map.get(g, "unknown") for g in ms.gpu])
     return _Terms(family=fam[t["row"]], engine=ms.engine[t["row"]], n_rows=len(ms), **t)
