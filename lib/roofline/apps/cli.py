@@ -48,7 +48,11 @@ MAX_GPUS = 100_000
 MAX_TOKENS = 10**8  # context or prompt length
 
 # Subcommand modules, one line each: "roofline.apps.cli_generate", ... (each has add_parser and run).
-COMMAND_MODULES: tuple[str, ...] = ("roofline.apps.cli_measure", "roofline.apps.cli_serve")
+COMMAND_MODULES: tuple[str, ...] = (
+    "roofline.apps.cli_measure",
+    "roofline.apps.cli_serve",
+    "roofline.apps.cli_generate",
+)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def forward_step(
     Parameters
     ----------
     model, gpu : id (``"llama-3-8b"``, ``"h100-sxm"``) or the dataclass from ``roofline.data``.
-    batch : sequences B ≥ 0, a whole number (sequences). Array-like broadcasts.
+    batch : sequences B ≥ 0 (sequences; a mean may be fractional here, not in ``decode_step``). Broadcasts.
     context_tokens : T ≥ 0, tokens already in each sequence's KV cache (tokens).
     new_tokens : n ≥ 1, tokens each sequence computes this step (tokens).
     chunk_tokens, prefix_tokens : C, S ≥ 0, a prompt chunk riding along and what came before it (tokens).
@@ -171,7 +171,9 @@ def forward_step(
         raise InvalidConfigurationError(
             f"on_overflow must be 'raise', 'mask' or 'ignore', got {on_overflow!r}"
         )
-    b = _whole(batch, "batch", minimum=0)
+    # forward_step takes an average batch (a steady state's mean decoders); decode_step and prefill
+    # take whole users only.
+    b = checked(batch, "batch", minimum=0)
     t = checked(context_tokens, "context_tokens", minimum=0)
     n_new = checked(new_tokens, "new_tokens", minimum=1)
     c = checked(chunk_tokens, "chunk_tokens", minimum=0)
