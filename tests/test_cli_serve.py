@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from roofline.cli import main
+from roofline.apps.cli import main
 
 BASE = ["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--input", "256", "--output", "32"]
 
