@@ -1141,8 +1141,10 @@ def usable_rows() -> np.ndarray:
     return load_measurements().measured_s >= ideal_times()
 
 
-def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, iters=60) -> np.ndarray:
-    """Levenberg–Marquardt on log(predicted ÷ measured) over the training rows, analytic Jacobian."""
+def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, iters=60):
+    """Levenberg–Marquardt on log(predicted ÷ measured) over the training rows, analytic Jacobian.
+    Returns θ and, per parameter, whether the prior outweighs the data (curvature of the prior term larger
+    than that of the data term at the optimum)."""
     k, e = len(lay.pairs), len(lay.engines)
     pair_idx = {p: j for j, p in enumerate(lay.pairs)}
     eng_idx = {x: j for j, x in enumerate(lay.engines)}
@@ -1218,7 +1220,8 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
             lam *= 4
             if lam > 1e8:
                 break
-    return theta
+    prior_dominated = (jac**2).sum(axis=0) < (_PRIOR_WEIGHT / sd) ** 2
+    return theta, prior_dominated
 
 
 def _layout_for(t: _Terms, ms: Measurements, train_rows) -> _Layout:
@@ -1263,8 +1266,20 @@ def fit(train_rows=None, gpu_family: dict | None = None) -> Params:
     t = _terms()
     train = usable_rows() if train_rows is None else np.asarray(train_rows, bool) & usable_rows()
     lay = _layout_for(t, ms, train)
-    theta = _fit_theta(t, ms.measured_s, train, lay)
-    return _unpack(theta, lay, fam_map, ranges=_ranges(ms, fam_map, train))
+    theta, weak = _fit_theta(t, ms.measured_s, train, lay)
+    names = _parameter_names(lay)
+    prov = {"prior_dominated": [n for n, w in zip(names, weak, strict=True) if w]}
+    return _unpack(theta, lay, fam_map, ranges=_ranges(ms, fam_map, train), provenance=prov)
+
+
+def _parameter_names(lay: _Layout) -> list[str]:
+    pairs = [f"{f}.{e}" for f, e in lay.pairs]
+    return (
+        [f"fraction.{p}.bandwidth" for p in pairs]
+        + [f"fraction.{p}.compute" for p in pairs]
+        + [f"engine.{e}.{name}" for name in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s",
+                                               "allreduce_hop_latency_s") for e in lay.engines]
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1440,6 +1455,8 @@ def fit_provenance(params: Params, validation: Validation | None, tool: str) -> 
         "groups": int(np.unique(ms.group).size),
         "objective": "least squares on log(predicted / measured), Levenberg-Marquardt, weak priors",
         "split": "final fit on all rows; validation: 5-fold by model x GPU x engine group",
+        "prior_dominated": params.provenance.get("prior_dominated", []),
+        "prior_note": "parameters the data barely constrain: their weak prior outweighs the data there",
         "assumptions": "LLM-Inference-Bench A100 = a100-40gb (SXM4 40 GB), H100 = h100-sxm; "
         "aiconfigurator: TPOT only (TTFT includes queueing), KV fp8 for TensorRT-LLM fp8 else bf16",
     }
