@@ -1190,11 +1190,12 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
             tt.sequences * sq * w,
             tt.allreduces * ar * w,
         )
-        flat = np.concatenate([pos * size + c for c in cols])
-        jac = np.bincount(flat, weights=np.concatenate(vals), minlength=rows.size * size)
-        jac = jac.reshape(rows.size, size)
-        jac /= pred[:, None]
-        return r, jac
+        # The Jacobian, transposed (parameters × rows) and contiguous: J^T J is then a fast matmul.
+        flat = np.concatenate([c * rows.size + pos for c in cols])
+        jac_t = np.bincount(flat, weights=np.concatenate(vals), minlength=rows.size * size)
+        jac_t = jac_t.reshape(size, rows.size)
+        jac_t /= pred[None, :]
+        return r, jac_t
 
     def objective(r, th):
         pr = _PRIOR_WEIGHT * (th - mu) / sd
@@ -1204,9 +1205,10 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
     r, jac = evaluate(theta)
     cost = objective(r, theta)
     for _ in range(iters):
-        a = jac.T @ jac + np.diag((_PRIOR_WEIGHT / sd) ** 2)
-        g = jac.T @ r + (_PRIOR_WEIGHT / sd) ** 2 * (theta - mu)
-        step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
+        # einsum's own loops, not BLAS: threaded BLAS stalls on a busy machine at these small sizes
+        a = np.einsum("ij,kj->ik", jac, jac) + np.diag((_PRIOR_WEIGHT / sd) ** 2)
+        g = np.einsum("ij,j->i", jac, r) + (_PRIOR_WEIGHT / sd) ** 2 * (theta - mu)
+        step = _spd_solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
         cand = theta + step
         r2, jac2 = evaluate(cand)
         c2 = objective(r2, cand)
@@ -1220,8 +1222,27 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
             lam *= 4
             if lam > 1e8:
                 break
-    prior_dominated = (jac**2).sum(axis=0) < (_PRIOR_WEIGHT / sd) ** 2
+    prior_dominated = (jac**2).sum(axis=1) < (_PRIOR_WEIGHT / sd) ** 2
     return theta, prior_dominated
+
+
+def _spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve a x = b for a small symmetric positive-definite ``a`` by Gaussian elimination (no pivoting
+    needed). Plain numpy: threaded LAPACK is far slower at this size on a busy machine.
+
+    >>> _spd_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
+    [0.5, 0.0]
+    """
+    m = np.array(a, dtype=float)
+    x = np.array(b, dtype=float)
+    n = len(x)
+    for k in range(n):
+        f = m[k + 1 :, k] / m[k, k]
+        m[k + 1 :, k:] -= f[:, None] * m[k, k:]
+        x[k + 1 :] -= f * x[k]
+    for k in range(n - 1, -1, -1):
+        x[k] = (x[k] - m[k, k + 1 :] @ x[k + 1 :]) / m[k, k]
+    return x
 
 
 def _layout_for(t: _Terms, ms: Measurements, train_rows) -> _Layout:
