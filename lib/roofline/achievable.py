@@ -634,6 +634,44 @@ def decode_step_times(
     }
 
 
+def prefill_times(
+    model,
+    gpu,
+    prompt_tokens,
+    batch=1,
+    *,
+    num_gpus=1,
+    parallel=None,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    engine=DEFAULT_ENGINE,
+    params: Params | None = None,
+) -> dict:
+    """One prefill pass of ``batch`` prompts of ``prompt_tokens`` each, ideal and achievable (s): ``floor``,
+    the gap-budget parts (``BUDGET_PARTS``) and ``total``. Scalar inputs.
+
+    >>> t = prefill_times("llama-3-8b", "h100-sxm", 8000)
+    >>> t["total"] > t["floor"] > 0.13          # 2 × 8.03e9 × 8000 FLOP ÷ 989e12 FLOP/s = 0.130 s, plus attention
+    True
+    """
+    params = params or load_calibration()
+    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
+    n = _positive_int(num_gpus, "num_gpus")
+    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
+    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
+    pc = _prefill_pieces(m, g, _positive_int(batch, "batch"), _positive_int(prompt_tokens, "prompt_tokens"),
+                         n, par, weight_precision, kv_precision)  # fmt: skip
+    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
+    return {
+        "floor": float(bd.ideal_s),
+        "kernel efficiency": float(bd.kernel_s),
+        "per-step": float(bd.step_s),
+        "per-layer": float(bd.layer_s),
+        "communication": float(bd.communication_s),
+        "total": float(bd.total_s),
+    }
+
+
 def diagnose_measurement(
     model,
     gpu,
@@ -642,6 +680,7 @@ def diagnose_measurement(
     context_tokens=0,
     *,
     num_gpus=1,
+    parallel=None,
     weight_precision="bf16",
     kv_precision="bf16",
     engine=DEFAULT_ENGINE,
@@ -666,7 +705,7 @@ def diagnose_measurement(
         weight_precision=weight_precision, kv_precision=kv_precision, on_overflow="mask",
     )  # fmt: skip
     budget = gap_budget(
-        m, g, batch, context_tokens, num_gpus=n, weight_precision=weight_precision,
+        m, g, batch, context_tokens, num_gpus=n, parallel=parallel, weight_precision=weight_precision,
         kv_precision=kv_precision, engine=engine, params=params,
     )  # fmt: skip
     mbu = float(rl.mbu(s.bytes_read, t, n * g.memory_bandwidth_bytes_per_s))
