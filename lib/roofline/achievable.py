@@ -651,7 +651,7 @@ def prefill_times(
     the gap-budget parts (``BUDGET_PARTS``) and ``total``. Scalar inputs.
 
     >>> t = prefill_times("llama-3-8b", "h100-sxm", 8000)
-    >>> t["total"] > t["floor"] > 0.13          # 2 × 8.03e9 × 8000 FLOP ÷ 989e12 FLOP/s = 0.130 s, plus attention
+    >>> t["total"] > t["floor"] > 0.13    # 2 × 8.03e9 × 8000 FLOP ÷ 989e12 FLOP/s = 0.130 s, + attention
     True
     """
     params = params or load_calibration()
