@@ -92,8 +92,12 @@ def test_achievable_never_beats_the_ideal(model, gpu, gpus, engine, batch, inp, 
         r = ach.generate(model, gpu, batch, inp, outp, num_gpus=gpus, engine=engine)
     except rl.DoesNotFitError:
         assume(False)
-    for f in ("ttft_s", "tpot_s", "latency_s"):
+    for f in ("ttft_s", "latency_s"):
         assert getattr(r.achievable, f) >= getattr(r.ideal, f) > 0
+    if r.calibration["waves"] == 1:
+        assert r.achievable.tpot_s >= r.ideal.tpot_s
+    else:  # the batch runs in waves of fewer requests: each step is shorter, the whole run longer
+        assert r.achievable.tpot_s * r.calibration["waves"] >= r.ideal.tpot_s
     for f in ("output_tokens_per_s", "total_tokens_per_s"):
         assert getattr(r.achievable, f) <= getattr(r.ideal, f)
 

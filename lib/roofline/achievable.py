@@ -255,17 +255,14 @@ def _prefill_pieces(model, gpu, batch, prompt_tokens, num_gpus, parallel, wp, kv
     m, g = rl.get_model(model), rl.get_gpu(gpu)
     n_eff = _effective_gpus(num_gpus, parallel)
     tokens = batch * prompt_tokens
-    # B prompts as one pass of B × P tokens (attention added per prompt below); measured runs went past
-    # some models' windows (Llama 2 at 4k + 4k), so the window is not enforced here.
-    p = rl.prefill(
-        m, g, tokens, num_gpus=num_gpus, weight_precision=wp, kv_precision=kvp, include_attention=False,
+    # B prompts in one pass, each attending to itself (the step engine's batched prefill). Measured runs
+    # went past some models' windows (Llama 2 at 4k + 4k), so the window is not enforced here.
+    p = rl.forward_step(
+        m, g, batch, 0, new_tokens=prompt_tokens, num_gpus=num_gpus, weight_precision=wp, kv_precision=kvp,
         on_overflow="ignore",
     )  # fmt: skip
-    attention = batch * np.asarray(
-        rl.causal_attention_flops(m, prompt_tokens)
-    )  # each prompt attends to itself
     peak = rl.peak_flops_per_s(g, wp)
-    tc = (np.asarray(p.flops) + attention) / (n_eff * peak)
+    tc = np.asarray(p.flops) / (n_eff * peak)
     tm = np.asarray(p.bytes_moved) / (n_eff * g.memory_bandwidth_bytes_per_s)
     tp = parallel == "tensor" and num_gpus > 1
     comm = (
@@ -638,6 +635,44 @@ def decode_step_times(
     }
 
 
+def prefill_times(
+    model,
+    gpu,
+    prompt_tokens,
+    batch=1,
+    *,
+    num_gpus=1,
+    parallel=None,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    engine=DEFAULT_ENGINE,
+    params: Params | None = None,
+) -> dict:
+    """One prefill pass of ``batch`` prompts of ``prompt_tokens`` each, ideal and achievable (s): ``floor``,
+    the gap-budget parts (``BUDGET_PARTS``) and ``total``. Scalar inputs.
+
+    >>> t = prefill_times("llama-3-8b", "h100-sxm", 8000)
+    >>> t["total"] > t["floor"] > 0.13    # 2 × 8.03e9 × 8000 FLOP ÷ 989e12 FLOP/s = 0.130 s, + attention
+    True
+    """
+    params = params or load_calibration()
+    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
+    n = _positive_int(num_gpus, "num_gpus")
+    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
+    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
+    pc = _prefill_pieces(m, g, _positive_int(batch, "batch"), _positive_int(prompt_tokens, "prompt_tokens"),
+                         n, par, weight_precision, kv_precision)  # fmt: skip
+    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
+    return {
+        "floor": float(bd.ideal_s),
+        "kernel efficiency": float(bd.kernel_s),
+        "per-step": float(bd.step_s),
+        "per-layer": float(bd.layer_s),
+        "communication": float(bd.communication_s),
+        "total": float(bd.total_s),
+    }
+
+
 def diagnose_measurement(
     model,
     gpu,
@@ -646,6 +681,7 @@ def diagnose_measurement(
     context_tokens=0,
     *,
     num_gpus=1,
+    parallel=None,
     weight_precision="bf16",
     kv_precision="bf16",
     engine=DEFAULT_ENGINE,
@@ -670,7 +706,7 @@ def diagnose_measurement(
         weight_precision=weight_precision, kv_precision=kv_precision, on_overflow="mask",
     )  # fmt: skip
     budget = gap_budget(
-        m, g, batch, context_tokens, num_gpus=n, weight_precision=weight_precision,
+        m, g, batch, context_tokens, num_gpus=n, parallel=parallel, weight_precision=weight_precision,
         kv_precision=kv_precision, engine=engine, params=params,
     )  # fmt: skip
     mbu = float(rl.mbu(s.bytes_read, t, n * g.memory_bandwidth_bytes_per_s))
@@ -1145,8 +1181,10 @@ def usable_rows() -> np.ndarray:
     return load_measurements().measured_s >= ideal_times()
 
 
-def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, iters=60) -> np.ndarray:
-    """Levenberg–Marquardt on log(predicted ÷ measured) over the training rows, analytic Jacobian."""
+def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, iters=60):
+    """Levenberg–Marquardt on log(predicted ÷ measured) over the training rows, analytic Jacobian.
+    Returns θ and, per parameter, whether the prior outweighs the data (curvature of the prior term larger
+    than that of the data term at the optimum)."""
     k, e = len(lay.pairs), len(lay.engines)
     pair_idx = {p: j for j, p in enumerate(lay.pairs)}
     eng_idx = {x: j for j, x in enumerate(lay.engines)}
@@ -1192,11 +1230,12 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
             tt.sequences * sq * w,
             tt.allreduces * ar * w,
         )
-        flat = np.concatenate([pos * size + c for c in cols])
-        jac = np.bincount(flat, weights=np.concatenate(vals), minlength=rows.size * size)
-        jac = jac.reshape(rows.size, size)
-        jac /= pred[:, None]
-        return r, jac
+        # The Jacobian, transposed (parameters × rows) and contiguous: J^T J is then a fast matmul.
+        flat = np.concatenate([c * rows.size + pos for c in cols])
+        jac_t = np.bincount(flat, weights=np.concatenate(vals), minlength=rows.size * size)
+        jac_t = jac_t.reshape(size, rows.size)
+        jac_t /= pred[None, :]
+        return r, jac_t
 
     def objective(r, th):
         pr = _PRIOR_WEIGHT * (th - mu) / sd
@@ -1206,9 +1245,10 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
     r, jac = evaluate(theta)
     cost = objective(r, theta)
     for _ in range(iters):
-        a = jac.T @ jac + np.diag((_PRIOR_WEIGHT / sd) ** 2)
-        g = jac.T @ r + (_PRIOR_WEIGHT / sd) ** 2 * (theta - mu)
-        step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
+        # einsum's own loops, not BLAS: threaded BLAS stalls on a busy machine at these small sizes
+        a = np.einsum("ij,kj->ik", jac, jac) + np.diag((_PRIOR_WEIGHT / sd) ** 2)
+        g = np.einsum("ij,j->i", jac, r) + (_PRIOR_WEIGHT / sd) ** 2 * (theta - mu)
+        step = _spd_solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
         cand = theta + step
         r2, jac2 = evaluate(cand)
         c2 = objective(r2, cand)
@@ -1222,7 +1262,27 @@ def _fit_theta(t: _Terms, y: np.ndarray, train_rows: np.ndarray, lay: _Layout, i
             lam *= 4
             if lam > 1e8:
                 break
-    return theta
+    prior_dominated = (jac**2).sum(axis=1) < (_PRIOR_WEIGHT / sd) ** 2
+    return theta, prior_dominated
+
+
+def _spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve a x = b for a small symmetric positive-definite ``a`` by Gaussian elimination (no pivoting
+    needed). Plain numpy: threaded LAPACK is far slower at this size on a busy machine.
+
+    >>> _spd_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
+    [0.5, 0.0]
+    """
+    m = np.array(a, dtype=float)
+    x = np.array(b, dtype=float)
+    n = len(x)
+    for k in range(n):
+        f = m[k + 1 :, k] / m[k, k]
+        m[k + 1 :, k:] -= f[:, None] * m[k, k:]
+        x[k + 1 :] -= f * x[k]
+    for k in range(n - 1, -1, -1):
+        x[k] = (x[k] - m[k, k + 1 :] @ x[k + 1 :]) / m[k, k]
+    return x
 
 
 def _layout_for(t: _Terms, ms: Measurements, train_rows) -> _Layout:
@@ -1267,8 +1327,20 @@ def fit(train_rows=None, gpu_family: dict | None = None) -> Params:
     t = _terms()
     train = usable_rows() if train_rows is None else np.asarray(train_rows, bool) & usable_rows()
     lay = _layout_for(t, ms, train)
-    theta = _fit_theta(t, ms.measured_s, train, lay)
-    return _unpack(theta, lay, fam_map, ranges=_ranges(ms, fam_map, train))
+    theta, weak = _fit_theta(t, ms.measured_s, train, lay)
+    names = _parameter_names(lay)
+    prov = {"prior_dominated": [n for n, w in zip(names, weak, strict=True) if w]}
+    return _unpack(theta, lay, fam_map, ranges=_ranges(ms, fam_map, train), provenance=prov)
+
+
+def _parameter_names(lay: _Layout) -> list[str]:
+    pairs = [f"{f}.{e}" for f, e in lay.pairs]
+    return (
+        [f"fraction.{p}.bandwidth" for p in pairs]
+        + [f"fraction.{p}.compute" for p in pairs]
+        + [f"engine.{e}.{name}" for name in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s",
+                                               "allreduce_hop_latency_s") for e in lay.engines]
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1444,6 +1516,8 @@ def fit_provenance(params: Params, validation: Validation | None, tool: str) -> 
         "groups": int(np.unique(ms.group).size),
         "objective": "least squares on log(predicted / measured), Levenberg-Marquardt, weak priors",
         "split": "final fit on all rows; validation: 5-fold by model x GPU x engine group",
+        "prior_dominated": params.provenance.get("prior_dominated", []),
+        "prior_note": "parameters the data barely constrain: their weak prior outweighs the data there",
         "assumptions": "LLM-Inference-Bench A100 = a100-40gb (SXM4 40 GB), H100 = h100-sxm; "
         "aiconfigurator: TPOT only (TTFT includes queueing), KV fp8 for TensorRT-LLM fp8 else bf16",
     }

@@ -89,20 +89,19 @@ class AchievableVsBatch(LiveFigure):
             lo, hi = float(here["floor"]), float(here["total"])
             self.marks.set_data([s.batch, s.batch], [lo / MS, hi / MS])
             self._transient_artist(
-                ax.annotate(
+                ax.text(
+                    0.02,
+                    0.74,
                     f"B={s.batch}: floor {lo / MS:.2f} ms, achievable {hi / MS:.2f} ms ({hi / lo:.2f}x)",
-                    (s.batch, hi / MS),
-                    xytext=(10, 12) if s.batch < 16 else (-10, 12),
-                    textcoords="offset points",
+                    transform=ax.transAxes,
                     fontsize=12,
-                    ha="left" if s.batch < 16 else "right",
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
                 )
             )
         else:
             self.marks.set_data([], [])
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
-        ax.set_title(f"Floor and achievable: {describe(s)}", fontsize=12)
+        ax.set_title(describe(s), fontsize=11)
         self.background_key = engine
 
 
