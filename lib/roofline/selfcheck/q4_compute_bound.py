@@ -6,13 +6,13 @@ practised in notebooks/pack01_speed_physics.ipynb.
 B users do 2·B FLOP per parameter read, and a parameter takes b bytes, so the intensity of a short-context
 decode step is 2·B ÷ b FLOP per byte: it reaches the ridge (peak ÷ bandwidth) at B = ridge × b ÷ 2.
 
-Note: the flip batch is computed with ``compute_bound_prompt_tokens`` (the prefill balance point), which is
-the same balance (2 FLOP per parameter per token against the weight bytes); the library is getting one
-balance-point helper for both.
+The flip batch is ``rl.compute_bound_batch`` (decode's balance point, the function lesson 61 uses): the
+smallest WHOLE batch whose decode step is compute-bound, so 296 where the hand formula gives 295.2 (a batch
+of 295 users is still 0.07% short of the ridge). The answer tolerance (5%) accepts either.
 
 >>> n = numbers(scenario(SPEC.default_params()))
->>> round(n.ridge, 1), round(n.flip_batch, 1), n.flip_if_2_bytes   # 989e12 / 3.35e12; × 2 bytes ÷ 2
-(295.2, 295.2, None)
+>>> round(n.ridge, 1), n.flip_batch, n.flip_if_2_bytes   # 989e12 / 3.35e12; ceil(295.2 × 2 bytes ÷ 2)
+(295.2, 296.0, None)
 """
 
 from __future__ import annotations
@@ -95,7 +95,9 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
     )
     return Numbers(
         ridge=ridge,
-        flip_batch=rl.compute_bound_prompt_tokens(m, g, precision),  # same balance: 2·B FLOP per bpe bytes
+        flip_batch=float(
+            rl.compute_bound_batch(m, g, 0, weight_precision=precision)
+        ),  # one function with lesson 61
         inverted_ridge=1.0 / ridge,
         flip_if_1_byte=as_if(1.0),
         flip_if_2_bytes=as_if(2.0),
@@ -137,7 +139,8 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
             f"weight bytes are shared by the batch, so B users do 2·B FLOP per {bpe:g} byte(s): intensity ≈ "
             f"{2 / bpe:g}·B FLOP per byte.",
             f"Ridge: {tflops(peak)} ÷ {tbps(bw)} = <b>{ridge:.0f} FLOP per byte</b>. Decode crosses it at "
-            f"B ≈ {ridge:.0f} × {bpe:g} ÷ 2 = <b>{flip:.0f} users</b>.",
+            f"B ≈ {ridge:.1f} × {bpe:g} ÷ 2 = {ridge * bpe / 2:.1f}, so the first whole batch past it is "
+            f"<b>{flip:.0f} users</b>.",
             "In practice the KV cache keeps it memory-bound much longer: its bytes grow with batch × "
             f"context and, unlike the weights, no two users share them. {kv_line}",
         ),

@@ -30,6 +30,7 @@ from roofline.selfcheck.common import (
     quoted_kv_bytes_per_token,
     quoted_weight_bytes,
 )
+from roofline.selfcheck.q3_batching import kv_per_token_text
 from roofline.selfcheck.spec import (
     TRAP_DOLLARS_HOURS,
     TRAP_FORGOT_3600,
@@ -87,7 +88,7 @@ def _price_traps(answer: str, case: str) -> tuple[TrapSpec, ...]:
 
 _WHY_KV = (
     "Each of the {batch} users reads their own KV every step: "
-    "{batch} × {context_tokens:,} × {kv_bytes_per_token!B}."
+    "{batch} × {context_tokens:,} × {kv_per_token_text}."
 )
 TRAPS = (
     *_price_traps("cost_single_usd", "single"),
@@ -145,6 +146,7 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
         **params,
         "weight_bytes": w,
         "kv_bytes_per_token": kv,
+        "kv_per_token_text": kv_per_token_text(kv),
         "tps_single": given_or(params, "tps_single", lambda: sig(1.0 / rl.decode_floor_s(w, bw), 2)),
         "tps_batched": given_or(
             params, "tps_batched", lambda: sig(b / rl.batched_step_time_s(w, b, t, kv, bw), 2)
@@ -206,8 +208,8 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
             f"({prec(s['weight_precision'])}), one user alone gets about {r1:,.0f} tokens/s, and {b} users "
             f"batched produce about {rb:,.0f} tokens/s in total. What does a million output tokens cost in "
             f"each case? Follow-up: where does the batched figure come from, with {b} users at {t:,} tokens "
-            f"of context ({gb(w)} of weights, {gb(kv)} of KV per token, {tbps(bw)})? Give the step time and "
-            "one user's tokens/s.</p>"
+            f"of context ({gb(w)} of weights, {kv_per_token_text(kv)} of KV per token, {tbps(bw)})? Give the "
+            "step time and one user's tokens/s.</p>"
         ),
         worked=ul(
             "The GPU is billed per hour, so first turn speed into tokens per hour: tokens/s × 3,600.",
@@ -227,8 +229,9 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
         ),
         followup_question=f"Where does the {b}-user figure of about {rb:,.0f} tokens/s come from?",
         followup_answer=ul(
-            f"Each step reads the {gb(w)} of weights once, plus every user's KV: {b} × {t:,} × {gb(kv)} = "
-            f"{gb(kv_all)}. Together {gb(w + kv_all)}, so the step takes {gb(w + kv_all)} ÷ {tbps(bw)} = "
+            f"Each step reads the {gb(w)} of weights once, plus every user's KV: {b} × {t:,} × "
+            f"{kv_per_token_text(kv)} = {gb(kv_all)}. Together {gb(w + kv_all)}, so the step takes "
+            f"{gb(w + kv_all)} ÷ {tbps(bw)} = "
             f"<b>{ms(step)}</b>.",
             f"Each user gets a token per step: <b>{n.per_user_tps:,.0f} tokens/s</b>; all {b} together "
             f"{n.total_tps:,.0f} tokens/s.",
