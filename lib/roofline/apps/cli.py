@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "roofline.apps.cli_measure",
     "roofline.apps.cli_serve",
     "roofline.apps.cli_generate",
+    "roofline.apps.cli_speculate",
 )
 
 

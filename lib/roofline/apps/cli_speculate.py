@@ -1,0 +1,127 @@
+"""``roofline speculate``: speculative decoding against plain decode of the same configuration.
+
+Taught in notebooks/speculative_decoding.ipynb; the numbers are ``roofline.physics.speculative``. docs/cli.md
+documents the command and every JSON field.
+
+    roofline speculate --model M --gpu G [--gpus N] [--draft D | --draft-cost-ratio r] --draft-tokens k
+                       --acceptance a [--batch B] [--context T] [--weights P] [--kv P] [--json]
+
+Errors (unknown names, out-of-range numbers, a configuration that does not fit) go through the framework
+in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"error": {"type": ..., "message": ...}}``.
+
+>>> import contextlib, io, json
+>>> buf = io.StringIO()
+>>> from roofline.apps.cli import main
+>>> with contextlib.redirect_stdout(buf):
+...     code = main(["speculate", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft-cost-ratio", "0",
+...                  "--draft-tokens", "4", "--acceptance", "0.8", "--json"])
+>>> code, round(json.loads(buf.getvalue())["expected_tokens_per_step"], 4)     # 1 + .8 + .64 + .512 + .4096
+(0, 3.3616)
+"""
+
+from __future__ import annotations
+
+from roofline.apps.cli import (
+    BATCH,
+    CONTEXT,
+    MAX_TOKENS,
+    add_common_arguments,
+    print_json,
+    real_number,
+    whole_number,
+)
+from roofline.physics.speculative import speculative_collapse_batch, speculative_step
+from roofline.units import GB, MS
+
+EXIT_OK = 0
+
+FIELDS = (
+    "model_id", "gpu_id", "proposer", "weight_precision", "kv_precision", "num_gpus", "batch",
+    "context_tokens", "draft_tokens", "acceptance", "draft_cost_ratio", "expected_tokens_per_step",
+    "draft_time_s", "verify_time_s", "verify_binding", "step_time_s", "plain_step_time_s",
+    "tokens_per_s_per_user", "plain_tokens_per_s_per_user", "tokens_per_s_total", "speedup",
+    "memory_needed_bytes", "memory_capacity_bytes", "fits",
+)  # fmt: skip
+
+
+def add_parser(subparsers) -> None:
+    """Register ``speculate`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "speculate",
+        help="speculative decoding: tokens per verify step, step time, tokens/s per user, speedup",
+        description="Draft k tokens (a draft model, or a proposer costing r target decode steps per "
+        "token), verify them in one forward step of the target; compare with plain decode.",
+    )
+    add_common_arguments(p)
+    proposer = p.add_mutually_exclusive_group(required=True)
+    proposer.add_argument("--draft", metavar="D", help="draft model id (k decode steps of it per cycle)")
+    proposer.add_argument(
+        "--draft-cost-ratio",
+        type=real_number(0, 1e3),
+        metavar="r",
+        help="cost of one drafted token in target decode steps (0: n-gram lookup)",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        type=whole_number(0, 64, "tokens"),
+        required=True,
+        metavar="k",
+        help="drafts per user",
+    )
+    p.add_argument(
+        "--acceptance", type=real_number(0, 1), required=True, metavar="a", help="per-token acceptance α"
+    )
+    p.add_argument("--batch", type=BATCH, default=1, metavar="B", help="users decoding together (default 1)")
+    p.add_argument(
+        "--context",
+        type=CONTEXT,
+        default=0,
+        metavar="T",
+        help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})",
+    )
+
+
+def result_dict(s) -> dict:
+    """The JSON object of ``speculate`` (SI units); docs/cli.md lists the fields."""
+    d = s.to_dict()
+    return {"command": "speculate", **{k: d[k] for k in FIELDS}}
+
+
+def run(args) -> int:
+    """Compute and print; errors raise ``RooflineError`` for the framework to report."""
+    options = dict(
+        draft_tokens=args.draft_tokens,
+        acceptance=args.acceptance,
+        draft_model=args.draft.strip().lower() if args.draft else None,
+        draft_cost_ratio=args.draft_cost_ratio,
+        num_gpus=args.gpus,
+        weight_precision=args.weights,
+        kv_precision=args.kv,
+    )
+    s = speculative_step(args.model, args.gpu, args.batch, args.context, **options)
+    collapse = speculative_collapse_batch(args.model, args.gpu, args.context, **options)
+    out = result_dict(s)
+    out["collapse_batch"] = None if collapse != collapse else int(collapse)
+    if args.json:
+        print_json(out)
+        return EXIT_OK
+    rows = [
+        ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, {s.weight_precision} weights, "
+                  f"{s.kv_precision} KV; B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
+        ("proposer", f"{s.proposer}: k={s.draft_tokens:.0f} drafts, acceptance α={s.acceptance:g}"),
+        ("tokens per verify step", f"{s.expected_tokens_per_step:.3f}  (1 − α^(k+1)) ÷ (1 − α)"),
+        ("draft time", f"{s.draft_time_s / MS:.3f} ms  ({s.draft_cost_ratio:.3f} target steps per draft)"),
+        ("verify time", f"{s.verify_time_s / MS:.3f} ms  ({s.verify_binding}-bound, "
+                        f"{s.batch * (s.draft_tokens + 1):,.0f} tokens)"),
+        ("cycle (draft + verify)", f"{s.step_time_s / MS:.3f} ms"),
+        ("plain decode step", f"{s.plain_step_time_s / MS:.3f} ms"),
+        ("tokens/s per user",
+         f"{s.tokens_per_s_per_user:,.1f}  (plain {s.plain_tokens_per_s_per_user:,.1f})"),
+        ("speedup per user", f"{s.speedup:.2f}x"),
+        ("speedup < 1 from batch", "never up to 4,096 users (or memory runs out first)"
+         if out["collapse_batch"] is None else f"{out['collapse_batch']:,}"),
+        ("memory", f"{s.memory_needed_bytes / GB:.1f} GB of {s.memory_capacity_bytes / GB:.0f} GB"),
+    ]  # fmt: skip
+    width = max(len(k) for k, _ in rows)
+    print("\n".join(f"{k:<{width}}  {v}" for k, v in rows))
+    return EXIT_OK
