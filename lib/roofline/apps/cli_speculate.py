@@ -84,6 +84,8 @@ def add_parser(subparsers) -> None:
 def result_dict(s) -> dict:
     """The JSON object of ``speculate`` (SI units); docs/cli.md lists the fields."""
     d = s.to_dict()
+    for k in ("num_gpus", "batch", "context_tokens", "draft_tokens"):  # counts: whole numbers in JSON
+        d[k] = int(d[k])
     return {"command": "speculate", **{k: d[k] for k in FIELDS}}
 
 
