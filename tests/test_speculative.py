@@ -242,3 +242,14 @@ def test_cli_json_errors(args, kind):
     code, d = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", *args, "--json")
     assert code == 2
     assert d["error"]["type"] == kind and d["error"]["message"]
+
+
+def test_every_speculate_json_field_is_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    section = doc[doc.index("## `roofline speculate`") :]
+    _, d = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft-cost-ratio", "0", "--draft-tokens", "2",
+                "--acceptance", "0.5", "--json")  # fmt: skip
+    missing = sorted(k for k in d if f"`{k}`" not in section)
+    assert not missing, f"speculate JSON fields not described in docs/cli.md: {missing}"
