@@ -249,7 +249,7 @@ def test_every_speculate_json_field_is_documented():
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     section = doc[doc.index("## `roofline speculate`") :]
-    _, d = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft-cost-ratio", "0", "--draft-tokens", "2",
-                "--acceptance", "0.5", "--json")  # fmt: skip
+    proposer = ("--draft-cost-ratio", "0", "--draft-tokens", "2", "--acceptance", "0.5")
+    _, d = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", *proposer, "--json")
     missing = sorted(k for k in d if f"`{k}`" not in section)
     assert not missing, f"speculate JSON fields not described in docs/cli.md: {missing}"
