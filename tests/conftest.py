@@ -10,3 +10,12 @@ import os
 import tempfile
 
 os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp(prefix="speed-physics-test-home-")
+
+# Hypothesis: one named profile. CI (and anyone who wants repeatable runs) gets "ci": derandomized, so a
+# failure found once is found on every run, with no per-example deadline on a shared 2-core machine.
+# HYPOTHESIS_PROFILE=dev explores new random examples locally.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

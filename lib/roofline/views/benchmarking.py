@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/benchmarking.py (the numbers live there)."""
+"""Figures and readouts of lesson 06, taught in notebooks/06_benchmarks_that_lie.ipynb; the numbers live in
+``roofline.lessons.benchmarking``."""
 
 from __future__ import annotations
 

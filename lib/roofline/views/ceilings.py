@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/ceilings.py (the numbers live there)."""
+"""Figures and readouts of lesson 02, taught in notebooks/02_decode_floor.ipynb; the numbers live in
+``roofline.lessons.ceilings``."""
 
 from __future__ import annotations
 

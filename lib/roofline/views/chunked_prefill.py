@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/chunked_prefill.py (the numbers live there)."""
+"""Figures and readouts of lesson 44, taught in notebooks/44_chunked_prefill.ipynb; the numbers live in
+``roofline.lessons.chunked_prefill``."""
 
 from __future__ import annotations
 

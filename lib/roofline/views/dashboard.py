@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/dashboard.py (the numbers live there)."""
+"""Figures and readouts of lesson 59, taught in notebooks/59_dashboard.ipynb; the numbers live in
+``roofline.lessons.dashboard``."""
 
 from __future__ import annotations
 

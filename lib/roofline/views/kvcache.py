@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/kvcache.py (the numbers live there)."""
+"""Figures and readouts of lesson 28, taught in notebooks/28_kv_cache.ipynb; the numbers live in
+``roofline.lessons.kvcache``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/launch.py (the numbers live there)."""
+"""Figures and readouts of lesson 03, taught in notebooks/03_launch_overhead.ipynb; the numbers live in
+``roofline.lessons.launch``."""
 
 from __future__ import annotations
 

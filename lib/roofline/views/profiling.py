@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/profiling.py (the numbers live there)."""
+"""Figures and readouts of lesson 60, taught in notebooks/60_amdahl.ipynb; the numbers live in
+``roofline.lessons.profiling``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/saturation.py (the numbers live there)."""
+"""Figures and readouts of lesson 61, taught in notebooks/61_compute_bound.ipynb; the numbers live in
+``roofline.lessons.saturation``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/serving.py (the numbers live there)."""
+"""Figures and readouts of lesson 25, taught in notebooks/25_batching.ipynb; the numbers live in
+``roofline.lessons.serving``."""
 
 from __future__ import annotations
 

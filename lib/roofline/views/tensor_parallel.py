@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/tensor_parallel.py (the numbers live there)."""
+"""Figures and readouts of lesson 24, taught in notebooks/24_tensor_parallel.ipynb; the numbers live in
+``roofline.lessons.tensor_parallel``."""
 
 from __future__ import annotations
 

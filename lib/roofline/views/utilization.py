@@ -1,4 +1,5 @@
-"""Figures and readouts for lessons/utilization.py (the numbers live there)."""
+"""Figures and readouts of lesson 09, taught in notebooks/09_gpu_util.ipynb; the numbers live in
+``roofline.lessons.utilization``."""
 
 from __future__ import annotations
 
