@@ -93,7 +93,7 @@ def main() -> None:
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-                page = open_page(browser, f"{server.url}/voila/render/latency.ipynb", ".bench-naive img")
+                page = open_page(browser, server.page_url("latency.ipynb"), ".bench-naive img")
                 results = {
                     name: measure(page, root, args.moves)
                     for name, root in (

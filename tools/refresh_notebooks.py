@@ -5,7 +5,8 @@
 
 Stored outputs are what nbval compares against in the test run, so refresh after changing the library.
 Widget state (random model ids) is dropped: the saved notebook shows its static figures, and a live
-kernel brings the explorers back.
+kernel brings the explorers back. The notebook's kernelspec is written as the installed kernel describes
+itself (name, display name, language), so JupyterLab does not mark a notebook modified on opening it.
 """
 
 from __future__ import annotations
@@ -15,17 +16,26 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+KERNEL_NAME = "python3"
+
+
+def installed_kernelspec(name: str = KERNEL_NAME) -> dict:
+    """The notebook metadata for the installed kernel ``name``, as JupyterLab writes it on saving."""
+    spec = KernelSpecManager().get_kernel_spec(name)
+    return {"display_name": spec.display_name, "language": spec.language, "name": name}
 
 
 def refresh(path: Path) -> float:
     start = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb, timeout=120, kernel_name=KERNEL_NAME, resources={"metadata": {"path": str(path.parent)}}
     ).execute()
+    nb.metadata["kernelspec"] = installed_kernelspec()
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)

@@ -1,12 +1,19 @@
-"""Real-browser fixtures: a Voilà server on loopback and Debian's Chromium driven by Playwright.
+"""Real-browser fixtures: the instructor app (Voilà) and JupyterLab on loopback, Debian's Chromium driven
+by Playwright.
 
 No browser is downloaded: Playwright launches /usr/bin/chromium (``apt-get install -y chromium``). Every
 request to a host other than loopback is aborted, so the tests also prove the app works offline.
 Screenshots land in test-artifacts/ (kept by CI as artifacts).
+
+By default the lesson-by-lesson tests open a few lessons that between them hold every kind of explorer
+(``DEFAULT_LESSONS``), which keeps the whole test command within about three minutes on two cores; set
+``SPEED_PHYSICS_ALL_LESSONS=1`` to open every lesson. Each server starts once per test process (session
+scope): one Voilà per pytest-xdist worker that needs it, one JupyterLab for the JupyterLab tests.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -50,37 +57,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class VoilaServer:
-    """The instructor app (``roofline.apps.instructor``, Voilà) on a free loopback port; pages are
-    /voila/render/NAME.ipynb."""
+class _Server:
+    """A server process on a free loopback port, logging to test-artifacts/; stopped by its own PID."""
 
-    def __init__(self, directory: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(ARTIFACTS / f"voila-{self.port}.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(  # the README's instructor app, as a user starts it
-            [
-                sys.executable,
-                "-m",
-                "roofline.apps.instructor",
-                str(directory),
-                "--no-browser",
-                f"--port={self.port}",
-                "--VoilaConfiguration.show_tracebacks=True",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            cwd=directory,
-        )
+    name = "server"
+
+    def _start(self, command: list[str], cwd: Path, env: dict | None = None) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log = open(ARTIFACTS / f"{self.name}-{self.port}.log", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"voila exited early; see {self.log.name}")
+                raise RuntimeError(f"{self.name} exited early; see {self.log.name}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return
             time.sleep(0.1)  # polling for the port to open, not synchronizing with the page
-        raise RuntimeError("voila did not open its port within 60 s")
+        raise RuntimeError(f"{self.name} did not open its port within 60 s")
 
     def stop(self):
         self.proc.terminate()
@@ -89,6 +83,79 @@ class VoilaServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+
+
+class VoilaServer(_Server):
+    """The instructor app (``roofline.apps.instructor``, Voilà) on a free loopback port, with a token;
+    pages are ``page_url("NAME.ipynb")``. ``lessons`` are preheated, as ``uv run instructor 02 16`` does."""
+
+    name = "voila"
+
+    def __init__(self, directory: Path, lessons: tuple[str, ...] = (), extra: tuple[str, ...] = ()):
+        self.port = free_port()
+        self.token = "browser-test-token"
+        self.url = f"http://127.0.0.1:{self.port}"
+        names = [str(directory / n) for n in lessons] or [str(directory)]
+        self._start(  # the README's instructor app, as a user starts it
+            [
+                sys.executable,
+                "-m",
+                "roofline.apps.instructor",
+                *names,
+                f"--port={self.port}",
+                f"--token={self.token}",
+                "--VoilaConfiguration.show_tracebacks=True",
+                *extra,
+            ],
+            cwd=directory,
+        )
+
+    def page_url(self, notebook: str, query: str = "") -> str:
+        return f"{self.url}/voila/render/{notebook}?token={self.token}" + (f"&{query}" if query else "")
+
+
+class JupyterLabServer(_Server):
+    """JupyterLab on a free loopback port, as ``uv run jupyter lab notebooks/`` starts it (plus
+    ``--allow-root`` for root, a token, and throwaway settings/workspace directories so no earlier layout
+    or news toast leaks in). ``window.jupyterapp`` is exposed for the tests."""
+
+    name = "jupyterlab"
+
+    def __init__(self, directory: Path, home: Path):
+        self.port = free_port()
+        self.token = "browser-test-token"
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = home / "settings"
+        (settings / "@jupyterlab/apputils-extension").mkdir(parents=True)
+        (settings / "@jupyterlab/apputils-extension/notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        env = {
+            **os.environ,
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        }
+        self._start(
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}",
+                "--LabApp.expose_app_in_browser=True",
+                f"--ServerApp.root_dir={directory}",
+            ],
+            cwd=directory,
+            env=env,
+        )
+
+    def lab_url(self, notebook: str) -> str:
+        return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
 
 
 @pytest.fixture(scope="session")
@@ -150,20 +217,27 @@ Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context
          scenario=Scenario(batch=32))
 """
 
-# Every lesson notebook plus the Pack 01 self-check (which has its own test: its controls are answer boxes).
-LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+# The numbered lessons (the Pack 01 self-check has its own test: its controls are answer boxes). By default
+# a few that between them hold every kind of explorer; SPEED_PHYSICS_ALL_LESSONS=1 opens every one.
+ALL_LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+DEFAULT_LESSONS = ["02_decode_floor.ipynb", "16_step_time.ipynb", "28_kv_cache.ipynb", "60_amdahl.ipynb"]
+LESSONS = ALL_LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") == "1" else DEFAULT_LESSONS
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """Voilà serving a temporary copy of the notebooks plus one explorer with every kind of control."""
-    directory = tmp_path_factory.mktemp("app")
+def copy_notebooks(directory: Path) -> Path:
+    """A temporary copy of the notebooks plus one explorer with every kind of control."""
     for path in (ROOT / "notebooks").glob("*.ipynb"):
         shutil.copy(path, directory / path.name)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_NOTEBOOK)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, directory / "explorer_controls.ipynb")
-    srv = VoilaServer(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """Voilà serving a temporary copy of the notebooks (one per test process, shared by its modules)."""
+    srv = VoilaServer(copy_notebooks(tmp_path_factory.mktemp("app")))
     yield srv
     srv.stop()
 
@@ -176,7 +250,7 @@ SNAPSHOT_JS = """() => Array.from(document.querySelectorAll(
 def drive_first_control(browser, server, lesson: str) -> None:
     """Open a lesson as an app, move its first slider one step (or pick another option of its first
     dropdown), and wait until a figure or readout on the page changes; no error output may appear."""
-    page = open_page(browser, f"{server.url}/voila/render/{lesson}", ".widget-slider, .widget-dropdown")
+    page = open_page(browser, server.page_url(lesson), ".widget-slider, .widget-dropdown")
     page.wait_for_selector(".widget-image, .jp-OutputArea img", state="attached", timeout=60_000)
     before = page.evaluate(SNAPSHOT_JS)
     if page.locator(".widget-slider .noUi-handle").count():

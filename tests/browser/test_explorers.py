@@ -39,7 +39,7 @@ def expected_ms(s: Scenario) -> float:
 
 
 def test_every_kind_of_control_updates_figure_and_readout(browser, server):
-    page = open_page(browser, f"{server.url}/voila/render/explorer_controls.ipynb", ".roofline-explorer img")
+    page = open_page(browser, server.page_url("explorer_controls.ipynb"), ".roofline-explorer img")
     img = ".roofline-explorer img"
     s = Scenario(batch=32)
     assert ms(readout(page, "step time")) == expected_ms(s)

@@ -15,9 +15,7 @@ def test_lesson_explorer_responds_to_its_first_control(browser, server, lesson):
 
 
 def test_self_check_card_accepts_the_right_answer_and_names_a_trap(browser, server):
-    page = open_page(
-        browser, f"{server.url}/voila/render/pack01_speed_physics.ipynb", ".roofline-selfcheck input"
-    )
+    page = open_page(browser, server.page_url("pack01_speed_physics.ipynb"), ".roofline-selfcheck input")
     first_card = page.locator(".roofline-selfcheck").first
     answer = card("Q1").answers[0]  # the decode floor, in ms, as the library computes it
     box = first_card.locator(".widget-text input").first
