@@ -41,6 +41,7 @@ from roofline._arrays import checked, out
 from roofline._results import Flag, Label, Number, Result
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, DoesNotFitError, InvalidConfigurationError
+from roofline.physics.architecture import active_parameter_count, parameter_breakdown
 from roofline.physics.step import decode_step, forward_step
 from roofline.units import GB
 
@@ -242,6 +243,24 @@ def speculative_step(
         memory_capacity_bytes=out(have),
         fits=out(ok),
     )
+
+
+def mtp_draft_cost_ratio(model) -> float:
+    """Draft-cost ratio r of a multi-token-prediction head (DeepSeek-V3's MTP module): one extra
+    transformer block plus the shared LM head, against the whole model's active weights (1).
+
+    r ≈ [(N_active − embedding − LM head) ÷ L + LM head] ÷ N_active: the block is the average layer, an
+    approximation (DeepSeek-V3's MTP block is an MoE layer like the average one). At batch 1 a memory-bound
+    draft step costs its bytes, so r is the ratio of weights read.
+
+    >>> round(mtp_draft_cost_ratio("deepseek-v3"), 3)
+    0.04
+    """
+    m = get_model(model)
+    parts = parameter_breakdown(m)
+    active = active_parameter_count(m)
+    block = (active - parts["embedding"] - parts["lm_head"]) / m.layers
+    return float((block + parts["lm_head"]) / active)
 
 
 def speculative_collapse_batch(model, gpu, context_tokens=0, *, batches=None, **options):
