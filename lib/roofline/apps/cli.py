@@ -331,6 +331,7 @@ def cmd_step(args) -> int:
 
     d = _step_dict(s, args.weights)
     d["include_communication"] = args.comm
+    d["achievable"] = _achievable_decode(args, args.batch, args.context, args.gpus, args.weights, args.kv)
     if args.json:
         print_json(d)
         return EXIT_OK
@@ -355,7 +356,8 @@ def cmd_step(args) -> int:
     if args.launch_overhead_ms:
         rows.append(("launch overhead", _fmt_time(s.launch_overhead_s)))
     rows += [
-        ("step time", _fmt_time(s.step_time_s)),
+        ("step time", _fmt_time(s.step_time_s) + " (the ideal: a floor no engine beats)"),
+        _achievable_line(d["achievable"]),
         ("binding", f"{s.binding}-bound"),
         (
             "tokens/s",
@@ -373,6 +375,68 @@ def cmd_step(args) -> int:
     )
     print(_block(rows))
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------------
+# The achievable figure next to the ideal one (roofline.achievable, calibrated on published runs)
+# --------------------------------------------------------------------------------------------------
+
+
+def _add_engine_argument(p) -> None:
+    from roofline.achievable import DEFAULT_ENGINE
+
+    p.add_argument(
+        "--engine",
+        default=DEFAULT_ENGINE,
+        metavar="ENGINE",
+        help=f"engine whose calibrated efficiency gives the achievable figure (default {DEFAULT_ENGINE}; "
+        "vllm, tensorrt-llm, sglang, llama.cpp)",
+    )
+
+
+def _achievable_decode(args, batch, context, num_gpus, weights, kv, gpu=None) -> dict:
+    """The calibrated decode step next to the ideal one: the ``achievable`` JSON object."""
+    from roofline import achievable
+
+    t = achievable.decode_step_times(
+        args.model, gpu or args.gpu, batch, context, num_gpus=num_gpus, weight_precision=weights,
+        kv_precision=kv, engine=args.engine,
+    )  # fmt: skip
+    step = float(t["total"])
+    return {
+        "engine": achievable.engine_id(args.engine),
+        "step_time_s": step,
+        "tokens_per_s_per_user": 1.0 / step,
+        "tokens_per_s_total": batch / step,
+        "calibration": _display_calibration(),
+    }
+
+
+def _achievable_prefill(args, weights, kv) -> dict:
+    from roofline import achievable
+
+    t = achievable.prefill_times(
+        args.model, args.gpu, args.prompt, num_gpus=args.gpus, weight_precision=weights, kv_precision=kv,
+        engine=args.engine,
+    )  # fmt: skip
+    return {
+        "engine": achievable.engine_id(args.engine),
+        "time_s": float(t["total"]),
+        "calibration": _display_calibration(),
+    }
+
+
+def _display_calibration() -> str:
+    from roofline.data import data_dir
+
+    return str(data_dir()).rsplit("/", 1)[-1] + "/calibration.toml"
+
+
+def _achievable_line(a: dict, time_key: str = "step_time_s") -> tuple[str, str]:
+    text = f"{_fmt_time(a[time_key])}"
+    if "tokens_per_s_per_user" in a:
+        text += f", {_fmt_count(a['tokens_per_s_per_user'])} tokens/s per user"
+    return (f"achievable ({a['engine']})", text + " (calibrated on published runs; the ideal is the floor)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -406,6 +470,7 @@ def cmd_prefill(args) -> int:
         "decode_step_time_s": decode.step_time_s,
         "stalled_decode_steps": stalls,
         "compute_bound_prompt_tokens": threshold,
+        "achievable": _achievable_prefill(args, args.weights, args.kv),
     }
     d["prompt_tokens"], d["num_gpus"] = int(d["prompt_tokens"]), int(d["num_gpus"])
     if args.json:
@@ -423,7 +488,8 @@ def cmd_prefill(args) -> int:
         ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
         ("compute time", _fmt_time(p.compute_time_s)),
         ("memory time", _fmt_time(p.memory_time_s)),
-        ("prefill time", _fmt_time(p.time_s)),
+        ("prefill time", _fmt_time(p.time_s) + " (the ideal: a floor no engine beats)"),
+        _achievable_line(d["achievable"], "time_s"),
         ("binding", f"{p.binding}-bound"),
         (
             "stalls",
@@ -590,6 +656,11 @@ def cmd_cost(args, parser) -> int:
             "binding": step.binding,
             "tokens_per_s_per_user": step.tokens_per_s_per_user,
         }
+        real = _achievable_decode(args, batch, context, num_gpus, weights, kv, gpu=gpu)
+        real["usd_per_million_tokens"] = rl.cost_per_million_tokens_usd(
+            usd_per_gpu_hour, real["tokens_per_s_total"], num_gpus
+        )
+        d["achievable"] = real
 
     usd = rl.cost_per_million_tokens_usd(usd_per_gpu_hour, tps, num_gpus)
     d.update(
@@ -827,6 +898,7 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.A
         help="CPU kernel-launch time added to every step, in ms (default 0)",
     )
     p.add_argument("--comm", action="store_true", help="add tensor-parallel all-reduce time")
+    _add_engine_argument(p)
     p.set_defaults(handler=cmd_step)
 
     p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
@@ -842,6 +914,7 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.A
         metavar="TOKENS",
         help="context of the batch-1 decode step the stall is counted in (default 0)",
     )
+    _add_engine_argument(p)
     p.set_defaults(handler=cmd_prefill)
 
     p = sub.add_parser("fit", help="memory needed vs available; the largest batch at a context")
@@ -879,6 +952,7 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.A
     price.add_argument(
         "--price", type=_lower, metavar="ID", help="an example price id (see `roofline list prices`)"
     )
+    _add_engine_argument(p)
     p.set_defaults(handler=lambda args, cost_parser=p: cmd_cost(args, cost_parser))
 
     p = sub.add_parser("list", help="the GPU, model and price tables")
