@@ -1,8 +1,8 @@
 """The Pack 01 self-check cards: specs, answers computed by the library, scenarios, lesson links.
 
 Golden values are worked out by hand from the study card's own inputs and the H100 SXM's data sheet
-(16 GB of weights, 3.35 TB/s, 989 TFLOPS dense BF16, 700 W, 128 KB of KV per token, $3 per GPU-hour); the
-arithmetic is written in each row.
+(16 GB of weights, 3.35 TB/s, 989 TFLOPS dense BF16, 700 W, 128 KiB (131,072 bytes) of KV per token,
+$3 per GPU-hour); the arithmetic is written in each row.
 """
 
 import subprocess
@@ -18,7 +18,7 @@ from roofline.selfcheck.cards import CARD_MODULES, SPECS
 BW = 3.35e12  # H100 SXM memory bandwidth, bytes/s
 PEAK = 989e12  # H100 SXM dense BF16, FLOP/s
 FLOOR = 16e9 / BW  # 4.776 ms: the study card's 16 GB read once
-STEP_Q3 = (16e9 + 32 * 1000 * 128e3) / BW  # 20.096e9 B / 3.35e12 B/s = 5.999 ms
+STEP_Q3 = (16e9 + 32 * 1000 * 131072) / BW  # 20.194e9 B / 3.35e12 B/s = 6.028 ms
 STEP_Q6 = (16e9 + 64 * 4096 * 131072) / BW  # 50.36e9 B / 3.35e12 B/s = 15.03 ms
 
 # (card, answer, hand-derived value in the answer's unit, the arithmetic)
@@ -31,12 +31,17 @@ GOLDEN = [
     ("Q2", "paste_ms", 2 * 8e9 * 8000 / PEAK * 1e3, "2 × 8e9 × 8,000 = 1.28e14 FLOP / 989e12 = 129.4 ms"),
     ("Q2", "stalled_steps", (2 * 8e9 * 8000 / PEAK) / FLOOR, "129.4 ms / 4.776 ms = 27.1 steps"),
     ("Q2", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
-    ("Q3", "step_ms", STEP_Q3 * 1e3, "(16e9 + 32 × 1,000 × 128e3) / 3.35e12 = 5.999 ms"),
-    ("Q3", "per_user_tps", 1 / STEP_Q3, "1 / 5.999 ms = 166.7 tokens/s"),
-    ("Q3", "total_tps", 32 / STEP_Q3, "32 / 5.999 ms = 5,334 tokens/s"),
-    ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,334 / 209.4 = 25.5×"),
+    ("Q3", "step_ms", STEP_Q3 * 1e3, "(16e9 + 32 × 1,000 × 131,072) / 3.35e12 = 6.028 ms"),
+    ("Q3", "per_user_tps", 1 / STEP_Q3, "1 / 6.028 ms = 165.9 tokens/s"),
+    ("Q3", "total_tps", 32 / STEP_Q3, "32 / 6.028 ms = 5,308 tokens/s"),
+    ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,308 / 209.4 = 25.35×"),
     ("Q4", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
-    ("Q4", "flip_batch", PEAK / BW * 2 / 2, "2·B FLOP per 2 bytes = ridge: B = 295.2 × 2 / 2"),
+    (
+        "Q4",
+        "flip_batch",
+        296.0,
+        "2·B FLOP per 2 bytes = ridge at B = 295.2; the first whole batch past it: 296",
+    ),
     ("Q5", "achieved_tbps", 16e9 / 6e-3 / 1e12, "16e9 B / 6 ms = 2.667 TB/s"),
     ("Q5", "mbu_pct", 16e9 / 6e-3 / BW * 100, "2.667e12 / 3.35e12 = 79.6 %"),
     ("Q6", "cost_single_usd", 3 / (200 * 3600) * 1e6, "$3 / (200 × 3,600 tokens) × 1e6 = $4.17"),
@@ -168,7 +173,7 @@ def test_every_card_has_its_parts_and_computed_numbers():
         assert "Worked answer" in html and "Common mistake" in html and "Likely follow-up" in html
         assert "<table" in card._repr_html_() and card.qid in repr(card)
     assert "4.78 ms" in sc.card("Q1").worked  # 16 GB / 3.35 TB/s
-    assert "5,334 tokens/s" in sc.card("Q3").worked  # 32 / 5.999 ms
+    assert "5,308 tokens/s" in sc.card("Q3").worked  # 32 / 6.028 ms
     assert "1.82×" in sc.card("Q7").followup_answer  # 1 / 0.55
 
 
@@ -178,7 +183,7 @@ def test_labels_and_trap_explanations_are_filled_from_the_scenario():
     assert any("the 4 bandwidths add up" in t.why for t in card.traps)
     q3 = sc.card("Q3")
     (kv,) = [t for t in q3.traps if t.answer == "step_ms" and t.name == sc.TRAP_ONE_USER_KV]
-    assert "32 × 1,000 × 128 KB" in kv.why  # {kv_bytes_per_token!B} written as a size
+    assert "32 × 1,000 × 128 KiB" in kv.why  # {kv_bytes_per_token!B} written as a size
     (gain,) = [t for t in q3.traps if t.name == sc.TRAP_FULL_B_GAIN]
     assert "got 1.26× longer" in gain.why  # 5.999 ms / 4.776 ms = 1.256
 
