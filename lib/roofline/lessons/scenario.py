@@ -1,24 +1,61 @@
 """A scenario: the handful of choices every lesson's sliders set, with the study card's defaults.
 
 Controls, figures and readouts all pass one ``Scenario`` around, so a lesson's explorer is a few lines.
+Taught throughout; the price rule is taught in notebooks/01_token_cost.ipynb.
 
 >>> s = Scenario(batch=32)
 >>> s.model, s.gpu, s.batch, s.context_tokens
 ('llama-3-8b', 'h100-sxm', 32, 1000)
->>> round(s.decode().step_time_s * 1e3, 2)
-6.05
+>>> s.decode().step_time_s > Scenario(batch=1).decode().step_time_s
+True
+
+The price per GPU-hour follows the GPU: unless you give one, it is the GPU's listed price
+(``listed_price``: the first row of ``data/prices.toml`` for that GPU), and it follows a change of GPU.
+A price you give stays until the GPU changes. A GPU the table does not price has no price (``None``):
+there is then no cost until you type one.
+
+>>> s.usd_per_gpu_hour, s.price_id
+(3.0, 'h100-example-3usd')
+>>> l4 = s.with_(gpu="l4"); round(l4.usd_per_gpu_hour, 2), l4.price_id
+(0.8, 'aws-g6-l4')
+>>> mine = s.with_(usd_per_gpu_hour=2.0); mine.usd_per_gpu_hour, mine.price_id
+(2.0, None)
+>>> print(s.with_(gpu="h200").usd_per_gpu_hour)
+None
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from roofline.data import Price, get_gpu, prices
+from roofline.physics.memory import max_batch
 from roofline.physics.step import Step, decode_step, prefill
+
+GPU_COUNTS = (1, 2, 4, 8)  # G a menu offers: GPUs in tensor parallel on one server
+
+
+def listed_price(gpu) -> Price | None:
+    """The price row a scenario uses for ``gpu`` (an id or GPU): the first row of the price table for
+    that GPU (the table lists the course's round example first where there is one), or None.
+
+    >>> listed_price("h100-sxm").usd_per_gpu_hour
+    3.0
+    >>> listed_price("mi300x") is None
+    True
+    """
+    gpu_id = get_gpu(gpu).id
+    return next((p for p in prices().values() if p.gpu == gpu_id), None)
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """Model, hardware and load. Defaults: the card's Llama 3 8B in BF16 on one H100 at $3/GPU-hour."""
+    """Model, hardware and load. Defaults: the card's Llama 3 8B in BF16 on one H100 at its listed
+    $3/GPU-hour (the course's round example).
+
+    ``usd_per_gpu_hour`` None (the default) means "the GPU's listed price"; ``price_id`` then names the
+    row it came from (None for a price you typed, or a GPU without a listed price).
+    """
 
     model: str = "llama-3-8b"
     gpu: str = "h100-sxm"
@@ -28,11 +65,69 @@ class Scenario:
     batch: int = 1  # B, users decoding together
     context_tokens: int = 1000  # T, KV tokens per user
     prompt_tokens: int = 500  # P, tokens in a prompt to prefill
-    usd_per_gpu_hour: float = 3.0
+    usd_per_gpu_hour: float | None = None  # $ per GPU-hour; None: the GPU's listed price
+    price_id: str | None = None  # the price row used, when the price is the listed one
+
+    def __post_init__(self):
+        if self.usd_per_gpu_hour is None:
+            row = listed_price(self.gpu)
+            object.__setattr__(self, "usd_per_gpu_hour", None if row is None else row.usd_per_gpu_hour)
+            object.__setattr__(self, "price_id", None if row is None else row.id)
 
     def with_(self, **changes) -> Scenario:
-        """A copy with some fields changed."""
+        """A copy with some fields changed. A new GPU brings its own listed price, unless ``changes``
+        sets a price too; a new price is yours (``price_id`` None)."""
+        if "usd_per_gpu_hour" in changes:
+            changes.setdefault("price_id", None)
+        elif "gpu" in changes and get_gpu(changes["gpu"]).id != get_gpu(self.gpu).id:
+            changes.update(usd_per_gpu_hour=None, price_id=None)
         return replace(self, **changes)
+
+    @property
+    def price_note(self) -> str:
+        """Where the price comes from, in words (for readouts).
+
+        >>> Scenario(gpu="l4").price_note.startswith("AWS list price (aws-g6-l4, ")
+        True
+        """
+        if self.usd_per_gpu_hour is None:
+            return f"no listed price for {self.gpu}: type one"
+        if self.price_id is None:
+            return "your figure"
+        p = prices()[self.price_id]
+        kind = "course example" if p.provider == "course example" else f"{p.provider} list price"
+        return f"{kind} ({p.id}, {p.date})"
+
+    def gpus_needed(self, choices=GPU_COUNTS, users: int = 1) -> int | None:
+        """The fewest GPUs (from ``choices``) on which this model's weights and ``users`` users' KV cache
+        at this context fit, at these precisions; None if not even the largest choice is enough. Menus
+        use it so a model never leads to a dead end.
+
+        >>> Scenario(model="llama-3-70b").gpus_needed()      # 141 GB of BF16 weights, 80 GB per H100
+        2
+        >>> print(Scenario(model="llama-3.1-405b", gpu="l4").gpus_needed())
+        None
+        """
+        for n in sorted(choices):
+            if self.users_that_fit(num_gpus=n) >= users:
+                return n
+        return None
+
+    def users_that_fit(self, num_gpus=None) -> int:
+        """Most users at this context that fit beside the weights (0 when the weights alone do not fit)."""
+        return int(
+            max(
+                max_batch(
+                    self.model,
+                    self.gpu,
+                    max(self.context_tokens, 1),
+                    num_gpus=self.num_gpus if num_gpus is None else num_gpus,
+                    weight_precision=self.weight_precision,
+                    kv_precision=self.kv_precision,
+                ),
+                0,
+            )
+        )
 
     def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``decode_step`` for this scenario; ``batch``/``context_tokens`` may be arrays for a sweep."""

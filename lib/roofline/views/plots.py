@@ -136,6 +136,8 @@ class LiveFigure:
         self._transient: list = []  # artists rebuilt on every update (labels, overflow shading)
         self._background = None
         self._background_key = None
+        self._pinned: list = []  # grey copies of the curves at a pinned baseline (part of the background)
+        self._pin_version = 0
         with plt.style.context(STYLE_PATH):
             self._build()
             for ax in self.axes:
@@ -184,8 +186,49 @@ class LiveFigure:
             f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>"
         )
 
+    def pin(self) -> None:
+        """Keep the current curves as a grey baseline (drawn once, into the cached background), labelled
+        with the scenario they show, to compare the next moves against.
+
+        >>> f = StepTimeVsBatch(Scenario()); f.pin(); len(f._pinned) > 0
+        True
+        >>> f.unpin(); f._pinned
+        []
+        """
+        self.unpin()
+        for ax in self.axes:
+            for line in ax.get_lines():
+                x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+                if line.get_animated() and x.size > 2:  # curves, not markers
+                    (copy,) = ax.plot(x, y, color="#9a9a9a", lw=2.2, ls="-", alpha=0.55, zorder=1)
+                    self._pinned.append(copy)
+        if self._pinned:
+            s = self.scenario
+            text = f"grey: pinned {describe(s)}, B={s.batch}, T={s.context_tokens:,}"
+            self._pinned.append(
+                self.axes[-1].text(0.99, 0.02, text, transform=self.axes[-1].transAxes, ha="right",
+                                   fontsize=10, color="#777777")
+            )  # fmt: skip
+        self._pin_version += 1
+
+    def unpin(self) -> None:
+        """Remove the pinned baseline."""
+        for artist in self._pinned:
+            artist.remove()
+        self._pinned = []
+        self._pin_version += 1
+
+    def set_scale(self, scale: float) -> None:
+        """Projector scale: render at ``scale`` × the normal resolution (text and lines grow with it)."""
+        self.fig.set_dpi(100 * float(scale))
+        self._pin_version += 1  # forces a new background at the new size
+
     def _layout_key(self):
-        parts = [self.background_key, self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else ""]
+        parts = [
+            self.background_key,
+            self._pin_version,
+            self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else "",
+        ]
         for ax in self.axes:
             legend = ax.get_legend()
             parts += [
@@ -376,18 +419,22 @@ class CostVsBatch(_TwoPanelsVsBatch):
     def _curves(self, s, sweep):
         cost = np.full(BATCH_SWEEP.shape, np.nan)
         ok = sweep.fits
-        cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus)
+        if s.usd_per_gpu_hour is not None:  # a GPU without a listed price has no cost until one is typed
+            cost[ok] = cost_per_million_tokens_usd(
+                s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus
+            )
         return cost, sweep.tokens_per_s_per_user
 
     def _points(self, s, here):
+        speed = (here.tokens_per_s_per_user, f"{here.tokens_per_s_per_user:.0f} tok/s")
+        if s.usd_per_gpu_hour is None:
+            return None, speed
         cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, here.tokens_per_s_total, s.num_gpus)
-        return (cost, f"${cost:.2f} per M"), (
-            here.tokens_per_s_per_user,
-            f"{here.tokens_per_s_per_user:.0f} tok/s",
-        )
+        return (cost, f"${cost:.2f} per M"), speed
 
     def _suptitle(self, s):
-        return f"{describe(s)}, T={s.context_tokens:,}, ${s.usd_per_gpu_hour:.2f}/GPU-hour"
+        price = "no listed price" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f}/GPU-hour"
+        return f"{describe(s)}, T={s.context_tokens:,}, {price}"
 
 
 class RooflineChart(LiveFigure):
