@@ -155,7 +155,7 @@ class JupyterLabServer(_Server):
         )
 
     def lab_url(self, notebook: str) -> str:
-        return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
+        return f"{self.url}/lab/tree/{notebook}?token={self.token}"
 
 
 @pytest.fixture(scope="session")
