@@ -406,14 +406,14 @@ class Explorer(W.VBox):
         >>> ex.scenario.batch, ex.scenario.context_tokens, "Question 1" in ex.message.value
         (64, 4096, True)
         """
+        said = ", ".join(f"{k} = {v}" for k, v in settings.items())
         button = W.Button(
             description=label,
             icon="sliders",
-            tooltip="Set the explorer above to this question's numbers",
+            tooltip=f"{label}: {said}",
             layout=W.Layout(width="auto"),
         )
         button.add_class("roofline-setup")
-        said = ", ".join(f"{k} = {v}" for k, v in settings.items())
 
         def click(_):
             self.set(**settings)
@@ -445,6 +445,14 @@ class Explorer(W.VBox):
         self.live.unpin()
         self.image.value = jpeg(self.live)
 
+    def pin_baseline(self) -> None:
+        """``pin()``, and the toolbar's toggle shows it."""
+        self.pin_button.value = True
+
+    def clear_baseline(self) -> None:
+        """``unpin()``, and the toolbar's toggle shows it."""
+        self.pin_button.value = False
+
     def set_scale(self, scale: float) -> None:
         """Projector scale: figure resolution, labels and readout grow by ``scale`` (1 = notebook size)."""
         self.scale = float(scale)
@@ -459,31 +467,41 @@ class Explorer(W.VBox):
         return f"<style>{_CSS} .{self._uid} {{--rs: {getattr(self, 'scale', 1.0)}}}</style>"
 
     def _toolbar(self) -> W.Widget:
+        """Reset (class ``roofline-reset``), Pin as baseline (``roofline-pin``) and, with presets, an
+        examples menu (``roofline-presets``; its first entry is the starting scenario)."""
         reset = W.Button(description="Reset", icon="undo", layout=W.Layout(width="auto"))
+        reset.add_class("roofline-reset")
         reset.on_click(lambda _: self.reset())
         pin = W.ToggleButton(
-            description="Pin as baseline",
+            description="Pin baseline",
             icon="thumb-tack",
             tooltip="Keep the current curves in grey to compare against",
             layout=W.Layout(width="auto"),
         )
+        pin.add_class("roofline-pin")
         pin.observe(lambda c: self.pin() if c["new"] else self.unpin(), names="value")
+        self.pin_button = pin
         items = [reset, pin]
+        self.preset_menu = None
         if self.presets:
+            start = "the lesson's example"
             menu = W.Dropdown(
-                options=["(example…)", *self.presets],
-                value="(example…)",
-                description="examples",
+                options=[start, *self.presets],
+                value=start,
+                description="Preset",
                 layout=W.Layout(width="auto"),
             )
+            menu.add_class("roofline-presets")
 
             def chosen(c):
                 if c["new"] in self.presets:
                     self.apply_preset(c["new"])
+                elif c["new"] == start:
+                    self.reset()
 
             menu.observe(chosen, names="value")
+            self.preset_menu = menu
             items.append(menu)
-        self.pin_button = pin
         bar = W.HBox(items, layout=W.Layout(grid_gap="8px"))
         bar.add_class("roofline-toolbar")
         return bar
