@@ -329,6 +329,8 @@ def test_bad_input_raises_library_errors():
         sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, output_tokens=0)
     with pytest.raises(rl.InvalidConfigurationError):
         sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, prefill_workers=1)
+    with pytest.raises(rl.InvalidConfigurationError):  # every running sequence must fit in a step's budget
+        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, max_batch=256, token_budget=128)
 
 
 # ---------------------------------------------------------------- invariants (hypothesis)
