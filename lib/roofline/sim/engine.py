@@ -325,8 +325,8 @@ def simulate(
     num_gpus, weight_precision, kv_precision, engine : the cost model (tensor parallel G per worker).
         ``cost`` overrides them with your own ``StepCostModel``.
     max_batch : sequences per step at most. token_budget : tokens per step at most, ≥ ``max_batch`` (the
-        first prompt of a step runs even if longer, when unchunked). chunk_tokens : prompt tokens per sequence per step
-        (None: whole prompts). priority : ``"decode-first"`` or ``"prefill-first"``.
+        first prompt of a step runs even if longer, when unchunked). chunk_tokens : prompt tokens per
+        sequence per step (None: whole prompts). priority : ``"decode-first"`` or ``"prefill-first"``.
     kv_capacity : KV-cache tokens per worker (default: memory minus weights, ``kv_capacity_tokens``).
     prefix_hit_rate : fraction of each prompt found in a prefix cache, not recomputed, in [0, 1).
     pipeline_stages : P, pipeline-parallel stages per worker (GPUs per worker = num_gpus × P).
