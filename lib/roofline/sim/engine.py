@@ -602,12 +602,16 @@ def simulate(
             # outside work arrives, so price that many steps at once (vectorized).
             due = w.fin[0][0] if w.fin else np.inf  # a stale top only shortens the run
             k_max = 1 if n_fin else int(min(due - w.ticks, (cap - w.kv_used) // n_dec))
+            mb = min(stages, n_dec)
+            horizon = ext[0][0] if ext else np.inf
+            if k_max > 1 and horizon < np.inf:
+                # steps only get longer as contexts grow: no more than (horizon − t) ÷ first step start first
+                dt0 = cost.time_s(nt / mb, nseq / mb, kv_read / mb, kv_read / mb, 0.0)
+                k_max = min(k_max, int((horizon - t) / dt0) + 2)
             if k_max > 1:
                 kv_j = kv_read + n_dec * np.arange(k_max, dtype=float)
-                mb = min(stages, n_dec)
                 dts = np.broadcast_to(cost.time_s(nt / mb, nseq / mb, kv_j / mb, kv_j / mb, 0.0), (k_max,))
                 ends = np.cumsum(np.concatenate(([t], dts)))[1:]
-                horizon = ext[0][0] if ext else np.inf
                 k = max(1, int(np.count_nonzero(ends[:-1] < horizon)) + 1)
                 dts, ends = dts[:k], ends[:k]
                 w.busy_s += float(dts.sum()) * mb / stages
