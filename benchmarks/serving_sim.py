@@ -1,13 +1,14 @@
 """How fast the serving simulator is: 10,000 requests, against a naive loop over every token.
 
-    uv run python benchmarks/serving_sim.py              # about 15 s on a 2-core machine
+    uv run python benchmarks/serving_sim.py              # about 10 s on a quiet 2-core machine
     uv run python benchmarks/serving_sim.py --naive-requests 10000   # the naive loop on all of them (minutes)
 
 Workload: Llama 3 8B on one H100 SXM (ideal roofline), Poisson arrivals at 50 requests/s (about 70% of the
 closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first continuous batching, seed 0.
 
-1. ``roofline.sim.simulate``: one event per batched iteration; a pure-decode stretch (nobody finishing, no
-   arrival) is priced in one vectorized call. Median of 3 runs of 10,000 requests, plus the other loads.
+1. ``roofline.sim.simulate``: one event per batched iteration, O(1) work for all decoders of a step; a
+   pure-decode stretch (nobody finishing, no arrival) is priced in one vectorized call. Median of 3 runs of
+   10,000 requests (wall-clock and CPU time of this process), plus other loads.
 2. ``roofline.sim.simulate_naive``: the same rules, walking every token of every request in plain Python.
    Run on the first ``--naive-requests`` requests of the same arrival trace (default 1,000), then
    extrapolated linearly to 10,000; the fast simulator is also timed on exactly that subset, and the two

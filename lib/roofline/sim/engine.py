@@ -33,6 +33,11 @@ The scheduler (one per worker) each iteration:
    preemption);
 4. prices the step with the cost model and advances time.
 
+Why it is fast: a worker's decoders all advance together, so each is stored as an offset from a shared
+step counter (its context is offset + counter) and a heap says when the next one finishes. A step then
+costs O(1) for all the decoders plus a little per prompt chunk, and a stretch of pure decode steps with no
+arrival and no finish in between is priced in one vectorized call to the cost model.
+
 Deployments: tensor parallel (``num_gpus`` per worker, into the cost model); pipeline parallel
 (``pipeline_stages`` P: the batch is split into min(P, sequences) microbatches; an iteration takes
 P × stage time, with stage time = step time of one microbatch ÷ P, so with fewer sequences than stages the
