@@ -292,6 +292,7 @@ def simulate(
     output_tokens=128,
     seed: int = 0,
     think_time_s: float = 0.0,
+    ramp_s: float = 0.0,
     num_gpus: int = 1,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
@@ -323,6 +324,8 @@ def simulate(
         requests/s; a closed loop of ``concurrency`` clients, each sending its next request
         ``think_time_s`` after its previous one finished; or ``trace``, a dict of equal-length arrays
         ``arrival_s``, ``input_tokens``, ``output_tokens``.
+    ramp_s : closed loop only: client i sends its first request at i × ramp_s ÷ C (s); 0 starts everyone
+        together at t = 0 (then, with fixed lengths, the clients stay in step).
     requests : requests issued in all (bounded, ≥ 1).
     input_tokens, output_tokens : tokens per request: a whole number (fixed) or a ``LengthSpec``
         (uniform, lognormal). Output ≥ 1.
@@ -375,6 +378,8 @@ def simulate(
         raise rl.InvalidConfigurationError(f"chunk_tokens must be a whole number >= 1, got {chunk_tokens!r}")
     if not 0 <= prefix_hit_rate < 1:
         raise rl.InvalidConfigurationError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
+    if not ramp_s >= 0 or not think_time_s >= 0:
+        raise rl.InvalidConfigurationError("ramp_s and think_time_s must be >= 0 s")
     if not max_sim_time_s > 0 or not np.isfinite(max_sim_time_s):
         raise rl.InvalidConfigurationError(
             f"max_sim_time_s must be a finite time > 0, got {max_sim_time_s!r}"
@@ -472,7 +477,8 @@ def simulate(
     # 2 KV of request a reaching a decode worker) and the workers' own (1 step of worker a ends, 3 worker a
     # starts a step). At equal times outside events go first, so simultaneous arrivals share a step.
     if load == "closed":
-        ext = [(0.0, r, 0, r, 0) for r in range(min(n, int(concurrency)))]
+        c_ = int(concurrency)
+        ext = [(ramp_s * r / c_, r, 0, r, 0) for r in range(min(n, c_))]
         next_request = min(n, int(concurrency))
     else:
         ext = [(float(arr[r]), r, 0, r, 0) for r in range(n)]
