@@ -379,3 +379,12 @@ def test_closed_loop_completes_everything_and_tokens_add_up(users, out, inp):
     # throughput × duration = every token processed and emitted
     assert r.throughput_output_tokens_per_s * r.duration_s == pytest.approx(2 * users * out)
     assert r.throughput_tokens_per_s * r.duration_s == pytest.approx(2 * users * (inp + out))
+
+
+def test_closed_loop_ramp_spreads_the_first_requests():
+    # 4 clients over a 0.2 s ramp: first requests at 0, 0.05, 0.10, 0.15 s
+    r = sim.simulate(
+        "llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8, ramp_s=0.2
+    )
+    np.testing.assert_allclose(r.arrival_s[:4], [0.0, 0.05, 0.10, 0.15])
+    assert r.requests_completed == 8
