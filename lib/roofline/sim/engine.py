@@ -76,6 +76,7 @@ DEFAULT_SLO_TTFT_S = 1.0
 DEFAULT_SLO_TPOT_S = 0.050
 DEFAULT_PRICE_ID = "h100-example-3usd"
 PERCENTILES = (50, 90, 99)
+SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
 
 
 def _lengths(x, name) -> LengthSpec:
@@ -619,22 +620,34 @@ def simulate(
                 # steps only get longer as contexts grow: no more than (horizon − t) ÷ first step start first
                 dt0 = cost.time_s(nt / mb, nseq / mb, kv_read / mb, kv_read / mb, 0.0)
                 k_max = min(k_max, int((horizon - t) / dt0) + 2)
-            if k_max > 1:
+            if 1 < k_max <= SHORT_RUN:  # a short run: plain Python beats numpy's per-call overhead
+                dts, ends, e = [], [], t
+                for j in range(k_max):
+                    if j and e >= horizon:  # outside work is due: the run stops before this step
+                        break
+                    kv = kv_read + n_dec * j
+                    d = cost.time_s(nt / mb, nseq / mb, kv / mb, kv / mb, 0.0)
+                    e = e + d
+                    dts.append(d)
+                    ends.append(e)
+                k = len(dts)
+            elif k_max > 1:
                 kv_j = kv_read + n_dec * np.arange(k_max, dtype=float)
                 dts = np.broadcast_to(cost.time_s(nt / mb, nseq / mb, kv_j / mb, kv_j / mb, 0.0), (k_max,))
                 ends = np.cumsum(np.concatenate(([t], dts)))[1:]
                 k = max(1, int(np.count_nonzero(ends[:-1] < horizon)) + 1)
-                dts, ends = dts[:k], ends[:k]
-                w.busy_s += float(dts.sum()) * mb / stages
+                dts, ends = dts[:k].tolist(), ends[:k].tolist()
+            if k_max > 1:
+                w.busy_s += sum(dts) * mb / stages
                 if w.log is not None:
-                    starts = np.concatenate(([t], ends[:-1]))
-                    used = w.kv_used + n_dec * np.arange(k)
+                    starts = [t, *ends[:-1]]
+                    used = [w.kv_used + n_dec * j for j in range(k)]
                     w.log.extend(
                         zip(starts, dts, used, [0] * k, [n_dec] * k, [len(w.waiting)] * k, strict=True)
                     )
                 steps += k
                 w.busy = True
-                heapq.heappush(events, (float(ends[-1]), seq, 1, w.index, (run_dec, chunks, k)))
+                heapq.heappush(events, (ends[-1], seq, 1, w.index, (run_dec, chunks, k)))
                 seq += 1
                 return
         if stages > 1:
