@@ -69,3 +69,12 @@ def test_unknown_model_json_error_names_the_closest(capsys):
 def test_human_output(capsys):
     code, out = run(capsys, "--concurrency", "4", "--requests", "20")
     assert code == 0 and "TTFT" in out.out and "p99" in out.out
+
+
+def test_every_serve_json_field_is_documented(capsys):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    code, out = run(capsys, "--concurrency", "2", "--requests", "4", "--json")
+    missing = sorted(k for k in json.loads(out.out) if f"`{k}`" not in doc)
+    assert code == 0 and not missing, f"serve JSON fields not described in docs/cli.md: {missing}"
