@@ -78,3 +78,14 @@ def test_every_serve_json_field_is_documented(capsys):
     code, out = run(capsys, "--concurrency", "2", "--requests", "4", "--json")
     missing = sorted(k for k in json.loads(out.out) if f"`{k}`" not in doc)
     assert code == 0 and not missing, f"serve JSON fields not described in docs/cli.md: {missing}"
+
+
+def test_deployments_from_the_command_line(capsys):
+    disagg = ("--prefill-workers", "1", "--decode-workers", "2")
+    code, out = run(capsys, "--rate", "20", "--requests", "100", *disagg, "--json")
+    d = json.loads(out.out)
+    assert code == 0 and d["num_gpus_total"] == 3 and d["requests_completed"] == 100
+    code, out = run(
+        capsys, "--rate", "20", "--requests", "100", "--replicas", "2", "--pipeline-stages", "2", "--json"
+    )
+    assert code == 0 and json.loads(out.out)["num_gpus_total"] == 4
