@@ -69,3 +69,23 @@ def test_unknown_model_json_error_names_the_closest(capsys):
 def test_human_output(capsys):
     code, out = run(capsys, "--concurrency", "4", "--requests", "20")
     assert code == 0 and "TTFT" in out.out and "p99" in out.out
+
+
+def test_every_serve_json_field_is_documented(capsys):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    code, out = run(capsys, "--concurrency", "2", "--requests", "4", "--json")
+    missing = sorted(k for k in json.loads(out.out) if f"`{k}`" not in doc)
+    assert code == 0 and not missing, f"serve JSON fields not described in docs/cli.md: {missing}"
+
+
+def test_deployments_from_the_command_line(capsys):
+    disagg = ("--prefill-workers", "1", "--decode-workers", "2")
+    code, out = run(capsys, "--rate", "20", "--requests", "100", *disagg, "--json")
+    d = json.loads(out.out)
+    assert code == 0 and d["num_gpus_total"] == 3 and d["requests_completed"] == 100
+    code, out = run(
+        capsys, "--rate", "20", "--requests", "100", "--replicas", "2", "--pipeline-stages", "2", "--json"
+    )
+    assert code == 0 and json.loads(out.out)["num_gpus_total"] == 4

@@ -329,6 +329,8 @@ def test_bad_input_raises_library_errors():
         sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, output_tokens=0)
     with pytest.raises(rl.InvalidConfigurationError):
         sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, prefill_workers=1)
+    with pytest.raises(rl.InvalidConfigurationError):  # every running sequence must fit in a step's budget
+        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, max_batch=256, token_budget=128)
 
 
 # ---------------------------------------------------------------- invariants (hypothesis)
@@ -377,3 +379,39 @@ def test_closed_loop_completes_everything_and_tokens_add_up(users, out, inp):
     # throughput × duration = every token processed and emitted
     assert r.throughput_output_tokens_per_s * r.duration_s == pytest.approx(2 * users * out)
     assert r.throughput_tokens_per_s * r.duration_s == pytest.approx(2 * users * (inp + out))
+
+
+def test_closed_loop_ramp_spreads_the_first_requests():
+    # 4 clients over a 0.2 s ramp: first requests at 0, 0.05, 0.10, 0.15 s
+    r = sim.simulate(
+        "llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8, ramp_s=0.2
+    )
+    np.testing.assert_allclose(r.arrival_s[:4], [0.0, 0.05, 0.10, 0.15])
+    assert r.requests_completed == 8
+
+
+# ---------------------------------------------------------- entry points proposed for lessons 25, 44, 59
+
+
+def test_lesson_25_under_arrivals_batching_beats_the_queue():
+    r = sim.batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=0.4, output_tokens=400, requests=80)
+    one, batched = r["one at a time"], r["continuous batching"]
+    assert batched["ttft_p99_s"] < one["ttft_p99_s"]
+    assert batched["e2e_p99_s"] < one["e2e_p99_s"]
+
+
+def test_lesson_44_chunk_trade_off_under_arrivals():
+    s = sim.chunk_size_sweep("llama-3-8b", "h100-sxm", (0, 128, 2048), requests=150)
+    # whole 8,000-token prompts stall the decoders; chunks bound the gap
+    assert s.tpot_p99_s[1] < s.tpot_p99_s[0] and s.tpot_p99_s[2] < s.tpot_p99_s[0]
+    # 128-token chunks are below the ridge (~295): every chunk re-reads the weights, so prompts take longer
+    assert s.ttft_p50_s[1] > s.ttft_p50_s[2]
+
+
+def test_lesson_59_dashboard_reuses_the_conversation():
+    warm = sim.dashboard_load("llama-3-8b", "h100-sxm", 16, context_tokens=4000, prompt_tokens=200)
+    cold = sim.simulate(
+        "llama-3-8b", "h100-sxm", concurrency=16, requests=64, input_tokens=4200, output_tokens=200
+    )
+    assert warm["ttft_p50_s"] < cold.ttft_s_percentiles["p50"]  # 4,000 of 4,200 tokens come from the cache
+    assert 0 < warm["kv_use_mean"] <= 1

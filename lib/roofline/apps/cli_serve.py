@@ -94,6 +94,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="price of one GPU-hour (default the course example, $3)")  # fmt: skip
     p.add_argument("--max-sim-time-s", type=float, default=3600.0, metavar="S",
                    help="simulated seconds after which the run stops (default 3600)")  # fmt: skip
+    p.add_argument("--replicas", type=int, default=1, metavar="R", help="identical replicas behind a router")
+    p.add_argument("--pipeline-stages", type=int, default=1, metavar="S",
+                   help="pipeline-parallel stages per replica (GPUs per replica = --gpus × S)")  # fmt: skip
+    p.add_argument("--prefill-workers", type=int, default=0, metavar="P",
+                   help="disaggregated: prefill workers (with --decode-workers)")  # fmt: skip
+    p.add_argument("--decode-workers", type=int, default=0, metavar="D",
+                   help="disaggregated: decode workers (with --prefill-workers)")  # fmt: skip
+    p.add_argument("--prefix-hit-rate", type=float, default=0.0, metavar="F",
+                   help="share of each prompt found in the prefix cache, in [0, 1) (default 0)")  # fmt: skip
+    p.add_argument("--kv-capacity-tokens", type=int, default=None, metavar="TOKENS",
+                   help="KV cache per replica (default: memory minus weights)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
     p.set_defaults(handler=run)
 
@@ -137,6 +148,11 @@ def result_dict(args, r: sim.SimResult) -> dict:
         max_batch=args.max_batch,
         token_budget=args.token_budget,
         priority=args.priority,
+        replicas=args.replicas,
+        pipeline_stages=args.pipeline_stages,
+        prefill_workers=args.prefill_workers,
+        decode_workers=args.decode_workers,
+        prefix_hit_rate=args.prefix_hit_rate,
         weight_precision=args.weights,
         kv_precision=args.kv,
     )
@@ -217,6 +233,12 @@ def run(args) -> int:
             slo_tpot_s=args.slo_tpot_ms / 1000,
             usd_per_gpu_hour=args.usd_per_hour,
             max_sim_time_s=args.max_sim_time_s,
+            replicas=args.replicas,
+            pipeline_stages=args.pipeline_stages,
+            prefill_workers=args.prefill_workers,
+            decode_workers=args.decode_workers,
+            prefix_hit_rate=args.prefix_hit_rate,
+            kv_capacity=args.kv_capacity_tokens,
         )
     except rl.RooflineError as exc:
         return _print_error(args.json, type(exc).__name__, str(exc))

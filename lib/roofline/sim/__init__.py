@@ -20,6 +20,7 @@ from .engine import (
     simulate,
     sustainable_rate_per_s,
 )
+from .lessons import ChunkSweep, batching_under_arrivals, chunk_size_sweep, dashboard_load
 from .naive import simulate_naive
 from .workload import LengthSpec, poisson_arrivals_s, sample_lengths
 
@@ -27,6 +28,10 @@ __all__ = [
     "ENGINES",
     "PRIORITIES",
     "CapacityPlan",
+    "ChunkSweep",
+    "batching_under_arrivals",
+    "chunk_size_sweep",
+    "dashboard_load",
     "LengthSpec",
     "LoadSweep",
     "latency_vs_load",

@@ -114,7 +114,13 @@ class StepCostModel:
         )
 
     def weight_bytes_read(self, new_tokens):
-        """Weight bytes a step with ``new_tokens`` tokens reads (bytes); constant for a dense model."""
+        """Weight bytes a step with ``new_tokens`` tokens reads (bytes); constant for a dense model, growing
+        with the experts touched for an MoE (``roofline.weight_bytes_read``).
+
+        >>> moe = StepCostModel("mixtral-8x7b", "h100-sxm")
+        >>> (moe.weight_bytes_read(np.array([1, 64])) / 1e9).round(1).tolist()
+        [25.9, 93.4]
+        """
         if not self._moe:
             return self._dense_weight_bytes
         return np.asarray(rl.weight_bytes_read(self.model, self.weight_precision, np.maximum(new_tokens, 1)))

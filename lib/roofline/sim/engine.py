@@ -33,6 +33,11 @@ The scheduler (one per worker) each iteration:
    preemption);
 4. prices the step with the cost model and advances time.
 
+Why it is fast: a worker's decoders all advance together, so each is stored as an offset from a shared
+step counter (its context is offset + counter) and a heap says when the next one finishes. A step then
+costs O(1) for all the decoders plus a little per prompt chunk, and a stretch of pure decode steps with no
+arrival and no finish in between is priced in one vectorized call to the cost model.
+
 Deployments: tensor parallel (``num_gpus`` per worker, into the cost model); pipeline parallel
 (``pipeline_stages`` P: the batch is split into min(P, sequences) microbatches; an iteration takes
 P × stage time, with stage time = step time of one microbatch ÷ P, so with fewer sequences than stages the
@@ -71,6 +76,7 @@ DEFAULT_SLO_TTFT_S = 1.0
 DEFAULT_SLO_TPOT_S = 0.050
 DEFAULT_PRICE_ID = "h100-example-3usd"
 PERCENTILES = (50, 90, 99)
+SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
 
 
 def _lengths(x, name) -> LengthSpec:
@@ -229,7 +235,13 @@ class SimResult:
     @property
     def mean_in_system(self) -> float:
         """Time-average number of requests in the system (waiting or running) over the run, from the
-        per-request intervals (requests); Little's law says it equals rate × mean e2e time."""
+        per-request intervals (requests); Little's law says it equals rate × mean e2e time.
+
+        >>> r = simulate("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
+        ...              output_tokens=16)
+        >>> round(r.mean_in_system, 2)      # a closed loop of 4 clients keeps 4 requests inside
+        4.0
+        """
         done = np.isfinite(self.e2e_s)
         return float(np.sum(self.e2e_s[done]) / self.duration_s)
 
@@ -250,20 +262,29 @@ def percentiles(x) -> dict:
 class _Worker:
     """One serving engine instance (one replica, or one prefill/decode worker)."""
 
-    __slots__ = ("index", "role", "run", "waiting", "kv_used", "busy", "busy_s", "log")
+    __slots__ = (
+        "index", "role", "waiting", "order", "admissions", "pf", "dec", "fin", "ticks", "sum_base",
+        "kv_used", "busy", "busy_s", "log",
+    )  # fmt: skip
 
     def __init__(self, index: int, role: str, log: bool):
         self.index = index
         self.role = role  # "both", "prefill" or "decode"
-        self.run = np.zeros(0, dtype=np.int64)  # request ids, admission order
         self.waiting: deque = deque()
+        self.order: dict = {}  # running request ids → admission counter, in admission order
+        self.admissions = 0
+        self.pf: list = []  # running ids with prompt work left (prefill, or recompute after preemption)
+        self.dec: dict = {}  # running ids that decode one token per step
+        self.fin: list = []  # heap of (tick at which a decoder finishes, admission, version, id)
+        self.ticks = 0  # steps in which the decoders ran
+        self.sum_base = 0  # Σ over decoders of (cached tokens − ticks)
         self.kv_used = 0  # tokens reserved by running sequences
         self.busy = False
         self.busy_s = 0.0
         self.log = [] if log else None
 
     def load(self) -> int:
-        return len(self.run) + len(self.waiting)
+        return len(self.order) + len(self.waiting)
 
 
 def simulate(
@@ -278,6 +299,7 @@ def simulate(
     output_tokens=128,
     seed: int = 0,
     think_time_s: float = 0.0,
+    ramp_s: float = 0.0,
     num_gpus: int = 1,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
@@ -309,15 +331,17 @@ def simulate(
         requests/s; a closed loop of ``concurrency`` clients, each sending its next request
         ``think_time_s`` after its previous one finished; or ``trace``, a dict of equal-length arrays
         ``arrival_s``, ``input_tokens``, ``output_tokens``.
+    ramp_s : closed loop only: client i sends its first request at i × ramp_s ÷ C (s); 0 starts everyone
+        together at t = 0 (then, with fixed lengths, the clients stay in step).
     requests : requests issued in all (bounded, ≥ 1).
     input_tokens, output_tokens : tokens per request: a whole number (fixed) or a ``LengthSpec``
         (uniform, lognormal). Output ≥ 1.
     seed : seeds ``numpy.random.default_rng``; the same seed gives identical results.
     num_gpus, weight_precision, kv_precision, engine : the cost model (tensor parallel G per worker).
         ``cost`` overrides them with your own ``StepCostModel``.
-    max_batch : sequences per step at most. token_budget : tokens per step at most (the first prompt of a
-        step runs even if longer, when unchunked). chunk_tokens : prompt tokens per sequence per step
-        (None: whole prompts). priority : ``"decode-first"`` or ``"prefill-first"``.
+    max_batch : sequences per step at most. token_budget : tokens per step at most, ≥ ``max_batch`` (the
+        first prompt of a step runs even if longer, when unchunked). chunk_tokens : prompt tokens per
+        sequence per step (None: whole prompts). priority : ``"decode-first"`` or ``"prefill-first"``.
     kv_capacity : KV-cache tokens per worker (default: memory minus weights, ``kv_capacity_tokens``).
     prefix_hit_rate : fraction of each prompt found in a prefix cache, not recomputed, in [0, 1).
     pipeline_stages : P, pipeline-parallel stages per worker (GPUs per worker = num_gpus × P).
@@ -352,10 +376,17 @@ def simulate(
     ):
         if int(v) != v or v < lo:
             raise rl.InvalidConfigurationError(f"{name} must be a whole number >= {lo}, got {v!r}")
+    if token_budget < max_batch:
+        raise rl.InvalidConfigurationError(
+            f"token_budget ({token_budget}) must be >= max_batch ({max_batch}): every running sequence "
+            "must be able to decode in every step"
+        )
     if chunk_tokens is not None and (int(chunk_tokens) != chunk_tokens or chunk_tokens < 1):
         raise rl.InvalidConfigurationError(f"chunk_tokens must be a whole number >= 1, got {chunk_tokens!r}")
     if not 0 <= prefix_hit_rate < 1:
         raise rl.InvalidConfigurationError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
+    if not ramp_s >= 0 or not think_time_s >= 0:
+        raise rl.InvalidConfigurationError("ramp_s and think_time_s must be >= 0 s")
     if not max_sim_time_s > 0 or not np.isfinite(max_sim_time_s):
         raise rl.InvalidConfigurationError(
             f"max_sim_time_s must be a finite time > 0, got {max_sim_time_s!r}"
@@ -419,16 +450,18 @@ def simulate(
             f"a request of {longest:,} tokens (prompt + answer) cannot fit in the KV cache of {cap:,} tokens"
         )
 
-    # ---- per-request state
-    known = np.maximum(inp, 1).astype(np.int64)  # K: tokens whose identity is known (prompt or start token)
-    cached = np.zeros(n, dtype=np.int64)  # c: tokens with K/V in the cache
+    # ---- per-request state (Python lists: the loop touches single elements, where lists beat numpy)
+    known = np.maximum(inp, 1).tolist()  # K: tokens whose identity is known (prompt, or one start token)
+    cached = [0] * n  # c: tokens with K/V in the cache (sequences in prefill; decoders keep it implicitly)
     if prefix_hit_rate > 0:
-        cached[:] = np.minimum(np.floor(prefix_hit_rate * inp), known - 1).astype(np.int64)
-    gen = np.zeros(n, dtype=np.int64)
-    flag = np.zeros(n, dtype=bool)  # scratch for set membership
+        cached = np.minimum(np.floor(prefix_hit_rate * inp), np.maximum(inp, 1) - 1).astype(np.int64).tolist()
+    gen = [0] * n  # output tokens emitted (sequences in prefill; decoders keep it implicitly)
+    out_n = outp.tolist()
+    has_prompt = (inp > 0).tolist()
     admitted = np.full(n, np.nan)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
+    version = [0] * n  # bumped on preemption: stale entries in a worker's finish heap are skipped
 
     disagg = prefill_workers > 0
     if disagg:
@@ -444,14 +477,15 @@ def simulate(
     stages = int(pipeline_stages)
     chunk = int(chunk_tokens) if chunk_tokens is not None else None
     decode_first = priority == "decode-first"
+    budget_all = int(token_budget)
     kv_link_s_per_token = cost.kv_bytes_per_token / g.interconnect_bytes_per_s
 
     # Two heaps of (time, seq, kind, a, payload): outside events that bring work (0 arrival of request a,
     # 2 KV of request a reaching a decode worker) and the workers' own (1 step of worker a ends, 3 worker a
     # starts a step). At equal times outside events go first, so simultaneous arrivals share a step.
-    seq = 0
     if load == "closed":
-        ext = [(0.0, r, 0, r, 0) for r in range(min(n, int(concurrency)))]
+        c_ = int(concurrency)
+        ext = [(ramp_s * r / c_, r, 0, r, 0) for r in range(min(n, c_))]
         next_request = min(n, int(concurrency))
     else:
         ext = [(float(arr[r]), r, 0, r, 0) for r in range(n)]
@@ -471,120 +505,169 @@ def simulate(
                 best = w
         return best
 
-    def build(w: _Worker):
-        """Admit, choose this step's tokens, preempt if needed. Returns (ids, new tokens) or None."""
-        nonlocal preemptions
-        while w.waiting and len(w.run) < max_batch and w.kv_used + known[w.waiting[0]] <= cap:
+    # A worker's decoders all advance together: decoder i holds c = base[i] + w.ticks cached tokens and has
+    # emitted gen = gbase[i] + w.ticks tokens, where w.ticks counts the steps in which the decoders ran. So
+    # one step costs O(1) for all of them: Σc = w.sum_base + w.n_dec × w.ticks.
+    base = [0] * n
+    gbase = [0] * n
+
+    def add_decoder(w, r):
+        base[r] = cached[r] - w.ticks
+        gbase[r] = gen[r] - w.ticks
+        w.dec[r] = None
+        w.sum_base += base[r]
+        heapq.heappush(w.fin, (out_n[r] - gbase[r], w.order[r], version[r], r))
+
+    def drop(w, r):
+        """Take request r out of w (finished, preempted or leaving); return its KV tokens."""
+        del w.order[r]
+        if r in w.dec:
+            del w.dec[r]
+            w.sum_base -= base[r]
+            version[r] += 1
+            c = base[r] + w.ticks
+            cached[r], gen[r], known[r] = c, gbase[r] + w.ticks, c + 1
+            return c + 1
+        w.pf.remove(r)
+        return known[r]
+
+    def admit(w):
+        while w.waiting and len(w.order) < max_batch and w.kv_used + known[w.waiting[0]] <= cap:
             r = w.waiting.popleft()
-            w.kv_used += int(known[r])
-            w.run = np.append(w.run, r)
-            if np.isnan(admitted[r]):
+            w.kv_used += known[r]
+            w.order[r] = w.admissions
+            w.admissions += 1
+            if admitted[r] != admitted[r]:  # NaN: first admission
                 admitted[r] = t_now
-        while True:
-            ids = w.run
-            if ids.size == 0:
-                return None
-            c0, g0 = cached[ids], gen[ids]
-            rem = known[ids] - c0
-            is_dec = (rem == 1) & (g0 >= 1)
-            pure = bool(is_dec.all()) and ids.size <= token_budget
-            if pure:  # the common case: everyone decodes one token
-                take = np.ones(ids.size, dtype=np.int64)
-                grow = 0 if w.role == "prefill" else int(np.count_nonzero(g0 + 1 < outp[ids]))
+            if known[r] - cached[r] == 1 and gen[r] >= 1:
+                add_decoder(w, r)
             else:
-                take = np.zeros(ids.size, dtype=np.int64)
-                budget = int(token_budget)
-                if decode_first:
-                    dec_pos = np.flatnonzero(is_dec)[:budget]
-                    take[dec_pos] = 1
-                    budget -= dec_pos.size
-                if budget > 0:
-                    pos = np.flatnonzero(~is_dec)
-                    want = rem[pos] if chunk is None else np.minimum(rem[pos], chunk)
-                    cum = np.cumsum(want)
-                    if chunk is None:
-                        got = np.where(cum <= budget, want, 0)
-                        if got[0] == 0:
-                            got[0] = want[0]  # the step's first unchunked prompt runs even if over budget
-                    else:
-                        got = np.clip(budget - (cum - want), 0, want)
-                    take[pos] = got
-                if not take.any():  # prefill-first with no prompt work that fits: decode
-                    take[np.flatnonzero(is_dec)[: int(token_budget)]] = 1
-                emits = take == rem
-                grow = 0 if w.role == "prefill" else int(np.count_nonzero(emits & (g0 + 1 < outp[ids])))
+                w.pf.append(r)
+
+    def plan(w):
+        """This step's work: (decoders run?, [(r, tokens)] prompt chunks, finishing decoders)."""
+        nonlocal preemptions
+        admit(w)
+        while True:
+            if not w.order:
+                return None
+            n_dec = len(w.dec)
+            chunks = []
+            budget = budget_all - n_dec if decode_first else budget_all
+            if w.pf and budget > 0:
+                for r in w.pf:
+                    want = known[r] - cached[r]
+                    if chunk is not None:
+                        want = min(want, chunk, budget)
+                        if want <= 0:
+                            break
+                    elif want > budget and chunks:
+                        break
+                    chunks.append((r, want))
+                    budget -= want
+                    if budget <= 0:
+                        break
+            run_dec = n_dec > 0 and (decode_first or not chunks)
+            # finishing decoders this step (valid heap entries due at ticks + 1)
+            fin = []
+            if run_dec:
+                due = w.ticks + 1
+                while w.fin and w.fin[0][0] <= due:
+                    e = heapq.heappop(w.fin)
+                    if e[2] == version[e[3]] and e[3] in w.dec:
+                        fin.append(e)
+            grow = 0
+            if w.role != "prefill":
+                grow = (n_dec - len(fin)) if run_dec else 0
+                for r, k_ in chunks:
+                    if k_ == known[r] - cached[r] and gen[r] + 1 < out_n[r]:
+                        grow += 1
+            for e in fin:  # only counted here; they finish when the step ends
+                heapq.heappush(w.fin, e)
             if w.kv_used + grow <= cap:
-                return ids, take, c0, pure
-            # recompute preemption of the most recently admitted sequence
-            v = int(ids[-1])
-            w.run = ids[:-1]
-            w.kv_used -= int(known[v])
+                return run_dec, chunks, len(fin)
+            v = next(reversed(w.order))
+            w.kv_used -= drop(w, v)
             cached[v] = 0
             w.waiting.appendleft(v)
             preemptions += 1
 
     def start_step(w: _Worker, t: float):
         nonlocal seq, steps
-        b = build(w)
-        if b is None:
+        p = plan(w)
+        if p is None:
             w.busy = False
             return
-        ids, take, c0, pure = b
-        if pure:
-            nt = nseq = float(ids.size)
-            kv_read = pairs = float(c0.sum())
-            written = 0.0
-            n_pf = 0
-        else:
-            sel = take > 0
-            ids, take, c0 = ids[sel], take[sel], c0[sel]
-            nt = float(take.sum())
-            nseq = float(ids.size)
-            kv_read = float(c0.sum())
-            pairs = float(np.dot(take, c0) + np.dot(take, take - 1) / 2)
-            # prompt work (its K/V written, counted in bytes); a decode token's own write is left out, as
-            # in decode_step, and so is the start token of an empty prompt
-            prompt_part = (known[ids] - c0 > 1) | ((gen[ids] == 0) & (inp[ids] > 0))
-            written = float(take[prompt_part].sum())
-            n_pf = int(np.count_nonzero(prompt_part))
-        if pure and w.role != "prefill":
-            # A pure decode batch with everyone in it: nothing changes until the first sequence finishes,
-            # the KV cache fills, or outside work arrives, so price that many steps at once (vectorized).
-            b_ = ids.size
-            k = int(min(np.min(outp[ids] - gen[ids]), (cap - w.kv_used) // b_))
-            if k > 1:
-                kv_j = kv_read + b_ * np.arange(k, dtype=float)
-                mb = min(stages, b_)
-                dts = np.broadcast_to(cost.time_s(nt / mb, nseq / mb, kv_j / mb, kv_j / mb, 0.0), (k,))
+        run_dec, chunks, n_fin = p
+        n_dec = len(w.dec) if run_dec else 0
+        c_dec = w.sum_base + n_dec * w.ticks if run_dec else 0
+        nt = float(n_dec)
+        kv_read = float(c_dec)
+        pairs = float(c_dec)
+        written = 0.0
+        n_pf = 0
+        for r, k_ in chunks:
+            c0 = cached[r]
+            nt += k_
+            kv_read += c0
+            pairs += k_ * c0 + k_ * (k_ - 1) / 2
+            if known[r] - c0 > 1 or (gen[r] == 0 and has_prompt[r]):
+                written += k_
+                n_pf += 1
+        nseq = float(n_dec + len(chunks))
+        if run_dec and not w.pf and w.role != "prefill":
+            # A pure decode batch: nothing changes until the first decoder finishes, the KV cache fills or
+            # outside work arrives, so price that many steps at once (vectorized).
+            due = w.fin[0][0] if w.fin else np.inf  # a stale top only shortens the run
+            k_max = 1 if n_fin else int(min(due - w.ticks, (cap - w.kv_used) // n_dec))
+            mb = min(stages, n_dec)
+            horizon = ext[0][0] if ext else np.inf
+            if k_max > 1 and horizon < np.inf:
+                # steps only get longer as contexts grow: no more than (horizon − t) ÷ first step start first
+                dt0 = cost.time_s(nt / mb, nseq / mb, kv_read / mb, kv_read / mb, 0.0)
+                k_max = min(k_max, int((horizon - t) / dt0) + 2)
+            if 1 < k_max <= SHORT_RUN:  # a short run: plain Python beats numpy's per-call overhead
+                dts, ends, e = [], [], t
+                for j in range(k_max):
+                    if j and e >= horizon:  # outside work is due: the run stops before this step
+                        break
+                    kv = kv_read + n_dec * j
+                    d = cost.time_s(nt / mb, nseq / mb, kv / mb, kv / mb, 0.0)
+                    e = e + d
+                    dts.append(d)
+                    ends.append(e)
+                k = len(dts)
+            elif k_max > 1:
+                kv_j = kv_read + n_dec * np.arange(k_max, dtype=float)
+                dts = np.broadcast_to(cost.time_s(nt / mb, nseq / mb, kv_j / mb, kv_j / mb, 0.0), (k_max,))
                 ends = np.cumsum(np.concatenate(([t], dts)))[1:]
-                horizon = ext[0][0] if ext else np.inf
                 k = max(1, int(np.count_nonzero(ends[:-1] < horizon)) + 1)
-                dts, ends = dts[:k], ends[:k]
-                w.busy_s += float(dts.sum()) * mb / stages
+                dts, ends = dts[:k].tolist(), ends[:k].tolist()
+            if k_max > 1:
+                w.busy_s += sum(dts) * mb / stages
                 if w.log is not None:
-                    starts = np.concatenate(([t], ends[:-1]))
-                    used = w.kv_used + b_ * np.arange(k)
-                    w.log.extend(zip(starts, dts, used, [0] * k, [b_] * k, [len(w.waiting)] * k, strict=True))
+                    starts = [t, *ends[:-1]]
+                    used = [w.kv_used + n_dec * j for j in range(k)]
+                    w.log.extend(
+                        zip(starts, dts, used, [0] * k, [n_dec] * k, [len(w.waiting)] * k, strict=True)
+                    )
                 steps += k
                 w.busy = True
-                heapq.heappush(events, (float(ends[-1]), seq, 1, w.index, (ids, take, k)))
+                heapq.heappush(events, (ends[-1], seq, 1, w.index, (run_dec, chunks, k)))
                 seq += 1
                 return
-            k = 1
         if stages > 1:
-            mb = min(stages, ids.size)
+            mb = min(stages, n_dec + len(chunks))
             dt = cost.time_s(nt / mb, nseq / mb, kv_read / mb, pairs / mb, written / mb)
             w.busy_s += dt * mb / stages
         else:
             dt = cost.time_s(nt, nseq, kv_read, pairs, written)
             w.busy_s += dt
         if w.log is not None:
-            w.log.append((t, dt, w.kv_used, n_pf, ids.size - n_pf, len(w.waiting)))
+            w.log.append((t, dt, w.kv_used, n_pf, n_dec + len(chunks) - n_pf, len(w.waiting)))
         steps += 1
         w.busy = True
-        heapq.heappush(
-            events, (t + dt, seq, 1, w.index, (ids, take, 1 if pure and w.role != "prefill" else 0))
-        )
+        heapq.heappush(events, (t + dt, seq, 1, w.index, (run_dec, chunks, 1)))
         seq += 1
 
     def kick(w: _Worker, t: float):
@@ -599,6 +682,13 @@ def simulate(
             seq += 1
         else:
             start_step(w, t)
+
+    def issue_next(t):
+        nonlocal seq, next_request
+        if load == "closed" and next_request < n:
+            heapq.heappush(ext, (t + think_time_s, seq, 0, next_request, 0))
+            seq += 1
+            next_request += 1
 
     while events or ext:
         if events and (not ext or events[0][0] < ext[0][0]):
@@ -615,48 +705,43 @@ def simulate(
             w = route(entry)
             w.waiting.append(a)
             kick(w, t)
-        elif kind == 1:  # step of worker a ends
+        elif kind == 1:  # step (or run of k pure decode steps) of worker a ends
             w = workers[a]
-            ids, take, k = b  # k > 0: a run of k pure decode steps; k = 0: one step of any kind
-            if k > 1:  # the first k − 1 steps of a pure decode run: everyone emits, nobody finishes
-                cached[ids] += k - 1
-                gen[ids] += k - 1
-                known[ids] += k - 1
-                w.kv_used += (k - 1) * ids.size
-            if k:  # a pure decode step: everyone computes one token and emits the next
-                cached[ids] += 1
-                emit = ids
-                gen[emit] += 1
-            else:
-                cached[ids] += take
-                emit = ids[cached[ids] == known[ids]]
-                gen[emit] += 1
-                new_first = emit[gen[emit] == 1]
-                if new_first.size:
-                    first[new_first] = np.where(np.isnan(first[new_first]), t, first[new_first])
-            done_mask = gen[emit] >= outp[emit]
-            done, cont = emit[done_mask], emit[~done_mask]
-            finish[done] = t
-            leaving = emit if w.role == "prefill" else done
-            if leaving.size:
-                w.kv_used -= int(known[leaving].sum())
-                flag[leaving] = True
-                w.run = w.run[~flag[w.run]]
-                flag[leaving] = False
-            known[cont] += 1
-            if w.role == "prefill":
-                for r in cont.tolist():
+            run_dec, chunks, k = b
+            if run_dec:
+                w.ticks += k
+                w.kv_used += (k - 1) * len(w.dec)  # every decoder grew in the first k − 1 steps
+                due = w.ticks
+                while w.fin and w.fin[0][0] <= due:
+                    _, _, ver, r = heapq.heappop(w.fin)
+                    if ver != version[r] or r not in w.dec:
+                        continue
+                    finish[r] = t
+                    w.kv_used -= drop(w, r) - 1  # its last token is emitted, never cached
+                    issue_next(t)
+                w.kv_used += len(w.dec)  # the last step's emitted tokens, for those that continue
+            for r, k_ in chunks:
+                cached[r] += k_
+                if cached[r] != known[r]:
+                    continue
+                gen[r] += 1
+                if first[r] != first[r]:
+                    first[r] = t
+                if gen[r] >= out_n[r]:
+                    finish[r] = t
+                    w.kv_used -= drop(w, r)
+                    issue_next(t)
+                elif w.role == "prefill":  # the first token is out: the KV moves to a decode worker
+                    w.kv_used -= drop(w, r)
+                    known[r] += 1
                     delay = cached[r] * kv_link_s_per_token + kv_transfer_latency_s
                     heapq.heappush(ext, (t + delay, seq, 2, r, 0))
                     seq += 1
-            else:
-                w.kv_used += cont.size
-            if load == "closed":
-                for _ in range(done.size):
-                    if next_request < n:
-                        heapq.heappush(ext, (t + think_time_s, seq, 0, next_request, 0))
-                        seq += 1
-                        next_request += 1
+                else:
+                    w.pf.remove(r)
+                    known[r] += 1
+                    w.kv_used += 1
+                    add_decoder(w, r)
             w.busy = False
             kick(w, t)
         elif kind == 3:  # worker a starts a step

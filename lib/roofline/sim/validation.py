@@ -8,9 +8,10 @@ generator keeping ``batch_size`` requests in flight (a closed loop) with ``isl``
 tokens each, and the measured TTFT and TPOT in ms.
 
 For each row the simulator runs the same closed loop (``batch_size`` clients, two requests each, zero think
-time) with chunked prefill (chunks and token budget of 8,192 tokens, decode-first: the defaults of current
-engines) and reports its median TTFT and TPOT. The error of a row is (simulated − measured) ÷ measured; a
-negative error means the simulation is faster than the real server, as an ideal roofline must be.
+time, the clients' first requests spread evenly over the time one request takes alone) with chunked
+prefill (chunks and token budget of 8,192 tokens, decode-first: the defaults of current engines) and
+reports its median TTFT and TPOT. The error of a row is (simulated − measured) ÷ measured; a negative
+error means the simulation is faster than the real server, as an ideal roofline must be.
 
 Mapping assumptions (stated, not measured): Llama 3.1 8B/70B use the library's ``llama-3-8b`` and
 ``llama-3-70b`` (identical shapes; only the context length differs); ``h100_sxm`` → ``h100-sxm``,
@@ -77,13 +78,15 @@ def load_measured_rows(path=MEASURED_CSV) -> list[dict]:
 
 
 def simulate_row(
-    row: dict, rounds: int = 2, cost_kwargs: dict | None = None, kv_precision: str = "bf16"
+    row: dict, rounds: int = 2, cost_kwargs: dict | None = None, kv_precision: str = "bf16", ramp: bool = True
 ) -> dict:
     """Simulate one measured row's closed loop; return the row with ``sim_ttft_s``, ``sim_tpot_s`` (median
     of the simulated requests, s) and the relative errors ``ttft_error`` and ``tpot_error``.
     ``cost_kwargs`` go to the cost model (e.g. ``bandwidth_fraction``, ``step_overhead_s``, or an
     ``achievable`` callable): the hook where the achievable layer plugs in. ``kv_precision`` is the KV
-    cache's (BF16 by default: the engines' "auto"; FP8 KV doubles the cache).
+    cache's (BF16 by default: the engines' "auto"; FP8 KV doubles the cache). ``ramp`` spreads the clients'
+    first requests over one lone request's end-to-end time; without it every client starts at t = 0 and,
+    with fixed lengths, they stay in step (every round's prompts arrive together).
 
     >>> r = simulate_row(load_measured_rows()[0])
     >>> r["ttft_error"] < 0 and r["tpot_error"] < 0   # the ideal is faster than any real server
@@ -98,11 +101,7 @@ def simulate_row(
         kv_precision=kv_precision,
         **(cost_kwargs or {}),
     )
-    r = simulate(
-        row["model"],
-        row["gpu"],
-        concurrency=row["concurrency"],
-        requests=rounds * row["concurrency"],
+    kw = dict(
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
         cost=cost,
@@ -110,6 +109,15 @@ def simulate_row(
         chunk_tokens=CHUNK_TOKENS,
         token_budget=TOKEN_BUDGET,
         record_timeline=False,
+    )
+    ramp_s = simulate(row["model"], row["gpu"], concurrency=1, requests=1, **kw).e2e_s[0] if ramp else 0.0
+    r = simulate(
+        row["model"],
+        row["gpu"],
+        concurrency=row["concurrency"],
+        requests=rounds * row["concurrency"],
+        ramp_s=float(ramp_s),
+        **kw,
     )
     ttft, tpot = r.ttft_s_percentiles["p50"], r.tpot_s_percentiles["p50"]
     return {

@@ -145,7 +145,12 @@ class BatchTimeline(LiveFigure):
 
 
 def timeline_readout(s, options: dict) -> str:
-    """HTML table beside the timeline explorer: percentiles, throughput, preemptions, stability."""
+    """HTML table beside the timeline explorer: percentiles, throughput, preemptions, stability.
+
+    >>> from roofline.lessons.scenario import Scenario
+    >>> "TTFT p50 / p99" in timeline_readout(Scenario(), {"load": 0.5, "requests": 40})
+    True
+    """
     from roofline.ui.widgets import table_html
 
     r = _run(s, options)
@@ -206,7 +211,11 @@ def timeline_explorer(scenario=None, load: float = 0.9, chunk_tokens: int = 512,
 
 def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
     """The hockey stick: p50 and p99 TTFT (left) and TPOT (right) against arrival rate, with the
-    closed-form sustainable rate marked. Returns a picture for a notebook."""
+    closed-form sustainable rate marked. Returns a picture for a notebook.
+
+    >>> latency_vs_load_figure(sim.latency_vs_load("llama-3-8b", "h100-sxm", (0.3, 0.9), requests=100))
+    <latency against load>
+    """
     fig, (left, right) = new_figure(2)
     x = sweep.rates_per_s
     for ax, p50, p99, name in (
@@ -232,7 +241,12 @@ def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
 
 def validation_figure(results: list[dict]):
     """Simulated (ideal) against measured TTFT and TPOT, log-log, one colour per engine, with the y = x
-    line: points below it are faster in simulation than on the real server. Returns a picture."""
+    line: points below it are faster in simulation than on the real server. Returns a picture.
+
+    >>> from roofline.sim import validation
+    >>> validation_figure([validation.simulate_row(validation.load_measured_rows()[0])])
+    <simulated against measured>
+    """
     fig, axes = new_figure(2)
     engines = sorted({r["engine"] for r in results})
     colors = dict(

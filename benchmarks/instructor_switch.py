@@ -1,0 +1,152 @@
+"""Instructor mode: lesson-switch time and kernel memory, preheated vs not, and culling.
+
+    uv run --group test python -m benchmarks.instructor_switch [--rounds 2] [--cull-wait 150]
+
+Starts the instructor app as an instructor would for a session (``instructor 02 16 28 44 60``: five
+lessons, each given a preheated kernel), then in one Chromium tab goes from lesson to lesson, timing each
+switch from ``page.goto`` to the lesson's explorer being on screen with its readout (the widgets are live:
+the kernel answered). It does the same for five lessons that were not named (no preheated kernel: the
+time a switch used to take). Memory is the resident set (RSS) of every kernel process the server
+started, read from /proc via psutil: after preheating, after visiting the lessons, and after the pages
+are closed and the culler has run (idle timeout shortened to ``--cull-idle`` seconds for the benchmark).
+Goal: a switch to a named lesson within 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+import numpy as np
+import psutil
+
+from tests.browser.conftest import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, ROOT, VoilaServer, open_page
+
+PREHEATED = [
+    "02_decode_floor.ipynb",
+    "16_step_time.ipynb",
+    "28_kv_cache.ipynb",
+    "44_chunked_prefill.ipynb",
+    "60_amdahl.ipynb",
+]
+COLD = [
+    "01_token_cost.ipynb",
+    "04_roofline.ipynb",
+    "15_prefill_vs_decode.ipynb",
+    "24_tensor_parallel.ipynb",
+    "61_compute_bound.ipynb",
+]
+READY = ".roofline-explorer td[data-key], .roofline-explorer .widget-slider, .roofline-explorer img"
+
+
+def kernels(server: VoilaServer) -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.Process(server.proc.pid).children(recursive=True)
+        if any("ipykernel" in part for part in p.cmdline())
+    ]
+
+
+def kernel_memory_mb(server: VoilaServer) -> tuple[int, float]:
+    ks = kernels(server)
+    return len(ks), sum(k.memory_info().rss for k in ks) / 1e6
+
+
+def wait_for_pools(server: VoilaServer, count: int, timeout_s: float = 240) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        text = (ARTIFACTS / f"voila-{server.port}.log").read_text()
+        if len(re.findall(r"Kernel pool of .* is filled", text)) >= count:
+            return time.monotonic() - start
+        time.sleep(0.5)  # polling a log file, not synchronizing with a page
+    raise RuntimeError("the preheated kernels did not start in time")
+
+
+def switch_times(context, server: VoilaServer, lessons: list[str]) -> list[float]:
+    times = []
+    for name in lessons:
+        start = time.perf_counter()
+        page = open_page(context, server.page_url(name), READY, attempts=1)
+        times.append(time.perf_counter() - start)
+        page.close()  # the tab is closed: its kernel is now idle and disconnected, a candidate for culling
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="passes over the preheated lessons")
+    parser.add_argument(
+        "--cull-idle", type=int, default=30, help="idle seconds before a closed page's kernel goes"
+    )
+    parser.add_argument("--cull-wait", type=float, default=120, help="longest wait for the culler, seconds")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    server = VoilaServer(
+        ROOT / "notebooks",
+        lessons=tuple(PREHEATED),
+        extra=(f"--cull-idle-seconds={args.cull_idle}", "--MappingKernelManager.cull_interval=5"),
+    )
+    report = []
+    try:
+        t_fill = wait_for_pools(server, len(PREHEATED))
+        n, mb = kernel_memory_mb(server)
+        report.append(
+            f"preheating {len(PREHEATED)} lessons took {t_fill:.0f} s: {n} kernels, {mb:.0f} MB RSS "
+            f"({mb / max(n, 1):.0f} MB each)"
+        )
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            open_page(context, f"{server.url}/?token={server.token}", "body", attempts=1).close()  # cookie
+            warm = []
+            for r in range(args.rounds):
+                if r:
+                    wait_for_pools(server, len(PREHEATED) * (r + 1))  # the pools refilled behind us
+                warm += switch_times(context, server, PREHEATED)
+            n, mb = kernel_memory_mb(server)
+            report.append(
+                f"after opening and closing the {len(PREHEATED)} lessons {args.rounds}x: {n} kernels, "
+                f"{mb:.0f} MB RSS"
+            )
+            cold = switch_times(context, server, COLD)
+            n_cold, mb_cold = kernel_memory_mb(server)
+            page = open_page(
+                context, server.page_url("16_step_time.ipynb", "view=presenter&scale=1.5"), READY, attempts=1
+            )
+            page.wait_for_selector("body.roofline-presenting", timeout=60_000)
+            page.screenshot(path=ARTIFACTS / "instructor-presenter.png")
+            page.close()
+            browser.close()
+        report.append(
+            f"after also opening {len(COLD)} lessons without preheating: {n_cold} kernels, "
+            f"{mb_cold:.0f} MB RSS"
+        )
+        w, c = np.array(warm), np.array(cold)
+        report.append(
+            f"switch to a preheated lesson: median {np.median(w):.2f} s, max {w.max():.2f} s "
+            f"(n={len(w)}); goal <= 2 s {'met' if w.max() <= 2 else 'NOT met'}"
+        )
+        report.append(
+            f"switch to a lesson without a preheated kernel: median {np.median(c):.2f} s, "
+            f"max {c.max():.2f} s (n={len(c)})"
+        )
+        start = time.monotonic()
+        while time.monotonic() - start < args.cull_wait:
+            n, mb = kernel_memory_mb(server)
+            if n <= len(PREHEATED):
+                break
+            time.sleep(1)  # waiting for the server's culler
+        report.append(
+            f"{time.monotonic() - start:.0f} s later (culling idle > {args.cull_idle} s): {n} kernels, "
+            f"{mb:.0f} MB RSS"
+        )
+    finally:
+        server.stop()
+    print("\n".join(report))
+
+
+if __name__ == "__main__":
+    main()
