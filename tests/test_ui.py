@@ -187,11 +187,23 @@ def test_a_setup_button_can_set_fields_without_a_control():
     assert ex.scenario.kv_precision == "fp8" and ex.scenario.batch == 64
 
 
-def test_reveal_with_setup_is_a_button_plus_the_folded_answer(explorer):
-    bundle = Reveal("Check", "<p>x</p>", setup=(explorer, {"batch": 64}))._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/html"].startswith("<details")  # what shows where widgets do not run
-    assert Reveal("Check", "<p>x</p>")._repr_mimebundle_() is None  # plain: the HTML form
+def test_reveal_with_setup_shows_a_button_then_the_folded_answer(explorer, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    Reveal("Check", "<p>x</p>", setup=(explorer, {"batch": 64}, "Set up question 1"))._ipython_display_()
+    button, answer = shown
+    assert button.description == "Set up question 1"
+    assert answer._repr_html_().startswith('<details class="roofline-reveal">')  # plain HTML, readable unrun
+    assert "Run the notebook" in button._repr_mimebundle_()["text/plain"]
+    button.click()
+    assert explorer.scenario.batch == 64
+    assert not hasattr(Reveal("Check", "<p>x</p>"), "_ipython_display_")  # plain: an HTML result
+
+
+def test_a_setup_button_starts_from_the_explorers_starting_scenario(explorer):
+    explorer.set(gpu="h200", kv_precision="fp8", context_tokens=8192)
+    explorer.setup_button(batch=64).click()
+    assert explorer.scenario == Scenario(batch=64)
 
 
 def test_presets_and_reset():

@@ -380,7 +380,7 @@ class Explorer(W.VBox):
         return bundle
 
     # ---- moving it from code ----
-    def set(self, **values) -> None:
+    def set(self, _force: bool = False, **values) -> None:
         """Move controls, knobs or any other ``Scenario`` field from code (tests, set-up buttons, presets,
         a demo script): one redraw for all of them, the same path as a slider move."""
         hidden = {k: v for k, v in values.items() if k not in self.controls and k not in self.knobs}
@@ -395,11 +395,11 @@ class Explorer(W.VBox):
                     self.controls[name].value = value
         finally:
             self._quiet = False
-        self._changed(force=bool(hidden))
+        self._changed(force=_force or bool(hidden))
 
     def setup_button(self, label: str = "Set up this question in the explorer", **settings) -> W.Button:
-        """A button that puts ``settings`` (controls, knobs or other Scenario fields) into this explorer:
-        place it beside a predict-then-check question.
+        """A button that puts a question into this explorer: the starting scenario with ``settings``
+        (controls, knobs or other Scenario fields) on top. Place it beside a predict-then-check question.
 
         >>> ex = Explorer(StepTimeVsBatch, controls=["batch", "context_tokens"])
         >>> b = ex.setup_button("Question 1", batch=64, context_tokens=4096); b.click()
@@ -407,7 +407,7 @@ class Explorer(W.VBox):
         (64, 4096, True)
         """
         said = ", ".join(f"{k} = {v}" for k, v in settings.items())
-        button = W.Button(
+        button = SetupButton(
             description=label,
             icon="sliders",
             tooltip=f"{label}: {said}",
@@ -416,7 +416,7 @@ class Explorer(W.VBox):
         button.add_class("roofline-setup")
 
         def click(_):
-            self.set(**settings)
+            self.reset(**settings)
             if not self.message.value:
                 self.message.value = f"<p><b>{html.escape(label)}:</b> {html.escape(said)}</p>"
 
@@ -427,13 +427,12 @@ class Explorer(W.VBox):
         """Apply one of ``presets`` by name."""
         self.set(**self.presets[name])
 
-    def reset(self) -> None:
-        """Back to the starting scenario and knob values."""
+    def reset(self, **settings) -> None:
+        """Back to the starting scenario and knob values (then ``settings``, if any), in one redraw."""
         scenario, knobs = self.initial
         fields = {name: getattr(scenario, name) for name in self.controls if hasattr(scenario, name)}
         self.scenario = scenario
-        self.set(**fields, **(knobs or {}))
-        self._changed(force=True)
+        self.set(_force=True, **{**fields, **(knobs or {}), **settings})
 
     def pin(self) -> None:
         """Keep the current curves as a grey baseline to compare the next moves against."""
@@ -635,14 +634,27 @@ def _values(menu: W.Dropdown) -> list:
     return [o[1] if isinstance(o, tuple) else o for o in menu.options]
 
 
+class SetupButton(W.Button):
+    """A "set up this question" button; unrun, its text says how to make it work."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = "Run the notebook (Run ▸ Run All Cells) to use the set-up button."
+        return bundle
+
+
 class Reveal:
     """A folded answer: "predict, then check" questions show it only when the reader opens it. With
-    ``setup=(explorer, settings)`` or ``(explorer, settings, label)`` a "set up this question" button
-    comes first, so the question can be tried in its explorer before the answer is opened.
+    ``setup=(explorer, settings)`` or ``(explorer, settings, label)`` a "set up this question" button is
+    shown first (``Explorer.setup_button``), so the question can be tried in its explorer before the
+    answer is opened; the folded answer stays plain HTML, readable even before the notebook runs.
 
     >>> Reveal("Answer", "<p>4.8 ms</p>")._repr_html_()
     '<details class="roofline-reveal"><summary><b>Answer</b></summary><p>4.8 ms</p></details>'
     """
+
+    def __new__(cls, summary: str, body_html: str, setup: tuple | None = None):
+        return super().__new__(_RevealWithSetup if setup is not None and cls is Reveal else cls)
 
     def __init__(self, summary: str, body_html: str, setup: tuple | None = None):
         self.summary, self.body_html, self.setup = summary, body_html, setup
@@ -653,17 +665,19 @@ class Reveal:
             f"{self.body_html}</details>"
         )
 
-    def _repr_mimebundle_(self, **kwargs):
-        """With a set-up button: the button and the folded answer as one widget (its text/html, the
-        folded answer alone, shows where widgets do not run). Without: None, so the HTML form is used."""
-        if self.setup is None:
-            return None
-        explorer, settings, *label = self.setup
-        button = explorer.setup_button(*label, **settings)
-        bundle = W.VBox([button, W.HTML(self._repr_html_())])._repr_mimebundle_(**kwargs)
-        bundle["text/html"] = self._repr_html_()
-        bundle["text/plain"] = repr(self)
-        return bundle
-
     def __repr__(self) -> str:
         return f"<Reveal: {self.summary}>"
+
+
+class _RevealWithSetup(Reveal):
+    """Two outputs: the set-up button (a widget) and the folded answer (HTML)."""
+
+    def button(self) -> W.Button:
+        explorer, settings, *label = self.setup
+        return explorer.setup_button(*label, **settings)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.button())
+        display(Reveal(self.summary, self.body_html))
