@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, UnknownNameError
-from roofline.units import GB, TB, TFLOPS
+from roofline.units import GB, TB, TFLOPS, GiB
 
 try:
     from roofline.errors import DataTableError
@@ -108,6 +108,14 @@ class GPU:
     power_w: float
     source: str
     note: str
+    # The file's memory_gb is the vendor's printed figure; HBM, GDDR and unified memory are binary-sized,
+    # so a row with memory_binary = true means GiB (80 GB on an H100 is 80 x 2^30 bytes). User rows saved
+    # by ``roofline measure`` give decimal GB of RAM and leave it false.
+    memory_binary: bool = False
+
+    def __post_init__(self) -> None:
+        if self.memory_binary:  # memory_bytes arrives as memory_gb x 1e9; the row says it is GiB
+            object.__setattr__(self, "memory_bytes", self.memory_bytes / GB * GiB)
 
     def __hash__(self) -> int:  # the dict field makes the default hash fail; ids are unique
         return hash(self.id)
@@ -136,10 +144,38 @@ class Model:
     source: str
     parameter_source: str
     note: str
+    # Optional architecture fields (issues 10 and 12); the defaults reproduce a plain GQA transformer.
+    sliding_window: int = 0  # tokens a sliding-window layer attends to and keeps (0: none)
+    sliding_window_layers: int = 0  # how many of the layers slide (the rest attend to all T)
+    layer_pattern: str = ""  # which layers slide, in words (config.json's layer_types)
+    attention_sinks: bool = False  # one learned logit per head per layer (gpt-oss): H parameters, no KV
+    q_lora_rank: int = 0  # MLA query compression rank (0: queries projected directly)
+    kv_lora_rank: int = 0  # MLA latent width cached per token per layer (0: not MLA)
+    qk_nope_head_dim: int = 0  # MLA per-head q/k dims without rotary position
+    qk_rope_head_dim: int = 0  # MLA per-head q/k rotary dims; the key part is cached, shared by heads
+    v_head_dim: int = 0  # MLA per-head value dims
+    moe_intermediate_size: int = 0  # width of one expert's gated MLP (0: intermediate_size)
+    shared_experts: int = 0  # experts every token uses, on top of the routed experts_per_token
+    first_dense_layers: int = 0  # leading layers with a dense MLP of intermediate_size
+    routing_groups: int = 1  # expert groups for group-limited routing (DeepSeek n_group)
+    routing_groups_per_token: int = 1  # groups one token's experts may come from (DeepSeek topk_group)
+    mtp_layers: int = 0  # multi-token-prediction modules shipped with the checkpoint (not in layers)
+    published_mtp_parameters: float | None = None
+    qk_norm: bool = False  # RMSNorm on q and k per head (Qwen3): 2 x head_dim parameters per layer
+    attention_output_bias: bool = False  # o_proj has a bias (gpt-oss); attention_bias is q/k/v only
+    expert_bias: bool = False  # expert matmuls have biases (gpt-oss)
+    router_bias: bool = False  # the router has a bias of E values per MoE layer
+    checkpoint_format: str = "bf16"  # the native release format, a weight-format id of physics.precision
+    published_active_excludes_embedding: bool = False  # gpt-oss's active count leaves out the input table
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek): the KV cache holds a latent, not per-head K and V."""
+        return self.kv_lora_rank > 0
 
 
 @dataclass(frozen=True)
@@ -367,6 +403,7 @@ GPU_SCHEMA: tuple[Field, ...] = (
     Field("power_w", parse_number, "W", minimum=0, maximum=1e5),  # 0: not known (a measured machine)
     Field("source", parse_url),
     Field("note", parse_text),
+    Field("memory_binary", parse_bool, default=False),
 )
 
 MODEL_SCHEMA: tuple[Field, ...] = (
@@ -389,6 +426,28 @@ MODEL_SCHEMA: tuple[Field, ...] = (
     Field("source", parse_url),
     Field("parameter_source", parse_url),
     Field("note", parse_text),
+    _count("sliding_window", least=0, most=10**9, default=0),
+    _count("sliding_window_layers", least=0, most=10_000, default=0),
+    Field("layer_pattern", parse_text, default=""),
+    Field("attention_sinks", parse_bool, default=False),
+    _count("q_lora_rank", least=0, default=0),
+    _count("kv_lora_rank", least=0, default=0),
+    _count("qk_nope_head_dim", least=0, most=100_000, default=0),
+    _count("qk_rope_head_dim", least=0, most=100_000, default=0),
+    _count("v_head_dim", least=0, most=100_000, default=0),
+    _count("moe_intermediate_size", least=0, default=0),
+    _count("shared_experts", least=0, most=1_000, default=0),
+    _count("first_dense_layers", least=0, most=10_000, default=0),
+    _count("routing_groups", most=100_000, default=1),
+    _count("routing_groups_per_token", most=100_000, default=1),
+    _count("mtp_layers", least=0, most=100, default=0),
+    _positive("published_mtp_parameters", "parameters", most=1e15, default=None),
+    Field("qk_norm", parse_bool, default=False),
+    Field("attention_output_bias", parse_bool, default=False),
+    Field("expert_bias", parse_bool, default=False),
+    Field("router_bias", parse_bool, default=False),
+    Field("checkpoint_format", parse_id, default="bf16"),
+    Field("published_active_excludes_embedding", parse_bool, default=False),
 )
 
 PRICE_SCHEMA: tuple[Field, ...] = (
@@ -410,6 +469,18 @@ def _model_rules(row: Model) -> list[tuple[str, str]]:
         problems.append(("kv_heads", f"{row.kv_heads} KV heads exceed {row.attention_heads} attention heads"))
     if row.experts_per_token > row.experts:
         problems.append(("experts_per_token", f"{row.experts_per_token} exceeds experts = {row.experts}"))
+    if row.sliding_window_layers > row.layers:
+        problems.append(
+            ("sliding_window_layers", f"{row.sliding_window_layers} exceeds layers = {row.layers}")
+        )
+    if (row.sliding_window > 0) != (row.sliding_window_layers > 0):
+        problems.append(("sliding_window", "give both sliding_window and sliding_window_layers, or neither"))
+    if row.first_dense_layers > row.layers:
+        problems.append(("first_dense_layers", f"{row.first_dense_layers} exceeds layers = {row.layers}"))
+    if row.kv_lora_rank and not (row.qk_rope_head_dim and row.qk_nope_head_dim and row.v_head_dim):
+        problems.append(
+            ("kv_lora_rank", "an MLA row needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
+        )
     return problems
 
 
@@ -569,8 +640,8 @@ def read_rows(directory: Traversable, table: Table) -> list:
 def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
     """Read and check ``gpus.toml`` from ``directory`` (default ``data_dir()``); GPUs by id, in file order.
 
-    >>> load_gpus()["h100-sxm"].memory_bytes
-    80000000000.0
+    >>> load_gpus()["h100-sxm"].memory_bytes / 2**30   # "80 GB" of HBM is 80 GiB
+    80.0
     """
     d = data_dir() if directory is None else _as_dir(directory)
     return {g.id: g for g in read_rows(d, GPU_TABLE)}

@@ -82,8 +82,8 @@ def compute_bound_batch(model, gpu, context_tokens=0, *, weight_precision="bf16"
 
     >>> compute_bound_batch("llama-3-8b", "h100-sxm", 4096) is None
     True
-    >>> compute_bound_batch("llama-3-8b", "h100-sxm", 0, weight_precision="int4")   # 0.52 bytes/weight
-    77
+    >>> compute_bound_batch("llama-3-8b", "h100-sxm", 0, weight_precision="int4")   # 16-bit LM head
+    92
     """
     m, g = get_model(model), get_gpu(gpu)
     t = checked(context_tokens, "context_tokens", minimum=0)
@@ -119,11 +119,11 @@ def prefill_crossover_prompt_tokens(
     GPU count cancels. Raises ``InvalidConfigurationError`` if no prompt up to ``max_tokens`` flips.
 
     >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False)  # + KV writes
-    296
+    297
     >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")   # attention's FLOPs pull it back
     295
     >>> prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")     # all 8 experts read, 2 used
-    1061
+    1069
     """
     m, g = get_model(model), get_gpu(gpu)
     checked(num_gpus, "num_gpus", minimum=1)

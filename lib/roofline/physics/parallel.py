@@ -1,14 +1,21 @@
-"""Tensor parallelism: N GPUs split every weight matrix, so their bandwidths and FLOP/s add up, and each
-layer pays two all-reduces of the activations over the GPU-to-GPU link.
+"""Splitting a model over GPUs: tensor parallelism (every matrix split, all-reduces), pipeline/layer split
+(layers one GPU after another), expert parallelism (experts spread, all-to-alls).
 
-Taught in lesson 24 (notebooks/24_tensor_parallel.ipynb).
+Taught in lesson 24 (notebooks/24_tensor_parallel.ipynb) and the mixture-of-experts lesson.
 
-The ideal (``decode_step(..., include_communication=False)``) just adds the GPUs' bandwidths: the decode
-floor ÷ N. The all-reduce model here is the textbook ring: each GPU sends and receives 2(N−1)/N of the
-message, over one direction of its link, after a fixed start-up latency.
+Tensor parallel: the GPUs' bandwidths and FLOP/s add up and each layer pays two all-reduces of the
+activations. The ideal (``decode_step(..., include_communication=False)``) is the decode floor ÷ N.
 
->>> allreduce_time_s(message_bytes=32 * 8192 * 2, num_gpus=2, link_bytes_per_s=900e9) * 1e6
-11.16...
+A collective's time is a start-up, one latency per hop, and its bytes over one direction of the link:
+
+    ring all-reduce  = base + 2(N−1) × hop + 2(N−1)/N × message ÷ (link ÷ 2)
+    tree all-reduce  = base + 2⌈log₂ N⌉ × hop + 2 × message ÷ (link ÷ 2)
+
+with the base and the per-hop latency of the link type (NVLink or PCIe) from NCCL's own tuning model
+(``data/assumptions.toml``) and the link bandwidth from the GPU's data row.
+
+>>> round(allreduce_time_s(message_bytes=32 * 8192 * 2, num_gpus=2, link_bytes_per_s=900e9) * 1e6, 2)
+8.97
 """
 
 from __future__ import annotations
@@ -17,35 +24,88 @@ import numpy as np
 
 from roofline._arrays import checked, out
 from roofline.assumptions import assumption
+from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import get_model
 
-# Start-up cost of one small all-reduce (s). An assumption, not a sourced constant: NCCL's small-message
-# all-reduce inside one NVLink node usually takes on the order of 5-20 µs; we take 10 µs.
-DEFAULT_ALLREDUCE_LATENCY_S = assumption("allreduce_latency_s")
+# None: the per-hop latency model (base + hops x link latency). A number: a fixed start-up per all-reduce.
+DEFAULT_ALLREDUCE_LATENCY_S = None
 
 # Bytes per activation value sent in the all-reduce (BF16 activations).
 ACTIVATION_BYTES = assumption("activation_bytes")
 
+ALGORITHMS = ("ring", "tree")
 
-def allreduce_time_s(message_bytes, num_gpus, link_bytes_per_s, latency_s=DEFAULT_ALLREDUCE_LATENCY_S):
-    """Time of one ring all-reduce of ``message_bytes`` (bytes) over ``num_gpus`` GPUs (s).
+
+def link_kind(link: str) -> str:
+    """``"nvlink"`` for NVLink and AMD Infinity Fabric links, else ``"pcie"`` (PCIe, Thunderbolt, …).
+
+    >>> link_kind("NVLink 4"), link_kind("PCIe Gen5 x16"), link_kind("Infinity Fabric")
+    ('nvlink', 'pcie', 'nvlink')
+    """
+    name = str(link).lower()
+    return "nvlink" if ("nvlink" in name or "infinity" in name) else "pcie"
+
+
+def hop_latency_s(link: str = "NVLink") -> float:
+    """Latency of one collective step over ``link`` (s), from the assumptions table.
+
+    >>> hop_latency_s("NVLink 4"), hop_latency_s("PCIe Gen5 x16")
+    (6e-07, 1e-06)
+    """
+    return assumption(f"{link_kind(link)}_hop_latency_s")
+
+
+def collective_latency_s(num_gpus, link: str = "NVLink", algorithm: str = "ring"):
+    """Start-up of one all-reduce over ``num_gpus`` GPUs (s): base + hops × hop latency; 0 for one GPU.
+
+    >>> [round(float(x) * 1e6, 1) for x in collective_latency_s([2, 8], "NVLink")]     # 6.6 + 2(N-1) x 0.6 µs
+    [7.8, 15.0]
+    >>> round(float(collective_latency_s(8, "NVLink", "tree")) * 1e6, 1)       # 6.6 + 2 x 3 x 0.6 µs
+    10.2
+    """
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    if algorithm not in ALGORITHMS:
+        raise InvalidConfigurationError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    hops = 2 * (n - 1) if algorithm == "ring" else 2 * np.ceil(np.log2(np.maximum(n, 1)))
+    t = assumption("collective_base_latency_s") + hops * hop_latency_s(link)
+    return out(np.where(n > 1, t, 0.0))
+
+
+def allreduce_time_s(
+    message_bytes,
+    num_gpus,
+    link_bytes_per_s,
+    latency_s=DEFAULT_ALLREDUCE_LATENCY_S,
+    *,
+    link: str = "NVLink",
+    algorithm: str = "ring",
+):
+    """Time of one all-reduce of ``message_bytes`` (bytes) over ``num_gpus`` GPUs (s).
 
     ``link_bytes_per_s`` is the per-GPU link bandwidth as vendors quote it (both directions together,
-    bytes/s); a ring uses one direction, so half of it. One GPU needs no all-reduce: 0 s.
+    bytes/s); a collective uses one direction, so half of it. ``latency_s`` None: the per-hop start-up of
+    ``link`` (``collective_latency_s``); a number: that fixed start-up. One GPU needs no all-reduce: 0 s.
 
     >>> allreduce_time_s(1e6, 1, 900e9)
     0.0
+    >>> round(allreduce_time_s(8192, 2, 900e9, link="NVLink") * 1e6, 2), round(
+    ...     allreduce_time_s(8192, 2, 128e9, link="PCIe") * 1e6, 2)   # batch 1 of an 8B model
+    (7.82, 8.73)
     """
     msg = checked(message_bytes, "message_bytes", minimum=0)
     n = checked(num_gpus, "num_gpus", minimum=1)
     bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
-    lat = checked(latency_s, "latency_s", minimum=0)
-    t = lat + 2 * (n - 1) / n * msg / (bw / 2)
+    if latency_s is None:
+        lat = np.asarray(collective_latency_s(n, link, algorithm))
+    else:
+        lat = checked(latency_s, "latency_s", minimum=0)
+    share = 2 * (n - 1) / n if algorithm == "ring" else 2.0
+    t = lat + share * msg / (bw / 2)
     return out(np.where(n > 1, t, 0.0))
 
 
 def allreduce_message_bytes(model, batch):
-    """Bytes in one tensor-parallel all-reduce of a decode step: B tokens × d activations × 2 bytes.
+    """Bytes in one tensor-parallel all-reduce of a step: tokens × d activations × 2 bytes.
 
     >>> allreduce_message_bytes("llama-3-70b", 1)   # 8192 activations of 2 bytes
     16384.0
@@ -55,15 +115,79 @@ def allreduce_message_bytes(model, batch):
 
 
 def tensor_parallel_comm_time_s(
-    model, batch, num_gpus, link_bytes_per_s, latency_s=DEFAULT_ALLREDUCE_LATENCY_S
+    model,
+    batch,
+    num_gpus,
+    link_bytes_per_s,
+    latency_s=DEFAULT_ALLREDUCE_LATENCY_S,
+    *,
+    link: str = "NVLink",
+    algorithm: str = "ring",
 ):
-    """Communication time of one decode step under tensor parallelism (s): 2 all-reduces per layer
-    (after attention and after the MLP), each of ``batch`` × d activations.
+    """Communication time of one step under tensor parallelism (s): 2 all-reduces per layer (after
+    attention and after the MLP), each of ``batch`` tokens × d activations (decode: B; prefill: the prompt
+    tokens).
 
     >>> t = tensor_parallel_comm_time_s("llama-3-70b", batch=1, num_gpus=2, link_bytes_per_s=900e9)
-    >>> round(t * 1e3, 2)   # 160 all-reduces, latency-dominated at batch 1
-    1.6
+    >>> round(t * 1e3, 2)   # 160 all-reduces of 7.8 µs start-up + 16 KB over 450 GB/s
+    1.25
     """
     msg = allreduce_message_bytes(model, batch)
-    t = np.asarray(allreduce_time_s(msg, num_gpus, link_bytes_per_s, latency_s))
+    t = np.asarray(
+        allreduce_time_s(msg, num_gpus, link_bytes_per_s, latency_s, link=link, algorithm=algorithm)
+    )
     return out(2 * get_model(model).layers * t)
+
+
+def pipeline_comm_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str = "PCIe"):
+    """Hand-offs of a pipeline (layer) split per step (s): the activations of ``tokens`` tokens cross
+    G − 1 stage boundaries, each a point-to-point send (base + one hop + bytes over one direction).
+
+    >>> round(float(pipeline_comm_time_s("llama-3-70b", 1, 2, 64e9, link="PCIe")) * 1e6, 2)   # one hand-off
+    8.11
+    """
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    t = checked(tokens, "tokens", minimum=0)
+    bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
+    msg = t * get_model(model).hidden_size * ACTIVATION_BYTES
+    one = assumption("collective_base_latency_s") + hop_latency_s(link) + msg / (bw / 2)
+    return out((n - 1) * one)
+
+
+def all_to_all_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str = "NVLink"):
+    """Expert-parallel communication per step (s): each MoE layer dispatches every token's activation to
+    the GPUs holding its k routed experts and combines the results back, two all-to-alls. Tokens are
+    spread evenly over the G GPUs and experts uniformly, so a GPU sends (G−1)/G of its tokens' k copies:
+
+        per MoE layer = 2 × [base + (G−1) × hop + tokens/G × k × d × 2 bytes × (G−1)/G ÷ (link ÷ 2)]
+
+    Routing limits (DeepSeek: at most 4 nodes per token) and FP8 dispatch would shrink it.
+
+    >>> round(float(all_to_all_time_s("deepseek-v3", 256, 8, 900e9)) * 1e3, 2)   # 58 MoE layers x 2 x 17.9 µs
+    2.08
+    """
+    m = get_model(model)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    t = checked(tokens, "tokens", minimum=0)
+    bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
+    if not m.is_moe:
+        return out(0.0 * n * t)
+    sent = t / n * m.experts_per_token * m.hidden_size * ACTIVATION_BYTES * (n - 1) / n
+    one = assumption("collective_base_latency_s") + (n - 1) * hop_latency_s(link) + sent / (bw / 2)
+    moe_layers = m.layers - m.first_dense_layers
+    return out(np.where(n > 1, 2 * moe_layers * one, 0.0))
+
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "ALGORITHMS",
+    "DEFAULT_ALLREDUCE_LATENCY_S",
+    "all_to_all_time_s",
+    "allreduce_message_bytes",
+    "allreduce_time_s",
+    "collective_latency_s",
+    "hop_latency_s",
+    "link_kind",
+    "pipeline_comm_time_s",
+    "tensor_parallel_comm_time_s",
+]

@@ -5,24 +5,29 @@ Taught in lesson 02 (the batch-1 floor), 15 (prefill), 16 (the step-time model) 
 
 A step carries B sequences that each compute n new tokens after T tokens already in their KV cache
 (decode: n = 1; prefill of B prompts: T = 0, n = P; a speculative verify: n = k + 1), plus optionally one
-prompt chunk of C tokens that follows S tokens of the same prompt done earlier. With N_active parameters
-touched per token and K bytes of KV per token:
+prompt chunk of C tokens that follows S tokens of the same prompt done earlier. With N_mm matmul weights
+per token in the blocks (``matmul_parameters_per_token``: the embedding is a lookup, not a matmul), an LM
+head of V·d, and K bytes of KV per token:
 
     tokens      = B·n + C
-    bytes       = weight bytes read (once for all tokens) + K × (B·T + S) read + K × prompt tokens written
-    FLOPs       = 2 × N_active × tokens + a × [B·(n·T + n(n−1)/2) + C·S + C(C−1)/2]
+    bytes       = weight bytes read (once for all tokens; B·n + C embedding rows)
+                  + K × (B·T' + S') read + K × new tokens written        (T', S': capped by a sliding window)
+    FLOPs       = 2 × N_mm × tokens + 2 × V·d × logit tokens + a × attention pairs
     step        = max(FLOPs ÷ (G·peak), bytes ÷ (G·bandwidth)) [+ all-reduces] [+ launch overhead]
 
-where a = ``attention_flops_per_token(model, 1)`` is the attention cost of one (token, earlier token) pair.
+where a = ``attention_flops_per_pair`` is the attention cost of one (token, earlier token) pair and the
+pairs are B·(n·T + n(n−1)/2) + C·S + C(C−1)/2 in full layers (``attention_pairs``: a sliding layer sees at
+most W). Logit tokens: a prefill computes logits for the last token of each prompt only
+(``logits="last"``); decode and a speculative verify for every new token (``logits="new"``).
 New tokens write their KV, except in ``decode_step``: there a user's one new token is left out of both
 the traffic and the cache size (K bytes against a whole context read, below 0.1 % at T ≥ 1,000), the
 convention the study card's "weights ÷ bandwidth" floor uses.
 
 >>> s = decode_step("llama-3-8b", "h100-sxm", batch=32, context_tokens=1000)
 >>> round(s.step_time_s * 1e3, 2), round(s.tokens_per_s_per_user), s.binding
-(6.05, 165, 'memory')
+(5.73, 174, 'memory')
 >>> round(prefill("llama-3-8b", "h100-sxm", 8000).step_time_s * 1e3)
-147
+130
 """
 
 from __future__ import annotations
@@ -38,14 +43,17 @@ from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, InvalidConfigurationError
 from roofline.physics.architecture import (
-    active_parameter_count,
-    attention_flops_per_token,
+    attention_flops_per_pair,
+    attention_pairs,
     kv_bytes_per_token,
+    lm_head_parameters,
+    matmul_parameters_per_token,
+    sequence_kv_bytes,
     weight_bytes,
     weight_bytes_read,
 )
-from roofline.physics.memory import check_fits, memory_capacity_bytes
-from roofline.physics.parallel import tensor_parallel_comm_time_s
+from roofline.physics.memory import check_memory, memory_available_bytes
+from roofline.physics.parallel import pipeline_comm_time_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import get_precision, peak_flops_per_s
 
 OnOverflow = Literal["raise", "mask", "ignore"]
@@ -83,7 +91,7 @@ class Step(Result):
     step_time_s: Number
     binding: Label  # "memory", "compute", or "does not fit"
     memory_needed_bytes: Number  # weights + the KV cache after this step
-    memory_capacity_bytes: Number
+    memory_capacity_bytes: Number  # what the GPUs leave for weights + KV (``memory`` model)
     fits: Flag
     tokens_per_s_per_user: Number  # n ÷ step: what each of the B sequences sees
     tokens_per_s_total: Number  # tokens ÷ step: what the GPUs produce
@@ -138,6 +146,9 @@ def forward_step(
     launch_overhead_s=0.0,
     on_overflow: OnOverflow = "raise",
     count_new_kv: bool = True,
+    logits: Literal["new", "last"] = "new",
+    memory: str = "engine",
+    parallelism: Literal["tensor", "pipeline"] = "tensor",
 ) -> Step:
     """Model one forward step: ``batch`` sequences × ``new_tokens`` each after ``context_tokens`` cached,
     plus an optional prompt chunk of ``chunk_tokens`` after ``prefix_tokens``, on ``num_gpus`` GPUs.
@@ -152,14 +163,23 @@ def forward_step(
     num_gpus : G ≥ 1 GPUs in tensor parallel, a whole number. Bandwidth, FLOP/s and memory add up.
     weight_precision, kv_precision : ids from ``roofline.physics.precision.PRECISIONS``.
     include_attention : False drops attention's context terms (the card's 2N rule).
-    include_communication : add the tensor-parallel all-reduces (lesson 24); off gives the ideal.
-    allreduce_latency_s : start-up of one all-reduce (s); None reads the assumptions table.
+    include_communication : add the tensor-parallel all-reduces, or a pipeline's hand-offs (lesson 24),
+        in decode and prefill alike; off gives the ideal.
     launch_overhead_s : CPU time per step spent launching kernels, added to the step (s); lesson 03.
     on_overflow : ``"raise"`` raises ``DoesNotFitError`` if weights + KV exceed memory and
         ``ContextTooLongError`` beyond the model's context window; ``"mask"`` returns NaN times where it
         does not fit and ``fits`` False (for sweeps and plots); ``"ignore"`` returns the times anyway,
         still with ``fits`` False there (for lessons that check memory themselves).
     count_new_kv : whether the B sequences' new tokens write KV (False: ``decode_step``'s convention).
+    logits : ``"new"``: every new token of the B sequences gets logits (decode, a speculative verify);
+        ``"last"``: only each sequence's last (a prefill). A prompt chunk adds one logit token.
+    memory : ``"engine"`` (what a serving engine leaves for weights and KV) or ``"ideal"`` (all of it);
+        see ``roofline.physics.memory``.
+    parallelism : ``"tensor"`` (every matrix split: bandwidths and FLOP/s add, all-reduces per layer) or
+        ``"pipeline"`` (llama.cpp's layer split: each GPU holds L/G layers and they run one after another,
+        so memory adds up but the step is the sum of the stages, one GPU's time, plus G − 1 hand-offs).
+    allreduce_latency_s : None uses the per-hop model of ``roofline.physics.parallel`` for the GPU's link
+        type; a number is a fixed start-up per all-reduce (s).
 
     >>> s = forward_step("llama-3-8b", "h100-sxm", batch=4, context_tokens=1000, new_tokens=5)
     >>> s.tokens, s.binding                               # a speculative verify of 4 drafts per user
@@ -180,7 +200,9 @@ def forward_step(
     s = checked(prefix_tokens, "prefix_tokens", minimum=0)
     g_count = _whole(num_gpus, "num_gpus", minimum=1)
     overhead = checked(launch_overhead_s, "launch_overhead_s", minimum=0)
-    latency = assumption("allreduce_latency_s") if allreduce_latency_s is None else allreduce_latency_s
+    latency = allreduce_latency_s
+    if parallelism not in ("tensor", "pipeline"):
+        raise InvalidConfigurationError(f"parallelism must be 'tensor' or 'pipeline', got {parallelism!r}")
     peak = peak_flops_per_s(g, weight_precision)
 
     longest = np.maximum(t + (n_new if count_new_kv else 0), np.where(c > 0, s + c, 0))
@@ -190,38 +212,55 @@ def forward_step(
             f"{m.id} reads at most {m.max_context_tokens:,} tokens of context; this step needs "
             f"{np.max(longest):,.0f}. Use a shorter context or a long-context model."
         )
+    if logits not in ("new", "last"):
+        raise InvalidConfigurationError(f"logits must be 'new' or 'last', got {logits!r}")
     written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
-    cached_after = b * t + written + np.where(c > 0, s, 0)  # KV tokens held once the step is done
-    if on_overflow == "raise":
-        check_fits(
-            m,
-            g,
-            1,
-            cached_after,
-            num_gpus=g_count,
-            weight_precision=weight_precision,
-            kv_precision=kv_precision,
-        )
-
     kv = kv_bytes_per_token(m, kv_precision)
+    chunk_on = c > 0
+    # KV held once the step is done: each sequence's (window-capped) cache, plus the chunk's prompt.
+    held_after = b * np.asarray(
+        sequence_kv_bytes(m, t + (n_new if count_new_kv else 0), kv_precision)
+    ) + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s + c, kv_precision)), 0.0)
+    w_stored = weight_bytes(m, weight_precision)
+    need = w_stored + held_after
+    have = np.asarray(memory_available_bytes(g, g_count, memory))
+    if on_overflow == "raise":
+        check_memory(need, have, w_stored)
+
     tokens = b * n_new + c
     # An empty step (no sequence, no chunk) reads nothing and takes no time.
     w_bytes = np.where(tokens > 0, weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)), 0.0)
-    kv_read = (b * t + np.where(c > 0, s, 0.0)) * kv
+    kv_read = b * np.asarray(sequence_kv_bytes(m, t, kv_precision)) + np.where(
+        chunk_on, np.asarray(sequence_kv_bytes(m, s, kv_precision)), 0.0
+    )
     kv_written = written * kv
     moved = w_bytes + kv_read + kv_written
-    pairs = b * (n_new * t + n_new * (n_new - 1) / 2) + c * s + c * np.maximum(c - 1, 0) / 2
-    attn = pairs * attention_flops_per_token(m, 1) if include_attention else np.zeros_like(pairs)
-    flops = 2.0 * active_parameter_count(m) * tokens + attn
-    mem_t = moved / (g_count * g.memory_bandwidth_bytes_per_s)
-    comp_t = flops / (g_count * peak)
-    comm_t = (
-        np.asarray(tensor_parallel_comm_time_s(m, tokens, g_count, g.interconnect_bytes_per_s, latency))
-        if include_communication
-        else np.zeros(())
-    )
-    need = weight_bytes(m, weight_precision) + cached_after * kv
-    have = np.asarray(memory_capacity_bytes(g, g_count))
+    if include_attention:
+        # MLA: decode tokens use the absorbed form, prompt tokens (n > 1, chunks) the up-projected one.
+        per_seq = attention_flops_per_pair(m, absorbed=True), attention_flops_per_pair(m, absorbed=False)
+        a_seq = np.where(n_new > 1, per_seq[1], per_seq[0])
+        attn = (
+            b * np.asarray(attention_pairs(m, t, n_new)) * a_seq
+            + np.where(chunk_on, np.asarray(attention_pairs(m, s, c)), 0.0) * per_seq[1]
+        )
+    else:
+        attn = np.zeros_like(b * t * n_new)
+    logit_tokens = (b * n_new if logits == "new" else b) + np.where(chunk_on, 1.0, 0.0)
+    flops = 2.0 * matmul_parameters_per_token(m) * tokens + 2.0 * lm_head_parameters(m) * logit_tokens + attn
+    lanes = g_count if parallelism == "tensor" else 1.0  # GPUs working on the same layer at once
+    mem_t = moved / (lanes * g.memory_bandwidth_bytes_per_s)
+    comp_t = flops / (lanes * peak)
+    link_bw = max(g.interconnect_bytes_per_s, 1.0)  # a row with no link (0) still gets a finite time
+    if not include_communication:
+        comm_t = np.zeros(())
+    elif parallelism == "tensor":
+        comm_t = np.asarray(
+            tensor_parallel_comm_time_s(
+                m, np.maximum(tokens, 1), g_count, link_bw, latency, link=g.interconnect
+            )
+        )
+    else:
+        comm_t = np.asarray(pipeline_comm_time_s(m, tokens, g_count, link_bw, link=g.interconnect))
     ok = need <= have
     shown = ok | (on_overflow == "ignore")  # where times are reported
     arrays = np.broadcast_arrays(
@@ -276,9 +315,9 @@ def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
     Keyword options are those of ``forward_step`` (``num_gpus``, precisions, ``include_communication``,
     ``launch_overhead_s``, ``on_overflow`` …). Each user gets 1 ÷ step tokens/s; the GPUs make B ÷ step.
 
-    >>> s = decode_step("llama-3-8b", "h100-sxm")          # batch 1: the decode floor
-    >>> round(s.step_time_s * 1e3, 2), round(s.tokens_per_s_per_user)
-    (4.79, 209)
+    >>> s = decode_step("llama-3-8b", "h100-sxm")          # batch 1: the decode floor, 15.01 GB / 3.35 TB/s
+    >>> round(s.step_time_s * 1e3, 2), round(s.tokens_per_s_per_user)   # the card: 16 GB, 4.8 ms, 209
+    (4.48, 223)
     >>> s = decode_step("llama-3-8b", "h100-sxm", batch=[1, 1024], context_tokens=4096, on_overflow="mask")
     >>> s.fits.tolist(), np.isnan(s.step_time_s).tolist()
     ([True, False], [False, True])
@@ -291,12 +330,17 @@ def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
     """The prefill of ``batch`` prompts of ``prompt_tokens`` (P ≥ 1) each, in one pass (its ``step_time_s``
     is the time to first token of a lone request). ``include_attention=False`` gives the textbook 2·N·P.
 
+    Logits are computed for each prompt's last token only, and the embedding is a lookup: 2 × 6.98e9
+    matmul weights × 8,000 tokens + 2 × 0.53e9 for the one logit = 1.117e14 FLOP, 113 ms at 989 TFLOP/s
+    (the card's 2·N·P = 1.28e14 FLOP gives 130 ms). Causal attention adds 16.8e12 FLOP: 130 ms in all.
+
     >>> p = prefill("llama-3-8b", "h100-sxm", 8000, include_attention=False)
     >>> round(p.step_time_s * 1e3), p.binding
-    (130, 'compute')
+    (113, 'compute')
     """
     _whole(batch, "batch", minimum=1)
     checked(prompt_tokens, "prompt_tokens", minimum=1)
+    options.setdefault("logits", "last")
     return forward_step(model, gpu, batch, 0, new_tokens=prompt_tokens, **options)
 
 
@@ -319,7 +363,7 @@ def mixed_step(
 
     >>> s = mixed_step("llama-3-8b", "h100-sxm", 30, 1000, chunk_tokens=[256, 2048])
     >>> np.round(s.step_time_s * 1e3, 2).tolist(), s.binding.tolist()
-    ([5.98, 34.87], ['memory', 'compute'])
+    ([5.67, 30.49], ['memory', 'compute'])
 
     Taught in lesson 44.
     """
@@ -330,14 +374,14 @@ def mixed_step(
 
 
 def causal_attention_flops(model, prompt_tokens):
-    """Attention FLOPs of a causal prefill of P tokens: token i attends to the i tokens before it,
-    a × P(P−1)/2 with a = ``attention_flops_per_token(model, 1)`` (FLOP).
+    """Attention FLOPs of a causal prefill of P tokens: token i attends to the i tokens before it (at most
+    W in a sliding layer), a × P(P−1)/2 with a = ``attention_flops_per_pair(model, absorbed=False)`` (FLOP).
 
     >>> causal_attention_flops("llama-3-8b", 8000) / 1e12
     16.77...
     """
     p = checked(prompt_tokens, "prompt_tokens", minimum=1)
-    return out(attention_flops_per_token(model, 1) * p * (p - 1) / 2)
+    return out(attention_flops_per_pair(model, absorbed=False) * np.asarray(attention_pairs(model, 0, p)))
 
 
 def decode_floor_s(weight_bytes_, bandwidth_bytes_per_s):
@@ -396,8 +440,8 @@ def achieved_step_time_s(step: Step, achieved_bandwidth_fraction=None) -> Number
     One meaning everywhere: only the memory time stretches, so a compute-bound step is unchanged.
 
     >>> s = decode_step("llama-3-8b", "h100-sxm")
-    >>> round(achieved_step_time_s(s) * 1e3, 2)                # the card's "about 6 ms" for a 4.8 ms floor
-    5.99
+    >>> round(achieved_step_time_s(s) * 1e3, 2)   # 4.48 ms / 0.8 (the card: "about 6 ms" for 4.8 / 0.8)
+    5.6
     """
     f = (
         assumption("achieved_bandwidth_fraction")
