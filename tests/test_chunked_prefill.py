@@ -166,3 +166,19 @@ def test_figures_and_explorer_render():
     ex = chunk_explorer(s)
     ex.set(chunk_tokens=128, prompt_tokens=16000)
     assert ex.scenario.chunk_tokens == 128 and ex.scenario.prompt_tokens == 16000
+
+
+def test_chunk_size_tradeoff_under_random_arrivals():
+    # Issue 13: the same Poisson load (6 requests/s, lognormal prompts of mean 2,000 tokens) for each chunk.
+    from roofline.lessons.chunked_prefill import chunk_tradeoff_under_arrivals
+
+    r = chunk_tradeoff_under_arrivals("llama-3-8b", "h100-sxm", (64, 512, None), requests=200)
+    assert r.chunk_tokens.tolist() == [64, 512, 0]
+    # unchunked prompts freeze the streams: the inter-token tail grows
+    assert r.tpot_p99_s[2] > 1.2 * r.tpot_p99_s[1]
+    # tiny chunks re-read the weights for every 64 prompt tokens: prompts wait longer for their first token
+    assert r.ttft_p99_s[0] > 1.5 * r.ttft_p99_s[1]
+    # the floor: no TPOT below the batch-1 decode step (weights ÷ bandwidth)
+    import roofline as rl
+
+    assert np.all(r.tpot_p50_s >= rl.decode_step("llama-3-8b", "h100-sxm").step_time_s * (1 - 1e-9))

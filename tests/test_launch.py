@@ -101,3 +101,29 @@ def test_explorer_moves():
     assert "0.004 ms" in ex.readout.value
     ex.set(model="llama-3-70b")
     assert "does not fit" in ex.readout.value
+
+
+def test_queued_ahead_launches_hide_under_the_gpu_time():
+    # Issue 10: launch overhead is not always added. Queued ahead: max(GPU, CPU); synchronous: the sum.
+    from roofline.lessons.launch import step_time_with_launches_s
+
+    assert step_time_with_launches_s(4.8e-3, 1.2e-3) == pytest.approx(4.8e-3)  # max(4.8, 1.2) ms
+    assert step_time_with_launches_s(4.8e-3, 1.2e-3, queued_ahead=False) == pytest.approx(6.0e-3)  # 4.8 + 1.2
+    assert step_time_with_launches_s(0.7e-3, 1.2e-3) == pytest.approx(1.2e-3)  # CPU slower: it sets the pace
+    assert step_time_with_launches_s([1e-3, 3e-3], 2e-3).tolist() == pytest.approx([2e-3, 3e-3])
+
+
+def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound():
+    from roofline.lessons.launch import launch_hiding
+
+    big = launch_hiding("llama-3-8b", "h100-sxm")  # 300 × 4 µs = 1.2 ms of CPU under a ~4.5 ms GPU step
+    assert big.cpu_time_s == pytest.approx(300 * 4e-6)
+    assert big.queued_step_s == pytest.approx(big.gpu_time_s) and not big.cpu_bound
+    assert big.synchronous_step_s == pytest.approx(big.gpu_time_s + 1.2e-3)
+    assert big.hidden_fraction == pytest.approx(1.0)
+    # Llama 3.2 1B: 16 layers × 9.375 = 150 launches = 0.6 ms of CPU; a 1 ms Python scheduler: 1.6 ms of CPU
+    # against ~2.5 GB ÷ 3.35 TB/s ≈ 0.7 ms of GPU. The CPU sets the pace even queued ahead.
+    small = launch_hiding("llama-3.2-1b", "h100-sxm", scheduler_s_per_step=1e-3)
+    assert small.cpu_time_s == pytest.approx(150 * 4e-6 + 1e-3)
+    assert small.cpu_bound and small.queued_step_s == pytest.approx(small.cpu_time_s)
+    assert small.hidden_fraction == pytest.approx(small.gpu_time_s / small.cpu_time_s)

@@ -209,3 +209,24 @@ def test_throughput_per_user_and_total():
     assert total.tolist() == pytest.approx([1 / 4.8e-3, 64 / 15e-3])
     with pytest.raises(rl.InvalidConfigurationError):
         throughput_tokens_per_s(32, 0)
+
+
+def test_one_freeze_for_the_8000_token_paste_in_lessons_15_and_44():
+    # Issue 10: lessons 15 and 44 gave six figures for the same freeze. One function, one value per quantity.
+    import roofline as rl
+    from roofline.lessons.chunked_prefill import prompt_arrival_timeline
+    from roofline.lessons.phases import paste_freeze
+
+    f = paste_freeze()
+    assert (f.prompt_tokens, f.batch, f.context_tokens) == (8000, 30, 1000)
+    assert f.freeze_s == rl.prefill("llama-3-8b", "h100-sxm", 8000).step_time_s
+    # lesson 44's unchunked time to first token is the same pass
+    assert prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000).ttft_s == pytest.approx(
+        f.freeze_s
+    )
+    # the card's rounding: 2 × 8,030,261,248 × 8,000 ÷ 989e12 = 129.9 ms
+    assert f.card_estimate_s == pytest.approx(2 * 8_030_261_248 * 8000 / 989e12)
+    assert f.steps_missed == pytest.approx(f.freeze_s / f.decode_step_s)
+    assert f.batch1_steps_missed == pytest.approx(
+        f.freeze_s / rl.decode_step("llama-3-8b", "h100-sxm").step_time_s
+    )

@@ -93,3 +93,53 @@ def test_figures_and_readout():
     html = saturation_readout(Scenario(context_tokens=128))
     assert "B = 425" in html and "295 FLOP/byte" in html
     assert "never" in saturation_readout(Scenario(context_tokens=4096))
+
+
+def test_per_kernel_matmuls_flip_near_the_ridge_whatever_the_context():
+    # Issue 10: the whole-step roofline hides that the matmuls flip near B ≈ ridge (989e12 / 3.35e12 = 295.2;
+    # 2·B FLOP per 2-byte weight) at any context, while attention stays memory-bound.
+    from roofline.lessons.saturation import matmul_flip_batch, per_kernel_decode
+
+    assert (
+        matmul_flip_batch("llama-3-8b", "h100-sxm") == rl.compute_bound_batch("llama-3-8b", "h100-sxm") == 296
+    )
+    k = per_kernel_decode("llama-3-8b", "h100-sxm", [295, 296, 2048], [0, 4096, 32768])
+    assert k.matmul_binding.tolist() == ["memory", "compute", "compute"]  # at T = 4,096 and 32,768 too
+    assert k.attention_binding.tolist()[1:] == ["memory", "memory"]
+    # a ÷ k for Llama 3 8B: 4 × 32 layers × 32 heads × 128 dims = 524,288 FLOP per context token per token,
+    # over 2 × 32 × 8 KV heads × 128 × 2 bytes = 131,072 bytes per token: 4 FLOP/byte, at every batch.
+    assert k.attention_intensity_flop_per_byte[1:].tolist() == pytest.approx([4.0, 4.0])
+    # the kernels run one after the other: per-kernel step = matmuls + attention ≥ the whole-step roofline
+    assert np.all(k.per_kernel_step_s >= k.whole_step_s * (1 - 1e-12))
+    assert k.per_kernel_step_s == pytest.approx(k.matmul_time_s + k.attention_time_s)
+
+
+def test_per_kernel_ceiling_moves_with_context():
+    from roofline.lessons.saturation import per_kernel_ceiling_tokens_per_s
+
+    # A decode token multiplies every weight matrix except the embedding table (a lookup, not a matmul):
+    # 2 × (8,030,261,248 − 128,256 × 4,096) = 2 × 7,504,924,672 = 15.01e9 FLOP.
+    f_mm = 2 * (8_030_261_248 - 128_256 * 4096)
+    # T = 0: 989e12 / 15.01e9 = 65,890 tokens/s, the whole-step ceiling
+    assert per_kernel_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", 0) == pytest.approx(989e12 / f_mm)
+    assert throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", 0) == pytest.approx(989e12 / f_mm)
+    # T = 4,096: 1 / (15.01e9 / 989e12 + 4,096 × 131,072 / 3.35e12) = 1 / (15.18 + 160.3 µs) = 5,699 tokens/s
+    expected = 1 / (f_mm / 989e12 + 4096 * 131072 / 3.35e12)
+    assert per_kernel_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", 4096) == pytest.approx(expected)
+    assert (
+        expected < throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", 4096) / 9
+    )  # one roofline: 9.6× higher
+
+
+def test_simulated_saturation_wall():
+    # Issue 13: the wall under a closed-loop load. Each output token brings one prompt token (128 in, 128
+    # out), so the compute ceiling is 989e12 / (2 × 8.03e9 × 2) = 30,790 tokens/s; throughput flattens below
+    # it while TPOT keeps climbing.
+    from roofline.lessons.saturation import simulated_saturation
+
+    s = simulated_saturation("llama-3-8b", "h100-sxm", (1, 1024, 2048), requests_per_client=1)
+    ceiling = 989e12 / (2 * 8_030_261_248 * 2)
+    assert np.all(s.throughput_output_tokens_per_s <= ceiling * 1.001)
+    assert s.throughput_output_tokens_per_s[2] < 1.05 * s.throughput_output_tokens_per_s[1]  # flat
+    assert s.throughput_output_tokens_per_s[1] > 0.9 * ceiling
+    assert s.tpot_p50_s[2] > 1.8 * s.tpot_p50_s[1]  # twice the users, about twice the time per token

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
-from roofline.lessons.tensor_parallel import tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
 from roofline.ui.widgets import Explorer
 from roofline.views.tensor_parallel import (
     SpeedupVsGPUs,
@@ -96,3 +96,17 @@ def test_figures_and_explorer():
     assert ex.scenario.num_gpus == 8
     assert "does not fit" in tensor_parallel_readout(Scenario(model="llama-3-70b"), {})
     assert isinstance(ex, Explorer)
+
+
+def test_comparison_figure_shows_absolute_time_beside_the_speedup():
+    # Issue 10: the speedup-only figure hid absolute time. Bottom row: ms per step with the all-reduces.
+    fig = scaling_comparison_figure(batches=(1,), models=(("llama-3-8b", "bf16"),), picture=False)
+    axes = fig.get_axes()
+    assert len(axes) == 4  # speedup and time, for each of the two GPUs
+    sxm_time = axes[2]
+    assert sxm_time.get_yscale() == "log" and "ms per decode step" in sxm_time.get_ylabel()
+    (line,) = sxm_time.get_lines()
+    expected = tensor_parallel_scaling("llama-3-8b", "h100-sxm", GPU_COUNTS, 1, 0).step_time_s / 1e-3
+    assert np.asarray(line.get_ydata()) == pytest.approx(np.asarray(expected))
+    # by hand at G = 1: the decode floor, weight bytes read ÷ 3.35e12 B/s, a few ms (not a ratio)
+    assert 4.0 < line.get_ydata()[0] < 5.0

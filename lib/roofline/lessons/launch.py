@@ -184,3 +184,92 @@ def share_grid(
     )
     share = np.asarray(overhead_share(w / bw, launch_overhead_s(k, cpu_s_per_launch)))
     return np.where(ok, share, np.nan)
+
+
+def step_time_with_launches_s(gpu_time_s, cpu_time_s, *, queued_ahead=True):
+    """Step time (s) when the CPU spends ``cpu_time_s`` per step launching (and scheduling) the GPU's work.
+
+    The CPU launches asynchronously: a launch returns at once and the kernel waits in the GPU's queue. If
+    nothing forces the CPU to wait for the GPU (no ``.item()``, no host copy, the next step's inputs already
+    known), it runs ahead and launch time hides under the previous kernels:
+
+        queued ahead   step = max(GPU time, CPU time)     (the slower of the two sets the pace)
+        synchronous    step = GPU time + CPU time         (the CPU waits for the GPU each step, e.g. to
+                                                           read the sampled token, then launches again)
+
+    So launch overhead costs nothing while CPU time < GPU time and the queue stays ahead: big models, slow
+    GPUs, CUDA graphs. It shows when the CPU is slower than the GPU (small models on fast GPUs, a Python
+    scheduler adding milliseconds per step: the server is CPU-bound) or when each step synchronizes.
+
+    ``gpu_time_s`` : the GPU's time for the step (s, ≥ 0); ``cpu_time_s`` : CPU time per step, launches plus
+    scheduling (s, ≥ 0); ``queued_ahead`` : True for max, False for the sum. Broadcasts.
+
+    Taught in lesson 03.
+
+    >>> round(step_time_with_launches_s(4.79e-3, 1.2e-3) * 1e3, 2)   # 8B on an H100, 300 × 4 µs: hidden
+    4.79
+    >>> round(step_time_with_launches_s(4.79e-3, 1.2e-3, queued_ahead=False) * 1e3, 2)   # synchronous
+    5.99
+    >>> round(step_time_with_launches_s(0.74e-3, 1.2e-3) * 1e3, 2)   # a 1B model: the CPU sets the pace
+    1.2
+    """
+    g = checked(gpu_time_s, "gpu_time_s", minimum=0)
+    c = checked(cpu_time_s, "cpu_time_s", minimum=0)
+    return out(np.maximum(g, c) if queued_ahead else g + c)
+
+
+@dataclass(frozen=True)
+class LaunchHiding:
+    """Batch-1 decode step with its CPU time, synchronous and queued ahead (seconds; arrays broadcast)."""
+
+    gpu_time_s: object  # the roofline step on the GPU
+    cpu_time_s: object  # launches (K × per-launch) + scheduler per step
+    synchronous_step_s: object  # GPU + CPU
+    queued_step_s: object  # max(GPU, CPU)
+    cpu_bound: object  # True where the CPU is the slower side even when queued ahead
+    hidden_fraction: object  # share of the CPU time that queuing ahead hides: min(CPU, GPU) ÷ CPU
+
+
+def launch_hiding(
+    model,
+    gpu,
+    kernels_per_step=None,
+    cpu_s_per_launch=CARD_CPU_S_PER_LAUNCH,
+    *,
+    scheduler_s_per_step=0.0,
+    batch=1,
+    context_tokens=0,
+    weight_precision="bf16",
+) -> LaunchHiding:
+    """When does queuing launches ahead hide them? A decode step with its CPU work, both ways.
+
+    ``kernels_per_step`` defaults to ``kernels_per_step_estimate(model)``; ``cpu_s_per_launch`` (s) and
+    ``scheduler_s_per_step`` (s of CPU per step outside launches: batching, sampling, detokenizing in Python)
+    add up to the CPU time; the GPU time is ``decode_step``'s roofline time. Broadcasts over the numbers.
+
+    Taught in lesson 03.
+
+    >>> h = launch_hiding("llama-3-8b", "h100-sxm")            # 300 × 4 µs = 1.2 ms under a 4.48 ms step
+    >>> round(h.queued_step_s * 1e3, 2), round(h.synchronous_step_s * 1e3, 2), bool(h.cpu_bound)
+    (4.48, 5.68, False)
+    >>> bool(launch_hiding("llama-3-8b", "h100-sxm", scheduler_s_per_step=5e-3).cpu_bound)  # slow scheduler
+    True
+    """
+    k = kernels_per_step_estimate(model) if kernels_per_step is None else kernels_per_step
+    cpu = np.asarray(
+        launch_overhead_s(checked(k, "kernels_per_step", minimum=0), cpu_s_per_launch)
+    ) + checked(scheduler_s_per_step, "scheduler_s_per_step", minimum=0)
+    step = decode_step(model, gpu, batch, context_tokens, weight_precision=weight_precision)
+    gpu_s = np.maximum(np.asarray(step.memory_time_s), np.asarray(step.compute_time_s))
+    gpu_s, cpu = np.broadcast_arrays(gpu_s, cpu)
+    queued = np.asarray(step_time_with_launches_s(gpu_s, cpu))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hidden = np.where(cpu > 0, np.minimum(cpu, gpu_s) / np.where(cpu > 0, cpu, 1.0), 1.0)
+    return LaunchHiding(
+        gpu_time_s=out(gpu_s),
+        cpu_time_s=out(cpu),
+        synchronous_step_s=out(np.asarray(step_time_with_launches_s(gpu_s, cpu, queued_ahead=False))),
+        queued_step_s=out(queued),
+        cpu_bound=out(cpu > gpu_s),
+        hidden_fraction=out(hidden),
+    )

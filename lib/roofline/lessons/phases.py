@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
-from roofline.data import gpus
+from roofline.data import get_gpu, gpus
 from roofline.lessons.scenario import Scenario
-from roofline.physics.architecture import kv_bytes_per_token
+from roofline.physics.architecture import kv_bytes_per_token, parameter_count
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.memory import kv_cache_bytes, memory_capacity_bytes, memory_needed_bytes
 from roofline.physics.precision import get_precision, peak_flops_per_s
@@ -212,3 +212,76 @@ def paste_fits(s: Scenario) -> bool:
     need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
     need += kv_cache_bytes(1, s.prompt_tokens, kv_bytes_per_token(s.model, s.kv_precision))
     return bool(need <= memory_capacity_bytes(s.gpu, s.num_gpus))
+
+
+# The card's pasted document, and the server it lands on in lessons 15 and 44: one configuration, one freeze.
+PASTE_TOKENS = 8000
+PASTE_STREAMING_USERS = 30
+PASTE_CONTEXT_TOKENS = 1000
+
+
+@dataclass(frozen=True)
+class PasteFreeze:
+    """The one figure for "an 8,000-token paste freezes the streams" (lessons 15 and 44 quote this).
+
+    ``freeze_s`` is the library's prefill (``rl.prefill``: layer matmuls for every prompt token, causal
+    attention, the LM head for the last token only). ``card_estimate_s`` is the study card's 2·N·P ÷ peak,
+    which multiplies every parameter (embedding and LM head included) by every prompt token and leaves
+    attention out; ``card_vs_freeze`` says how close the rounding lands. Steps are counted against the
+    decode step of ``batch`` users at ``context_tokens`` (lesson 15's stall) and at batch 1 (the card's
+    count).
+    """
+
+    prompt_tokens: int
+    batch: int
+    context_tokens: int
+    freeze_s: float
+    card_estimate_s: float
+    card_vs_freeze: float  # card estimate ÷ freeze
+    attention_share: float  # attention's share of the prefill FLOPs
+    decode_step_s: float  # the B streaming users' step
+    steps_missed: float  # freeze ÷ their step
+    batch1_step_s: float
+    batch1_steps_missed: float  # freeze ÷ the batch-1 floor (the card's way of counting)
+
+
+def paste_freeze(
+    model="llama-3-8b",
+    gpu="h100-sxm",
+    prompt_tokens=PASTE_TOKENS,
+    batch=PASTE_STREAMING_USERS,
+    context_tokens=PASTE_CONTEXT_TOKENS,
+    *,
+    weight_precision="bf16",
+    kv_precision="bf16",
+) -> PasteFreeze:
+    """The freeze of one unchunked paste of ``prompt_tokens`` (P), and the steps the streams miss (s).
+
+    One value per quantity: lessons 15 and 44 both call this, so they show the same freeze.
+
+    Taught in lesson 15 (with the card's rounding) and used in lesson 44.
+
+    >>> f = paste_freeze()
+    >>> round(f.freeze_s * 1e3), round(f.card_estimate_s * 1e3)     # 2 × 8.03e9 × 8,000 ÷ 989e12 = 129.9 ms
+    (130, 130)
+    """
+    opts = dict(weight_precision=weight_precision, kv_precision=kv_precision)
+    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    full = prefill(model, gpu, p, on_overflow="ignore", **opts)
+    stall = prefill_stall(model, gpu, p, batch, context_tokens, **opts)
+    one = decode_step(model, gpu, 1, 0, **opts)
+    card = 2.0 * parameter_count(model) * p / peak_flops_per_s(get_gpu(gpu), weight_precision)
+    freeze = float(full.time_s)
+    return PasteFreeze(
+        prompt_tokens=p,
+        batch=int(batch),
+        context_tokens=int(context_tokens),
+        freeze_s=freeze,
+        card_estimate_s=float(card),
+        card_vs_freeze=float(card / freeze),
+        attention_share=float(full.attention_flops / full.flops),
+        decode_step_s=float(stall.decode_step_time_s),
+        steps_missed=float(stall.stalled_steps),
+        batch1_step_s=float(one.step_time_s),
+        batch1_steps_missed=float(stalled_decode_steps(freeze, one.step_time_s)),
+    )

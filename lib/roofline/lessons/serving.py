@@ -9,8 +9,15 @@ U users arrive together, each wanting n output tokens, each holding about T toke
     continuous batching:  all U decode together; everyone is done after n × step(U);
                           the GPU makes U ÷ step(U) tokens/s
 
-step(B) is ``decode_step``'s time for B users. Prefill and arrivals spread over time are left out: they
-add the same work to both policies (lesson 44 handles prefill).
+step(B) is ``decode_step``'s time for B users. Each request first prefills its prompt of P tokens (by
+default P = T: the context a user holds is the prompt it sent), and that pass emits the first token:
+
+    one at a time:        request = prefill(P) + (n − 1) × step(1); user i waits i × request + prefill(P)
+    continuous batching:  time to first token = prefill of all U prompts in one pass (batch U × P tokens,
+                          compute-bound: about 2·N·U·P ÷ peak), then (n − 1) × step(U)
+
+With P = 0 (no prompt) the first token is one decode step and the formulas above reduce to n × step.
+Arrivals spread over time, and queueing, are lesson 25's simulator section (``roofline.sim``).
 
 >>> q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users=20, output_tokens=400, context_tokens=0)
 >>> round(q.finish_last_s, 1)          # the card's "20 users wait about 40 s"
@@ -29,7 +36,7 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.step import decode_step
+from roofline.physics.step import decode_step, prefill
 
 # Numbers of users the lesson's figure sweeps.
 USERS_SWEEP = np.unique(np.round(np.geomspace(1, 512, 120)).astype(int))
@@ -73,6 +80,14 @@ def _inputs(users, output_tokens, context_tokens):
     return np.broadcast_arrays(u, n, t)
 
 
+def _first_token_s(model, gpu, batch, prompt_tokens, decode_step_s, **options):
+    """Time (s) until the first token of ``batch`` requests of ``prompt_tokens`` each prefilled in one pass;
+    with no prompt, one decode step (``decode_step_s``)."""
+    p = np.asarray(prompt_tokens, dtype=float)
+    pre = prefill(model, gpu, np.maximum(p, 1), batch=batch, on_overflow="mask", **options)
+    return np.where(p > 0, np.asarray(pre.step_time_s), decode_step_s)
+
+
 def serve_one_at_a_time(
     model,
     gpu,
@@ -80,6 +95,7 @@ def serve_one_at_a_time(
     output_tokens,
     context_tokens=1000,
     *,
+    prompt_tokens=None,
     num_gpus=1,
     weight_precision="bf16",
     kv_precision="bf16",
@@ -90,9 +106,10 @@ def serve_one_at_a_time(
     ----------
     model, gpu : ids or dataclasses. users : requests arriving together, U ≥ 1 (whole number).
     output_tokens : tokens each request generates, n ≥ 1. context_tokens : KV tokens per user, T ≥ 0.
-    num_gpus, weight_precision, kv_precision : as in ``decode_step``. All array-likes broadcast.
+    prompt_tokens : P, tokens each request prefills first (None: P = T). num_gpus, weight_precision,
+    kv_precision : as in ``decode_step``. All array-likes broadcast.
 
-    Request i (0-based) waits for the i before it, each taking n × step(1) seconds.
+    Request i (0-based) waits for the i before it, each taking prefill(P) + (n − 1) × step(1) seconds.
 
     Taught in lesson 25.
 
@@ -113,20 +130,23 @@ def serve_one_at_a_time(
             on_overflow="mask",
         ).step_time_s
     )
-    request = n * step
+    opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
+    p = t if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0) + 0 * t
+    first = _first_token_s(model, gpu, 1, p, step, **opts)
+    request = first + (n - 1) * step
     return ServingOutcome(
         policy="one at a time",
         users=out(u),
         output_tokens=out(n),
         context_tokens=out(t),
         step_time_s=out(step + 0 * u),
-        wait_mean_s=out((u - 1) / 2 * request + step),
-        wait_last_s=out((u - 1) * request + step),
+        wait_mean_s=out((u - 1) / 2 * request + first),
+        wait_last_s=out((u - 1) * request + first),
         finish_mean_s=out((u + 1) / 2 * request),
         finish_last_s=out(u * request),
         tokens_per_s_total=out(1 / step + 0 * u),
         tokens_per_s_per_user=out(1 / step + 0 * u),
-        fits=out(np.isfinite(step + 0 * u)),
+        fits=out(np.isfinite(request + 0 * u)),
     )
 
 
@@ -137,12 +157,15 @@ def serve_continuous_batching(
     output_tokens,
     context_tokens=1000,
     *,
+    prompt_tokens=None,
     num_gpus=1,
     weight_precision="bf16",
     kv_precision="bf16",
 ) -> ServingOutcome:
     """All ``users`` decode together, sharing every weight read: one step of batch U makes U tokens.
 
+    The U prompts (P tokens each, default P = T) are prefilled together first; that pass emits everyone's
+    first token, so the time to first token is the batched prefill, not one decode step.
     Same parameters as ``serve_one_at_a_time``. Where U users' KV does not fit beside the weights, the
     times are NaN and ``fits`` is False (a real server would queue the extra users).
 
@@ -166,15 +189,18 @@ def serve_continuous_batching(
             on_overflow="mask",
         ).step_time_s
     )
-    done = n * step
+    opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
+    p = t if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0) + 0 * t
+    first = _first_token_s(model, gpu, u, p, step, **opts)
+    done = first + (n - 1) * step
     return ServingOutcome(
         policy="continuous batching",
         users=out(u),
         output_tokens=out(n),
         context_tokens=out(t),
         step_time_s=out(step),
-        wait_mean_s=out(step),
-        wait_last_s=out(step),
+        wait_mean_s=out(first),
+        wait_last_s=out(first),
         finish_mean_s=out(done),
         finish_last_s=out(done),
         tokens_per_s_total=out(u / step),
@@ -201,3 +227,56 @@ def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h1
         ).finish_last_s,
         "batched": serve_continuous_batching(model, gpu, users, output_tokens, context_tokens).finish_last_s,
     }
+
+
+HOCKEY_STICK_LOADS = (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1)
+
+
+def latency_against_load(
+    model,
+    gpu,
+    *,
+    input_tokens=1000,
+    output_tokens=400,
+    load_fractions=HOCKEY_STICK_LOADS,
+    requests=800,
+    seed=0,
+    **simulate_kwargs,
+):
+    """Latency against load (the hockey stick), from the serving simulator (``roofline.sim``).
+
+    Requests of ``input_tokens`` + ``output_tokens`` arrive at random (Poisson) at the given fractions of
+    the closed-form sustainable rate; continuous batching serves them. Returns ``sim.LoadSweep`` (rates in
+    requests/s, p50/p99 TTFT and TPOT in s) with one more attribute-free companion: use ``knee_load`` to find
+    where the tail takes off. ``requests`` per load (≥ 1) bounds the run (800 per load: about 0.1 s each).
+
+    Taught in lesson 25.
+
+    >>> s = latency_against_load("llama-3-8b", "h100-sxm", load_fractions=(0.2, 0.95), requests=400)
+    >>> bool(s.ttft_p99_s[1] > 5 * s.ttft_p99_s[0])      # near capacity the tail takes off
+    True
+    """
+    from roofline import sim  # the simulator imports the lessons' public API; keep the import local
+
+    return sim.latency_vs_load(
+        model, gpu, tuple(load_fractions), input_tokens=input_tokens, output_tokens=output_tokens,
+        requests=int(checked(requests, "requests", minimum=1)), seed=seed, **simulate_kwargs,
+    )  # fmt: skip
+
+
+def knee_load(sweep, factor=10.0):
+    """The first load (fraction of the sustainable rate) whose p99 TTFT exceeds ``factor`` × the lightest
+    load's: where the hockey stick turns up. NaN if none does.
+
+    Taught in lesson 25.
+
+    >>> from types import SimpleNamespace
+    >>> s = SimpleNamespace(rates_per_s=np.array([2.0, 8.0, 9.0]), sustainable_rate_per_s=10.0,
+    ...                     ttft_p99_s=np.array([0.05, 0.2, 0.9]))
+    >>> knee_load(s)
+    0.9
+    """
+    p99 = np.asarray(sweep.ttft_p99_s, dtype=float)
+    loads = np.asarray(sweep.rates_per_s, dtype=float) / sweep.sustainable_rate_per_s
+    over = np.flatnonzero(p99 > checked(factor, "factor", above=1) * p99[0])
+    return float(loads[over[0]]) if over.size else float("nan")

@@ -253,3 +253,74 @@ def saturation_readout(s) -> str:
         ("compute ceiling", f"{ceiling:,.0f} tokens/s"),
     ]
     return table_html(rows)
+
+
+PER_KERNEL_CONTEXTS = (0, 1000, 4096)
+
+
+def per_kernel_figure(
+    model="llama-3-8b", gpu="h100-sxm", contexts=PER_KERNEL_CONTEXTS, weight_precision="bf16"
+):
+    """Static figure of the per-kernel view (lesson 61). Left: intensity of each kind of kernel against the
+    batch, beside the ridge: the weight matmuls climb with B and cross the ridge at the same batch for every
+    context; attention over the KV cache stays flat far below it. Right: total tokens/s against the batch at
+    each context, per-kernel (solid: matmuls + attention, one after the other) and whole-step roofline
+    (dashed), with the per-kernel ceiling (dotted) moving down as context grows. Returns a picture."""
+    from roofline.lessons.saturation import (
+        matmul_flip_batch,
+        per_kernel_ceiling_tokens_per_s,
+        per_kernel_decode,
+    )
+    from roofline.views.plots import new_figure, show
+
+    g = get_gpu(gpu)
+    ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, weight_precision), g.memory_bandwidth_bytes_per_s)
+    batches = SATURATION_BATCHES
+    fig, (left, right) = new_figure(2, figsize=(10, 4.6))
+    left.axhline(ridge, color="black", ls=":", lw=1.5)
+    left.text(1.2, ridge * 1.15, f"ridge {ridge:.0f} FLOP/byte", fontsize=10)
+    colors = [COLORS["decode"], COLORS["kv"], COLORS["prefill"], COLORS["capacity"]]
+    for t, color in zip(contexts, colors, strict=False):
+        k = per_kernel_decode(model, gpu, batches, t, weight_precision=weight_precision)
+        if t == contexts[0]:
+            left.plot(batches, k.matmul_flops / k.matmul_bytes, "-", color=COLORS["weights"], lw=2.5,
+                      label="weight matmuls (any T)")  # fmt: skip
+        if t > 0:
+            left.plot(batches, np.broadcast_to(k.attention_intensity_flop_per_byte, batches.shape), "--",
+                      color=color, label=f"attention over KV, T={t:,}")  # fmt: skip
+        right.plot(batches, k.tokens_per_s, "-", color=color, label=f"T={t:,} per kernel")
+        whole = batches / k.whole_step_s
+        right.plot(batches, whole, "--", color=color, lw=1)
+        top = float(per_kernel_ceiling_tokens_per_s(model, gpu, t, weight_precision=weight_precision))
+        right.axhline(top, color=color, ls=":", lw=1)
+    flip = matmul_flip_batch(model, gpu, weight_precision=weight_precision)
+    left.axvline(flip, color=COLORS["weights"], ls=":", lw=1)
+    left.text(flip * 1.1, 1.5, f"matmuls flip\nat B = {flip}", fontsize=10, color=COLORS["weights"])
+    left.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="FLOP per byte",
+             title="Intensity of each kernel")  # fmt: skip
+    right.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="tokens/s (all users)",
+              title="tokens/s: per kernel, one roofline dashed")  # fmt: skip
+    left.legend(loc="upper left", fontsize=9)
+    right.legend(loc="lower right", fontsize=9)
+    fig.suptitle(f"{model} ({weight_precision}) on {gpu}: the step as its kernels run it", fontsize=12)
+    return show(fig, "per-kernel view")
+
+
+def saturation_wall_figure(s, ceiling_tokens_per_s=None):
+    """The saturation wall from the serving simulator (``simulated_saturation``): output tokens/s (left) and
+    TPOT p50/p99 (right) against the number of concurrent clients. Returns a picture. Lesson 61."""
+    from roofline.views.plots import new_figure, show
+
+    fig, (left, right) = new_figure(2, figsize=(10, 4.2))
+    c = np.asarray(s.concurrency)
+    left.plot(c, s.throughput_output_tokens_per_s, "o-", color=COLORS["decode"], label="simulated")
+    if ceiling_tokens_per_s is not None:
+        left.axhline(ceiling_tokens_per_s, color=COLORS["compute"], ls=":", lw=2, label="compute ceiling")
+    right.plot(c, np.asarray(s.tpot_p50_s) / MS, "o-", color=COLORS["decode"], label="TPOT p50")
+    right.plot(c, np.asarray(s.tpot_p99_s) / MS, "s--", color=COLORS["prefill"], label="TPOT p99")
+    left.set(xscale="log", xlabel="concurrent clients", ylabel="output tokens/s", title="Throughput")
+    right.set(xscale="log", xlabel="concurrent clients", ylabel="ms per output token", title="Latency")
+    for ax in (left, right):
+        ax.legend(loc="upper left", fontsize=10)
+    fig.suptitle("The saturation wall under a closed-loop load (roofline.sim)", fontsize=12)
+    return show(fig, "saturation wall")

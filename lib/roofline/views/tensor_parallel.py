@@ -6,13 +6,15 @@ from __future__ import annotations
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
 from roofline.ui.widgets import Explorer, table_html
 from roofline.units import GB, MS
-from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
+from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
 
 
 class SpeedupVsGPUs(LiveFigure):
@@ -148,15 +150,26 @@ def scaling_comparison_figure(
     gpus=("h100-sxm", "h100-pcie"),
     batches=(1, 64),
     context_tokens=0,
+    *,
+    picture=True,
 ):
-    """Static figure: speedup over one GPU against G, one panel per GPU (and so per link), one colour per
-    model, one line style per batch, beside the ideal line. Configurations that do not fit are left out
-    (NaN). Taught in lesson 24."""
-    fig, axes = new_figure(len(gpus))
+    """Static figure, one column per GPU (and so per link), one colour per model, one line style per batch.
+    Top row: speedup over one GPU against G, beside the ideal line. Bottom row: the absolute time per decode
+    step (ms, log scale) the speedup hides: a 1.6× speedup of a 4.8 ms step and of a 40 ms step are very
+    different things, and a configuration with no one-GPU baseline still has a time. Configurations that do
+    not fit are left out (NaN). ``picture`` False returns the matplotlib Figure instead of the picture.
+    Taught in lesson 24."""
+    with plt.style.context(STYLE_PATH):
+        fig = Figure(figsize=(9, 8), dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        n = len(gpus)
+        top = [fig.add_subplot(2, n, i + 1) for i in range(n)]
+        bottom = [fig.add_subplot(2, n, n + i + 1) for i in range(n)]
     colors = [COLORS["weights"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]]
     styles = ["o-", "s:", "^-.", "d--"]
     with plt.style.context(STYLE_PATH):
-        for ax, gpu in zip(axes, gpus, strict=True):
+        times = []
+        for ax, low, gpu in zip(top, bottom, gpus, strict=True):
             ax.plot(GPU_COUNTS, GPU_COUNTS, "--", color="grey", lw=2, label="ideal (= G)")
             for (model, prec), color in zip(models, colors, strict=False):
                 for batch, style in zip(batches, styles, strict=False):
@@ -164,6 +177,8 @@ def scaling_comparison_figure(
                         model, gpu, GPU_COUNTS, batch, context_tokens, weight_precision=prec
                     )
                     ax.plot(GPU_COUNTS, sc.speedup, style, color=color, label=f"{model} {prec}, B={batch}")
+                    low.plot(GPU_COUNTS, np.asarray(sc.step_time_s) / MS, style, color=color)
+                    times.append(np.asarray(sc.step_time_s) / MS)
                     if np.isfinite(sc.speedup[-1]):
                         ax.annotate(
                             f"{sc.speedup[-1]:.1f}x",
@@ -173,20 +188,34 @@ def scaling_comparison_figure(
                             fontsize=11,
                             color=color,
                         )
+                    if np.isfinite(sc.step_time_s[-1]):
+                        low.annotate(
+                            f"{sc.step_time_s[-1] / MS:.1f} ms",
+                            (8, sc.step_time_s[-1] / MS),
+                            xytext=(6, -4),
+                            textcoords="offset points",
+                            fontsize=10,
+                            color=color,
+                        )
             g = get_gpu(gpu)
             ax.set(
-                xscale="log",
-                xlabel="GPUs in tensor parallel, G",
                 ylabel="speedup over 1 GPU",
                 ylim=(0, 9),
-                xlim=(0.8, 11),
                 title=f"{gpu}: {g.interconnect}, {g.interconnect_bytes_per_s / GB:.0f} GB/s",
             )
-            ax.set_xticks(GPU_COUNTS, [str(x) for x in GPU_COUNTS])
-            ax.minorticks_off()
-            ax.legend(loc="upper left", fontsize=10)
-        fig.suptitle(f"Decode speedup from tensor parallelism (T={context_tokens:,})", fontsize=13)
-    return show(fig, "speedup vs GPUs")
+            low.set(ylabel="ms per decode step (with all-reduces)", yscale="log")
+            for a in (ax, low):
+                a.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 14))
+                a.set_xticks(GPU_COUNTS, [str(x) for x in GPU_COUNTS])
+                a.minorticks_off()
+            ax.legend(loc="upper left", fontsize=9)
+        lo, hi = nice_limits(np.concatenate(times), log=True)
+        for low in bottom:
+            low.set_ylim(lo, hi)
+        fig.suptitle(
+            f"Decode from tensor parallelism (T={context_tokens:,}): speedup and absolute time", fontsize=13
+        )
+    return show(fig, "speedup vs GPUs") if picture else fig
 
 
 def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
