@@ -10,7 +10,7 @@ import numpy as np
 from roofline._arrays import checked
 from roofline.lessons.benchmarking import latency_summary, plausibility
 from roofline.lessons.scenario import Scenario
-from roofline.ui.widgets import Explorer, table_html
+from roofline.ui.widgets import Explorer, decode_readout, table_html
 from roofline.units import MS
 from roofline.views.plots import (
     BATCH_SWEEP,
@@ -103,15 +103,19 @@ def plausibility_readout(s: Scenario, options) -> str:
             ("claim ÷ ceiling", f"{p.ratio:.2f}x"),
         ]
     rows.append(("verdict", p.verdict.split(":")[0]))
-    return table_html(rows)
+    # The same decode step as a server would run it: floor beside achievable, and the cost per 1M tokens.
+    return table_html(rows) + decode_readout(s)
 
 
 def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None) -> Explorer:
-    """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, batch (and context).
+    """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, GPU count, weight precision,
+    batch and context.
 
     >>> ex = plausibility_explorer()
     >>> ex.set(claimed_tokens_per_s=150.0); ex.readout.value.count("plausible")
     1
+    >>> ex.set(model="llama-3-70b", weight_precision="fp8", num_gpus=2); ex.scenario.num_gpus
+    2
     """
     knobs = {
         "claimed_tokens_per_s": W.BoundedFloatText(
@@ -120,7 +124,7 @@ def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario
     }
     return Explorer(
         CeilingVsBatch,
-        ["model", "gpu", "batch", "context_tokens"],
+        ["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
         scenario or Scenario(context_tokens=0),
         plausibility_readout,
         knobs=knobs,

@@ -12,7 +12,7 @@ from roofline.data import gpus as _gpu_table
 from roofline.lessons.ceilings import CEILING_COLOR_RANGE_TOKENS_PER_S, batch1_ceiling_table
 from roofline.lessons.scenario import Scenario
 from roofline.physics.precision import PRECISIONS, get_precision
-from roofline.ui.widgets import table_html
+from roofline.ui.widgets import decode_readout, table_html
 from roofline.units import GB, MS, TB
 from roofline.views.plots import LiveFigure
 
@@ -101,8 +101,9 @@ class CeilingHeatmap(LiveFigure):
 def ceiling_readout(s: Scenario) -> str:
     """HTML table of the scenario's batch-1 floor and ceiling (what lesson 02's explorer prints).
 
-    >>> "4.79 ms" in ceiling_readout(Scenario())
-    True
+    >>> text = ceiling_readout(Scenario())
+    >>> "ceiling for one user" in text, "a good engine (vllm)" in text, "cost per 1M tokens" in text
+    (True, True, True)
     """
     t = batch1_ceiling_table(s.model, [s.gpu], [s.weight_precision], s.num_gpus)
     status = t.status(s.gpu, s.weight_precision)
@@ -124,6 +125,8 @@ def ceiling_readout(s: Scenario) -> str:
             ("floor (weights ÷ bandwidth)", f"{t.floor_s[0, 0] / MS:.2f} ms per token"),
             ("ceiling for one user", f"{t.ceiling_tokens_per_s[0, 0]:,.0f} tokens/s"),
         ]
+        # One user's decode step: the floor beside what a good engine reaches, and what a token costs.
+        return table_html(rows) + decode_readout(s.with_(batch=1))
     return table_html(rows)
 
 

@@ -12,8 +12,8 @@ from roofline.lessons.kvcache import COMPARE_GPUS, COMPARE_KV_PRECISIONS, CONTEX
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token
 from roofline.physics.memory import max_batch, memory_capacity_bytes, memory_needed_bytes
-from roofline.ui.widgets import table_html
-from roofline.units import GB, MS, KiB
+from roofline.ui.widgets import decode_readout, table_html
+from roofline.units import GB, KiB
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
 
 
@@ -170,10 +170,7 @@ def kv_readout(s: Scenario) -> str:
         ("KV per token", f"{per_token / KiB:,.0f} KiB ({s.kv_precision})"),
         (f"KV for {s.batch} x {s.context_tokens:,} tokens", f"{kv / GB:.1f} GB"),
         ("weights + KV", f"{need / GB:.1f} GB of {have / GB:.0f} GB"),
-        ("largest batch at this context", f"{limit:,} users"),
+        ("largest batch at this context", f"{max(limit, 0):,} users"),
     ]
-    step = s.decode()
-    rows.append(
-        ("decode step", f"{step.step_time_s / MS:.2f} ms" if step.fits else "does not fit: no step time")
-    )
-    return table_html(rows)
+    # Then the decode step it allows: floor beside achievable, and the cost per 1M tokens.
+    return table_html(rows) + decode_readout(s)
