@@ -11,8 +11,8 @@ A collective's time is a start-up, one latency per hop, and its bytes over one d
     ring all-reduce  = base + 2(N−1) × hop + 2(N−1)/N × message ÷ (link ÷ 2)
     tree all-reduce  = base + 2⌈log₂ N⌉ × hop + 2 × message ÷ (link ÷ 2)
 
-with the base and the per-hop latency of the link type (NVLink or PCIe) from NCCL's own tuning model
-(``data/assumptions.toml``) and the link bandwidth from the GPU's data row.
+with the base and the NVLink hop latency from NCCL's own tuning model, the PCIe hop from measured
+nccl-tests runs (``data/assumptions.toml``), and the link bandwidth from the GPU's data row.
 
 >>> round(allreduce_time_s(message_bytes=32 * 8192 * 2, num_gpus=2, link_bytes_per_s=900e9) * 1e6, 2)
 8.97
@@ -50,7 +50,7 @@ def hop_latency_s(link: str = "NVLink") -> float:
     """Latency of one collective step over ``link`` (s), from the assumptions table.
 
     >>> hop_latency_s("NVLink 4"), hop_latency_s("PCIe Gen5 x16")
-    (6e-07, 1e-06)
+    (6e-07, 3e-06)
     """
     return assumption(f"{link_kind(link)}_hop_latency_s")
 
@@ -90,7 +90,7 @@ def allreduce_time_s(
     0.0
     >>> round(allreduce_time_s(8192, 2, 900e9, link="NVLink") * 1e6, 2), round(
     ...     allreduce_time_s(8192, 2, 128e9, link="PCIe") * 1e6, 2)   # batch 1 of an 8B model
-    (7.82, 8.73)
+    (7.82, 12.73)
     """
     msg = checked(message_bytes, "message_bytes", minimum=0)
     n = checked(num_gpus, "num_gpus", minimum=1)
@@ -143,8 +143,8 @@ def pipeline_comm_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str
     """Hand-offs of a pipeline (layer) split per step (s): the activations of ``tokens`` tokens cross
     G − 1 stage boundaries, each a point-to-point send (base + one hop + bytes over one direction).
 
-    >>> round(float(pipeline_comm_time_s("llama-3-70b", 1, 2, 64e9, link="PCIe")) * 1e6, 2)   # one hand-off
-    8.11
+    >>> round(float(pipeline_comm_time_s("llama-3-70b", 1, 2, 64e9, link="PCIe")) * 1e6, 2)   # 6.6 + 3.0 + 16 KB / 32 GB/s
+    10.11
     """
     n = checked(num_gpus, "num_gpus", minimum=1)
     t = checked(tokens, "tokens", minimum=0)
