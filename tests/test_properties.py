@@ -18,8 +18,8 @@ def configs(draw):
         st.sampled_from(
             [
                 p
-                for p in ("bf16", "fp8", "int8", "int4", "fp4")
-                if rl.PRECISIONS[p].compute in gpu.dense_flops_per_s
+                for p in ("fp32", "bf16", "fp8", "int8", "int4", "fp4", "mxfp4-experts", "gguf-q4_k_m")
+                if rl.get_precision(p).compute in gpu.dense_flops_per_s
             ]
         )
     )
