@@ -31,6 +31,7 @@ True
 from __future__ import annotations
 
 import html
+import inspect
 import io
 import itertools
 import time
@@ -218,6 +219,24 @@ def decode_readout(s: Scenario, options: dict | None = None) -> str:
     """
     engine = (options or {}).get("engine", ach.DEFAULT_ENGINE)
     return table_html(decode_rows(s, engine), column_keys=("", "ideal", "achievable"))
+
+
+def combine_readouts(*readouts: Callable) -> Callable:
+    """One readout made of several, stacked: e.g. a lesson's own table, then ``decode_readout``. Each
+    part is called with ``(scenario, options)`` if it takes two arguments, else ``(scenario)``.
+
+    >>> both = combine_readouts(lambda s: "<p>a</p>", decode_readout)
+    >>> html_text = both(Scenario()); html_text.startswith("<p>a</p>") and "cost per 1M tokens" in html_text
+    True
+    """
+    takes_options = [len(inspect.signature(f).parameters) >= 2 for f in readouts]
+
+    def readout(s: Scenario, options: dict | None = None) -> str:
+        return "".join(
+            f(s, options or {}) if two else f(s) for f, two in zip(readouts, takes_options, strict=True)
+        )
+
+    return readout
 
 
 def table_html(rows: Sequence[tuple[str, ...]], column_keys: Sequence[str] | None = None) -> str:
