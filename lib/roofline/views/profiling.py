@@ -123,14 +123,24 @@ def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) 
     True
     >>> ex.set(p2=0.9); "Not possible" in ex.message.value     # 0.3 + 0.9 > 1: parts would overlap
     True
+    >>> ex.set(p1=0.3, s1=7.0, p2=0.0); "1.35x" in ex.readout.value   # 1 / (0.7 + 0.3 / 7) = 1.346
+    True
     """
 
+    # Sliders that move on release; their readouts take typed values (e.g. a share of 0.37, a 7x speedup).
     def frac(v, d):
-        return W.FloatSlider(value=v, min=0.0, max=1.0, step=0.05, description=d)
+        return W.FloatSlider(value=v, min=0.0, max=1.0, step=0.01, description=d, continuous_update=False)
 
-    def speed(v, d):
-        return W.SelectionSlider(
-            options=[1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 10.0, 100.0], value=v, description=d
+    def speed(v, d):  # 1x to 1,000x on a log scale
+        return W.FloatLogSlider(
+            value=v,
+            base=10,
+            min=0,
+            max=3,
+            step=0.01,
+            description=d,
+            continuous_update=False,
+            readout_format=".3g",
         )
 
     knobs = {
