@@ -40,10 +40,22 @@ CARD_MODULES = (
     "q6_token_cost",
     "q7_launch_amdahl",
 )
+# Cards on the levers (issue 12), built like the others by ``card`` and ``shuffled_card``; not in Pack 01's
+# ``QIDS`` or ``cards()``.
+LEVER_CARD_MODULES = ("lever_quantization", "lever_speculative", "lever_moe")
 SPECS: Mapping[str, CardSpec] = MappingProxyType(
-    {s.qid: s for s in (importlib.import_module(f"roofline.selfcheck.{name}").SPEC for name in CARD_MODULES)}
+    {
+        s.qid: s
+        for s in (
+            importlib.import_module(f"roofline.selfcheck.{name}").SPEC
+            for name in CARD_MODULES + LEVER_CARD_MODULES
+        )
+    }
 )
-QIDS: tuple[str, ...] = tuple(SPECS)
+QIDS: tuple[str, ...] = tuple(
+    importlib.import_module(f"roofline.selfcheck.{n}").SPEC.qid for n in CARD_MODULES
+)
+LEVER_QIDS: tuple[str, ...] = tuple(q for q in SPECS if q not in QIDS)
 
 # Parameters that must be whole numbers ≥ 1, and parameters that must be > 0, whichever card has them.
 WHOLE_PARAMS = ("batch", "context_tokens", "prompt_tokens", "paste_tokens", "tp_num_gpus", "kernels_per_step")
@@ -124,7 +136,7 @@ def spec(qid: str) -> CardSpec:
     """The spec of card ``qid`` (``"Q1"`` … ``"Q7"``, any case)."""
     key = str(qid).strip().upper()
     if key not in SPECS:
-        raise InvalidConfigurationError(f"unknown card {qid!r}; the cards are {', '.join(QIDS)}")
+        raise InvalidConfigurationError(f"unknown card {qid!r}; the cards are {', '.join(SPECS)}")
     return SPECS[key]
 
 

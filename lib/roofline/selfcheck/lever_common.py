@@ -1,0 +1,36 @@
+"""What the lever cards (quantization, speculative decoding, mixture of experts) share: their lessons, which
+are topic notebooks rather than numbered ones, and the names of their traps.
+
+Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb and
+notebooks/mixture_of_experts.ipynb. Numbers only.
+
+The lessons are added to ``roofline.selfcheck.spec.LESSONS`` (number or topic → notebook stem, title) so the
+cards' lesson links render like Pack 01's.
+
+>>> LESSONS["speculative_decoding"]
+('speculative_decoding', 'Speculative decoding')
+"""
+
+from __future__ import annotations
+
+from roofline.selfcheck.spec import LESSONS
+
+LEVER_LESSONS = {
+    "quantization": ("quantization", "Quantization"),
+    "speculative_decoding": ("speculative_decoding", "Speculative decoding"),
+    "mixture_of_experts": ("mixture_of_experts", "Mixture of experts"),
+    "attention_variants": ("attention_variants", "Attention variants"),
+}
+for _key, _value in LEVER_LESSONS.items():
+    LESSONS.setdefault(_key, _value)
+
+# Trap names: what ``Result.trap`` says when a wrong answer matches a known slip.
+TRAP_ALPHA_TO_THE_K = "α^k instead of the geometric sum"
+TRAP_ALL_ACCEPTED = "every draft accepted"
+TRAP_FREE_DRAFT = "forgot the draft's cost"
+TRAP_VERIFY_K_STEPS = "verify priced as k + 1 steps"
+TRAP_BITS_RATIO = "the ratio of bits (4× for INT4)"
+TRAP_BYTES_AT_LARGE_BATCH = "bytes ratio at a compute-bound batch"
+TRAP_ACTIVE_ONLY = "only the active experts at any batch"
+TRAP_ALL_RESIDENT = "every expert read at batch 1"
+TRAP_USERS_TIMES_EXPERTS = "users × experts per token"
