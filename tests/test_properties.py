@@ -99,3 +99,32 @@ def test_amdahl_speedup_between_one_and_the_ceiling(parts):
 def test_cost_times_throughput_is_the_hourly_price(usd, tps):
     cost = rl.cost_per_million_tokens_usd(usd, tps)
     assert np.isclose(cost * tps * 3600 / 1e6, usd)
+
+
+# ---------------------------------------------------------------- architecture invariants (issues 10, 12)
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(MODELS), t=st.integers(0, 200_000), dt=st.integers(0, 10_000))
+def test_kv_per_sequence_grows_with_context_and_never_beats_the_unwindowed_cache(model, t, dt):
+    from roofline.physics.architecture import sequence_kv_bytes
+
+    k = rl.kv_bytes_per_token(model)
+    assert sequence_kv_bytes(model, t) <= sequence_kv_bytes(model, t + dt) <= (t + dt) * k
+    # Pairs attention scores never exceed the full-attention count n*T + n(n-1)/2
+    from roofline.physics.architecture import attention_pairs
+
+    n = 1 + dt % 64
+    assert attention_pairs(model, t, n) <= n * t + n * (n - 1) / 2 + 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    fmt=st.sampled_from(["bf16", "fp8", "int4", "awq-int4", "mxfp4-experts", "gguf-q4_k_m", "nvfp4"]),
+    tokens=st.integers(1, 100_000),
+)
+def test_a_step_never_reads_more_than_is_stored_plus_its_rows(model, fmt, tokens):
+    m = rl.get_model(model)
+    read = float(rl.weight_bytes_read(model, fmt, tokens))
+    rows = min(tokens, m.vocab_size) * m.hidden_size * 4  # gathered embedding rows, at most 4 bytes each
+    assert 0 < read <= rl.weight_bytes(model, fmt) + rows
+    assert rl.active_parameter_count(model) <= rl.parameter_count(model)

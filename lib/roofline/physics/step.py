@@ -71,7 +71,7 @@ class Step(Result):
     gpu_id: str
     weight_precision: str
     kv_precision: str
-    num_gpus: Number  # G, GPUs in tensor parallel
+    num_gpus: Number  # G, GPUs (tensor parallel, or a pipeline split with parallelism="pipeline")
     batch: Number  # B, sequences computing n new tokens each
     new_tokens: Number  # n, new tokens per sequence (1 for decode)
     context_tokens: Number  # T, tokens already in each sequence's KV cache
@@ -160,7 +160,7 @@ def forward_step(
     context_tokens : T ≥ 0, tokens already in each sequence's KV cache (tokens).
     new_tokens : n ≥ 1, tokens each sequence computes this step (tokens).
     chunk_tokens, prefix_tokens : C, S ≥ 0, a prompt chunk riding along and what came before it (tokens).
-    num_gpus : G ≥ 1 GPUs in tensor parallel, a whole number. Bandwidth, FLOP/s and memory add up.
+    num_gpus : G ≥ 1 GPUs, a whole number. Memory adds up; in tensor parallel bandwidth and FLOP/s too.
     weight_precision, kv_precision : ids from ``roofline.physics.precision.PRECISIONS``.
     include_attention : False drops attention's context terms (the card's 2N rule).
     include_communication : add the tensor-parallel all-reduces, or a pipeline's hand-offs (lesson 24),
