@@ -17,8 +17,12 @@ from roofline.selfcheck.lever_common import (
     TRAP_BITS_RATIO,
     TRAP_BYTES_AT_LARGE_BATCH,
     TRAP_FREE_DRAFT,
+    TRAP_MLA_DOUBLED,
+    TRAP_QUERY_HEADS,
     TRAP_USERS_TIMES_EXPERTS,
     TRAP_VERIFY_K_STEPS,
+    TRAP_WINDOW_ALL_LAYERS,
+    TRAP_WINDOW_IGNORED,
 )
 
 cards = importlib.import_module("roofline.selfcheck.cards")
@@ -28,7 +32,7 @@ H100_BW, H100_BF16 = 3.35e12, 989e12
 def test_pack01_is_unchanged_and_lever_cards_are_registered():
     assert cards.QIDS == ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7")
     assert [c.qid for c in cards.cards()] == list(cards.QIDS)
-    assert set(cards.LEVER_QIDS) == {"QUANT", "SPEC", "MOE"}
+    assert set(cards.LEVER_QIDS) == {"QUANT", "SPEC", "MOE", "ATTN"}
     for qid in cards.LEVER_QIDS:
         c = cards.card(qid.lower())  # any case, like the others
         assert c.qid == qid and c.lesson_links("html").count("<a ") == len(c.lessons)
@@ -91,6 +95,9 @@ def test_moe_by_hand():
         ("MOE", "touched", TRAP_USERS_TIMES_EXPERTS),
         ("MOE", "big_read_gb", TRAP_ACTIVE_ONLY),
         ("MOE", "big_step_ms", TRAP_ACTIVE_ONLY),
+        ("ATTN", "kv_token_kib", TRAP_QUERY_HEADS),
+        ("ATTN", "kv_user_gb", TRAP_WINDOW_IGNORED),
+        ("ATTN", "users", TRAP_WINDOW_IGNORED),
     ],
 )
 def test_traps_are_named(qid, answer, trap):
@@ -106,13 +113,35 @@ def test_alpha_to_the_k_trap_by_hand():
     assert value == pytest.approx(0.8**4)  # 0.41: the chance all four drafts survive
 
 
-@pytest.mark.parametrize("qid", ["QUANT", "SPEC", "MOE"])
+def test_attn_by_hand():
+    c = cards.card("ATTN")  # Mistral 7B at 32,768 tokens: every layer slides over 4,096
+    per_token = 2 * 32 * 8 * 128 * 2  # 131,072 bytes = 128 KiB
+    per_user = per_token * 4096  # the window caps what each layer keeps: 0.537 GB
+    got = c.expected()
+    assert got["kv_token_kib"] == 128.0
+    assert got["kv_user_gb"] == pytest.approx(per_user / 1e9, rel=1e-12)
+    assert got["users"] == float(int(c.params["free_bytes"] // per_user))
+
+
+def test_attn_mla_and_partial_windows():
+    ds = cards.card("ATTN", {"model": "deepseek-v3", "gpu": "h200", "num_gpus": 8, "weight_precision": "fp8",
+                             "context_tokens": 32768})  # fmt: skip
+    assert ds.expected()["kv_token_kib"] == pytest.approx(61 * (512 + 64) * 2 / 1024)  # no factor 2
+    assert TRAP_MLA_DOUBLED in {t.name for t in ds.traps}
+    oss = cards.card("ATTN", {"model": "gpt-oss-120b", "gpu": "h100-sxm", "num_gpus": 1, "weight_precision": "int4",
+                              "context_tokens": 32768})  # fmt: skip
+    # 18 of 36 layers keep 128 tokens, the others all 32,768: (18 × 32,768 + 18 × 128) / 36 = 16,448
+    assert oss.expected()["kv_user_gb"] == pytest.approx(16448 * 2 * 36 * 8 * 64 * 2 / 1e9, rel=1e-12)
+    assert TRAP_WINDOW_ALL_LAYERS in {t.name for t in oss.traps}
+
+
+@pytest.mark.parametrize("qid", ["QUANT", "SPEC", "MOE", "ATTN"])
 def test_right_answers_are_right(qid):
     c = cards.card(qid)
     assert all(r.status == "right" for r in check(c, c.expected()))
 
 
-@pytest.mark.parametrize("qid", ["QUANT", "SPEC", "MOE"])
+@pytest.mark.parametrize("qid", ["QUANT", "SPEC", "MOE", "ATTN"])
 @pytest.mark.parametrize("seed", range(8))
 def test_shuffled_cards_are_valid(qid, seed):
     c = cards.shuffled_card(qid, np.random.default_rng(seed))

@@ -42,7 +42,7 @@ CARD_MODULES = (
 )
 # Cards on the levers (issue 12), built like the others by ``card`` and ``shuffled_card``; not in Pack 01's
 # ``QIDS`` or ``cards()``.
-LEVER_CARD_MODULES = ("lever_quantization", "lever_speculative", "lever_moe")
+LEVER_CARD_MODULES = ("lever_quantization", "lever_speculative", "lever_moe", "lever_attention")
 SPECS: Mapping[str, CardSpec] = MappingProxyType(
     {
         s.qid: s
