@@ -195,3 +195,15 @@ def test_new_gpus_are_dense_and_sourced():
     # GB200 per GPU: NVL72 rack 360 PFLOPS sparse BF16 / 72 / 2 = 2,500 TFLOPS dense; 186 GiB.
     gb200 = rl.get_gpu("gb200")
     assert gb200.dense_flops_per_s["bf16"] == 2_500e12 and gb200.memory_bytes == 186 * GIB
+
+
+def test_tensor_parallel_replicates_an_mla_latent_and_kv_heads_beyond_g():
+    # MLA caches one latent shared by all heads: each of 8 GPUs holds and reads all of it.
+    # DeepSeek-V3, 1 user at 4,096 tokens on 8 H200s: 8 x 4,096 x 70,272 B = 2.30 GB read per step.
+    s = rl.decode_step("deepseek-v3", "h200", 1, 4096, num_gpus=8, weight_precision="fp8-block128")
+    assert s.kv_bytes_read == 8 * 4096 * 70_272
+    # Qwen3-30B-A3B has 4 KV heads: on 8 GPUs each head sits on 2 GPUs, 2 copies of 98,304 B per token.
+    q = rl.decode_step("qwen3-30b-a3b", "h100-sxm", 1, 1000, num_gpus=8)
+    assert q.kv_bytes_read == 2 * 1000 * 98_304
+    # Llama 3 70B (8 KV heads) on 8 GPUs: one copy.
+    assert rl.decode_step("llama-3-70b", "h100-sxm", 1, 1000, num_gpus=8).kv_bytes_read == 1000 * 327_680

@@ -139,12 +139,32 @@ def tensor_parallel_comm_time_s(
     return out(2 * get_model(model).layers * t)
 
 
+def kv_replicas(model, num_gpus):
+    """Copies of each KV byte that ``num_gpus`` GPUs in tensor parallel hold and read (copies).
+
+    Tensor parallelism splits the KV cache by KV head: with G ≤ H_kv GPUs each holds H_kv ÷ G heads, one
+    copy in all. With more GPUs than KV heads the heads are replicated, G ÷ H_kv copies; multi-head latent
+    attention caches one latent shared by every head, so each GPU holds all of it: G copies.
+
+    >>> kv_replicas("llama-3-70b", [1, 8, 16]).tolist()     # 8 KV heads
+    [1.0, 1.0, 2.0]
+    >>> kv_replicas("deepseek-v3", 8)                       # MLA: every GPU holds the whole latent
+    8.0
+    """
+    m = get_model(model)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    shards = 1 if m.is_mla else m.kv_heads
+    return out(n / np.minimum(n, shards))
+
+
 def pipeline_comm_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str = "PCIe"):
     """Hand-offs of a pipeline (layer) split per step (s): the activations of ``tokens`` tokens cross
     G − 1 stage boundaries, each a point-to-point send (base + one hop + bytes over one direction).
 
-    >>> round(float(pipeline_comm_time_s("llama-3-70b", 1, 2, 64e9, link="PCIe")) * 1e6, 2)   # 6.6 + 3.0 + 16 KB / 32 GB/s
+    >>> round(float(pipeline_comm_time_s("llama-3-70b", 1, 2, 64e9, link="PCIe")) * 1e6, 2)
     10.11
+
+    (6.6 + 3.0 µs + 16 KB over 32 GB/s.)
     """
     n = checked(num_gpus, "num_gpus", minimum=1)
     t = checked(tokens, "tokens", minimum=0)
@@ -187,6 +207,7 @@ __all__ = [
     "allreduce_time_s",
     "collective_latency_s",
     "hop_latency_s",
+    "kv_replicas",
     "link_kind",
     "pipeline_comm_time_s",
     "tensor_parallel_comm_time_s",

@@ -53,7 +53,7 @@ from roofline.physics.architecture import (
     weight_bytes_read,
 )
 from roofline.physics.memory import check_memory, memory_available_bytes
-from roofline.physics.parallel import pipeline_comm_time_s, tensor_parallel_comm_time_s
+from roofline.physics.parallel import kv_replicas, pipeline_comm_time_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import get_precision, peak_flops_per_s
 
 OnOverflow = Literal["raise", "mask", "ignore"]
@@ -79,7 +79,7 @@ class Step(Result):
     prefix_tokens: Number  # S, tokens of that prompt done in earlier steps
     tokens: Number  # B·n + C, tokens computed this step
     weight_bytes_read: Number  # bytes, all GPUs together
-    kv_bytes_read: Number  # bytes
+    kv_bytes_read: Number  # bytes, all GPUs together (replicated KV counted once per copy)
     kv_bytes_written: Number  # bytes
     bytes_moved: Number  # bytes: weights + KV read + KV written
     flops: Number  # FLOP
@@ -215,12 +215,15 @@ def forward_step(
     if logits not in ("new", "last"):
         raise InvalidConfigurationError(f"logits must be 'new' or 'last', got {logits!r}")
     written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
-    kv = kv_bytes_per_token(m, kv_precision)
+    # Tensor parallel beyond H_kv GPUs (or any MLA model) replicates the KV cache on every GPU.
+    copies = np.asarray(kv_replicas(m, g_count)) if parallelism == "tensor" else 1.0
+    kv = kv_bytes_per_token(m, kv_precision) * copies
     chunk_on = c > 0
     # KV held once the step is done: each sequence's (window-capped) cache, plus the chunk's prompt.
-    held_after = b * np.asarray(
-        sequence_kv_bytes(m, t + (n_new if count_new_kv else 0), kv_precision)
-    ) + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s + c, kv_precision)), 0.0)
+    held_after = copies * (
+        b * np.asarray(sequence_kv_bytes(m, t + (n_new if count_new_kv else 0), kv_precision))
+        + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s + c, kv_precision)), 0.0)
+    )
     w_stored = weight_bytes(m, weight_precision)
     need = w_stored + held_after
     have = np.asarray(memory_available_bytes(g, g_count, memory))
@@ -230,8 +233,9 @@ def forward_step(
     tokens = b * n_new + c
     # An empty step (no sequence, no chunk) reads nothing and takes no time.
     w_bytes = np.where(tokens > 0, weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)), 0.0)
-    kv_read = b * np.asarray(sequence_kv_bytes(m, t, kv_precision)) + np.where(
-        chunk_on, np.asarray(sequence_kv_bytes(m, s, kv_precision)), 0.0
+    kv_read = copies * (
+        b * np.asarray(sequence_kv_bytes(m, t, kv_precision))
+        + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s, kv_precision)), 0.0)
     )
     kv_written = written * kv
     moved = w_bytes + kv_read + kv_written
