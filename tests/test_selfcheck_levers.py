@@ -128,8 +128,8 @@ def test_attn_mla_and_partial_windows():
                              "context_tokens": 32768})  # fmt: skip
     assert ds.expected()["kv_token_kib"] == pytest.approx(61 * (512 + 64) * 2 / 1024)  # no factor 2
     assert TRAP_MLA_DOUBLED in {t.name for t in ds.traps}
-    oss = cards.card("ATTN", {"model": "gpt-oss-120b", "gpu": "h100-sxm", "num_gpus": 1, "weight_precision": "int4",
-                              "context_tokens": 32768})  # fmt: skip
+    setup = {"gpu": "h100-sxm", "num_gpus": 1, "weight_precision": "int4", "context_tokens": 32768}
+    oss = cards.card("ATTN", {"model": "gpt-oss-120b", **setup})
     # 18 of 36 layers keep 128 tokens, the others all 32,768: (18 × 32,768 + 18 × 128) / 36 = 16,448
     assert oss.expected()["kv_user_gb"] == pytest.approx(16448 * 2 * 36 * 8 * 64 * 2 / 1e9, rel=1e-12)
     assert TRAP_WINDOW_ALL_LAYERS in {t.name for t in oss.traps}
