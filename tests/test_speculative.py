@@ -232,7 +232,8 @@ def test_cli_draft_model_and_human_output():
     ("args", "kind"),
     [
         (("--draft-cost-ratio", "0", "--draft-tokens", "4", "--acceptance", "2"), "UsageError"),
-        (("--draft-tokens", "4", "--acceptance", "0.5"), "UsageError"),  # no proposer
+        (("--draft", "llama-3.2-1b", "--draft-cost-ratio", "0.1", "--draft-tokens", "4",
+          "--acceptance", "0.5"), "UsageError"),  # two proposers
         (("--draft", "nope", "--draft-tokens", "4", "--acceptance", "0.5"), "UnknownNameError"),
         (("--draft-cost-ratio", "0", "--draft-tokens", "4", "--acceptance", "0.5", "--batch", "5000",
           "--context", "8000"), "DoesNotFitError"),
@@ -242,6 +243,14 @@ def test_cli_json_errors(args, kind):
     code, d = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", *args, "--json")
     assert code == 2
     assert d["error"]["type"] == kind and d["error"]["message"]
+
+
+def test_without_a_proposer_the_draft_is_free():
+    code, d = _cli(
+        "--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft-tokens", "3", "--acceptance", "1", "--json"
+    )
+    assert code == 0 and d["draft_cost_ratio"] == 0.0 and d["draft_time_s"] == 0.0
+    assert d["expected_tokens_per_step"] == 4.0  # α = 1: k + 1
 
 
 def test_every_speculate_json_field_is_documented():

@@ -53,13 +53,13 @@ def add_parser(subparsers) -> None:
         "token), verify them in one forward step of the target; compare with plain decode.",
     )
     add_common_arguments(p)
-    proposer = p.add_mutually_exclusive_group(required=True)
+    proposer = p.add_mutually_exclusive_group()
     proposer.add_argument("--draft", metavar="D", help="draft model id (k decode steps of it per cycle)")
     proposer.add_argument(
         "--draft-cost-ratio",
         type=real_number(0, 1e3),
         metavar="r",
-        help="cost of one drafted token in target decode steps (0: n-gram lookup)",
+        help="cost of one drafted token in target decode steps (default 0: a free proposer, n-gram lookup)",
     )
     p.add_argument(
         "--draft-tokens",
@@ -95,7 +95,7 @@ def run(args) -> int:
         draft_tokens=args.draft_tokens,
         acceptance=args.acceptance,
         draft_model=args.draft.strip().lower() if args.draft else None,
-        draft_cost_ratio=args.draft_cost_ratio,
+        draft_cost_ratio=None if args.draft else (args.draft_cost_ratio or 0.0),
         num_gpus=args.gpus,
         weight_precision=args.weights,
         kv_precision=args.kv,
