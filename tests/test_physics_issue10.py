@@ -298,3 +298,15 @@ def test_expert_parallel_all_to_all():
 def test_vectorized_over_gpu_counts_and_links():
     t = parallel.allreduce_time_s(np.array([0.0, 1e6]), np.array([[1], [2], [8]]), 900e9)
     assert t.shape == (3, 2) and (t[0] == 0).all() and (t[2] > t[1]).all()
+
+
+def test_fits_counts_replicated_kv_like_the_step():
+    # DeepSeek-V3 (FP8 block, 673.15 GB) on 8 H200s (141 GiB each): the MLA latent is held by all 8 GPUs.
+    b = int(rl.max_batch("deepseek-v3", "h200", 32768, num_gpus=8, weight_precision="fp8-block128"))
+    per_user = 8 * 32768 * 70_272
+    free = 8 * (141 * GIB * 0.98975 * 0.9 - 4.93 * GIB) - rl.weight_bytes("deepseek-v3", "fp8-block128")
+    assert b == int(free // per_user)
+    kw = dict(num_gpus=8, weight_precision="fp8-block128")
+    assert rl.decode_step("deepseek-v3", "h200", b, 32768, **kw).fits
+    with pytest.raises(rl.DoesNotFitError):
+        rl.decode_step("deepseek-v3", "h200", b + 1, 32768, **kw)

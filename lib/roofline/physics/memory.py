@@ -30,6 +30,7 @@ from roofline.assumptions import assumption
 from roofline.data import get_gpu
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
 from roofline.physics.architecture import sequence_kv_bytes, weight_bytes
+from roofline.physics.parallel import kv_replicas
 from roofline.units import GB
 
 MEMORY_MODELS = ("engine", "ideal")
@@ -47,9 +48,12 @@ def kv_cache_bytes(batch, context_tokens, kv_bytes_per_token_):
     return out(b * t * k)
 
 
-def memory_needed_bytes(model, batch, context_tokens, weight_precision="bf16", kv_precision="bf16"):
-    """Weights plus KV cache for ``batch`` users at ``context_tokens`` each (bytes). Runtime memory is on
-    the other side of the comparison (``memory_available_bytes``).
+def memory_needed_bytes(
+    model, batch, context_tokens, weight_precision="bf16", kv_precision="bf16", *, num_gpus=1
+):
+    """Weights plus KV cache for ``batch`` users at ``context_tokens`` each (bytes), on ``num_gpus`` GPUs
+    in tensor parallel (a KV cache replicated across them counts once per copy, ``kv_replicas``).
+    Runtime memory is on the other side of the comparison (``memory_available_bytes``).
 
     >>> round(float(memory_needed_bytes("mistral-7b", 8, 32768)) / 1e9, 2)   # 14.48 GB + 8 x 4096 x 128 KiB
     18.78
@@ -57,7 +61,7 @@ def memory_needed_bytes(model, batch, context_tokens, weight_precision="bf16", k
     kv = np.asarray(checked(batch, "batch", minimum=0)) * np.asarray(
         sequence_kv_bytes(model, context_tokens, kv_precision)
     )
-    return out(weight_bytes(model, weight_precision) + kv)
+    return out(weight_bytes(model, weight_precision) + kv * np.asarray(kv_replicas(model, num_gpus)))
 
 
 def memory_capacity_bytes(gpu, num_gpus=1):
@@ -123,7 +127,9 @@ def fits(
     >>> fits("llama-3-70b", "h100-sxm", 1, 1000, num_gpus=2)
     True
     """
-    need = np.asarray(memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision))
+    need = np.asarray(
+        memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision, num_gpus=num_gpus)
+    )
     have = np.asarray(memory_available_bytes(gpu, num_gpus, memory))
     return out(need <= have)
 
@@ -161,9 +167,9 @@ def max_batch(
     0
     """
     free = np.asarray(memory_available_bytes(gpu, num_gpus, memory)) - weight_bytes(model, weight_precision)
-    per_user = np.asarray(
-        sequence_kv_bytes(model, checked(context_tokens, "context_tokens", above=0), kv_precision)
-    )
+    ctx = checked(context_tokens, "context_tokens", above=0)
+    copies = np.asarray(kv_replicas(model, num_gpus))  # a replicated cache counts once per copy
+    per_user = np.asarray(sequence_kv_bytes(model, ctx, kv_precision)) * copies
     return out(np.floor(np.maximum(free, 0) / per_user).astype(int))
 
 
@@ -206,7 +212,7 @@ def check_fits(
     roofline.errors.DoesNotFitError: Does not fit: needs 141.4 GB (weights 141.1 GB + KV 0.3 GB) but 71.2...
     """
     check_memory(
-        memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision),
+        memory_needed_bytes(model, batch, context_tokens, weight_precision, kv_precision, num_gpus=num_gpus),
         memory_available_bytes(gpu, num_gpus, memory),
         weight_bytes(model, weight_precision),
     )
