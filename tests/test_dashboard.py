@@ -13,6 +13,9 @@ from roofline.views.dashboard import DashboardFigure, dashboard_explorer, dashbo
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12
 KV = 128 * 1024
+W_READ = 16_060_522_496 - 128_256 * 4096 * 2 + 4096 * 2  # a batch-1 step reads one embedding row: 15.01e9 B
+# what vLLM's defaults leave of an "80 GB" (80 GiB) H100 for weights and KV: 0.9 × 79.18 − 4.8 − 0.13 GiB
+AVAILABLE = (0.9 * 79.18 - 4.8 - 0.13) * 2**30  # 71.22e9 bytes
 
 
 def test_card_q5_mbu_and_mfu():
@@ -20,23 +23,26 @@ def test_card_q5_mbu_and_mfu():
     assert round(rl.mbu(16e9, 6e-3, BW), 2) == 0.80
     assert rl.mfu(16e9, 6e-3, PEAK) == pytest.approx(16e9 / 6e-3 / 989e12)
     # The dashboard's batch-1 server, with almost no prompts (P = 1 per 10,000 tokens), shows the same:
-    # the step is 4.79 ms ÷ 0.8 = 5.99 ms, so MBU = 0.8 by construction and MFU ≈ 0.27%.
+    # the step is 15.01e9 B / 3.35e12 / 0.8 = 5.60 ms, so MBU = 0.8 (the assumption, while memory-bound)
+    # and MFU = 2 × 7.50e9 (no lookup FLOPs) / 5.60 ms / 989e12 = 0.27%.
     s = steady_state(M, G, 1, 1, prompt_tokens=1, output_tokens=10_000)
     assert s.mbu == pytest.approx(0.8, abs=0.001)
-    assert s.step_time_s == pytest.approx(rl.weight_bytes(M) / BW / 0.8, rel=1e-3)
+    assert s.step_time_s == pytest.approx(W_READ / BW / 0.8, rel=1e-3)
     assert s.mfu == pytest.approx(0.0027, abs=0.0002)
 
 
 def test_steady_state_by_hand():
-    # 300 users at T = 4096: max batch = floor((80e9 − 16.06e9) / (4096 × 131072)) = 119 run, 181 wait.
+    # 300 users at T = 4096: max batch = floor((71.22e9 − 16.06e9) / (4096 × 131072)) = floor(102.7):
+    # 102 run, 198 wait.
+    assert int((AVAILABLE - 16_060_522_496) // (4096 * KV)) == 102
     s = steady_state(M, G, 300, 4096, prompt_tokens=0)
-    assert (s.max_batch, s.running, s.waiting) == (119, 119, 181)
-    free = 80e9 - rl.weight_bytes(M)
-    assert s.kv_use_fraction == pytest.approx(119 * 4096 * KV / free)
-    # With no prompts it is a plain decode step of 119 users, slowed by 0.8.
-    step = rl.decode_step(M, G, 119, 4096).step_time_s / 0.8
+    assert (s.max_batch, s.running, s.waiting) == (102, 102, 198)
+    free = AVAILABLE - rl.weight_bytes(M)
+    assert s.kv_use_fraction == pytest.approx(102 * 4096 * KV / free, rel=1e-3)
+    # With no prompts it is a plain decode step of 102 users, slowed by 0.8.
+    step = rl.decode_step(M, G, 102, 4096).step_time_s / 0.8
     assert s.step_time_s == pytest.approx(step)
-    assert s.tokens_per_s == pytest.approx(119 / step)
+    assert s.tokens_per_s == pytest.approx(102 / step)
 
 
 def test_steady_state_broadcasts_and_masks():
@@ -67,10 +73,10 @@ def test_simulation_is_seeded():
 def test_queue_makes_ttft_not_tpot():
     full = dashboard(M, G, 300, 4096)
     healthy = dashboard(M, G, 64, 4096)
-    assert full.running == 119 and full.waiting == 181
+    assert full.running == 102 and full.waiting == 198
     assert full.kv_use_fraction == pytest.approx(1.0, abs=0.01)
-    # 181 users ahead, 119 slots, ~250 tokens per answer at ~30 ms per step: ≈ 181/119 × 250 × 0.03 ≈ 11 s
-    assert 8 < full.ttft_p50_s < 15
+    # 198 users ahead, 102 slots, ~250 tokens per answer at ~27 ms per step: ≈ 198/102 × 250 × 0.027 ≈ 13 s
+    assert 8 < full.ttft_p50_s < 18
     assert healthy.ttft_p99_s < 0.2
     assert full.tpot_p99_s < 0.05  # the ones inside still stream smoothly
 
@@ -126,7 +132,7 @@ def test_figure_readout_explorer():
     assert dashboard_for(Scenario(batch=64, context_tokens=4096)) == dashboard(M, G, 64, 4096)
     ex = dashboard_explorer()
     ex.set(batch=300)
-    assert ex.live.dashboard.waiting == 181
+    assert ex.live.dashboard.waiting == 198
 
 
 # ---- issue 10 (one story) and issue 13 (percentiles from the simulator) ----

@@ -34,14 +34,22 @@ N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters
 PEAK = 989e12  # H100 dense BF16, FLOP/s
 BW = 3.35e12  # H100 HBM3, bytes/s
 KV = 131072  # Llama 3 8B BF16 KV bytes per token (128 KiB)
+VD = 128_256 * 4096  # Llama 3 8B embedding (and LM head) parameters, 525,336,576 each
+N_MM = N_8B - 2 * VD  # parameters a prompt token multiplies: 6,979,588,096 (no lookup, no LM head)
+W_READ = 2 * N_8B - 2 * VD  # bytes a step reads besides embedding rows: 15,009,849,344
+ROW = 4096 * 2  # one embedding row, bytes
 
 
 def test_crossover_without_attention_matches_hand_formula():
-    # compute 2NP/peak > memory (2N + P·KV)/BW  ⇔  P > (2N/BW) / (2N/peak − KV/BW)
-    #   = 295.22 / (1 − 989e12 × 131072 / (3.35e12 × 2N)) = 295.22 / 0.99759 = 295.93  → smallest integer 296
-    exact = (2 * N_8B / BW) / (2 * N_8B / PEAK - KV / BW)
-    assert 295.9 < exact < 296.0
-    assert prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False) == 296
+    # A prompt token multiplies N_MM = N − 2·V·d parameters; the LM head runs once (2·V·d FLOPs); the step
+    # reads W_READ bytes plus P embedding rows and writes P tokens of KV:
+    # (2·N_MM·P + 2·V·d)/peak > (W_READ + P·(row + KV))/BW
+    #   ⇔ P > (W_READ/BW − 2·V·d/peak) / (2·N_MM/peak − (row + KV)/BW) = 318.3 → smallest integer 319
+    exact = (W_READ / BW - 2 * VD / PEAK) / (2 * N_MM / PEAK - (ROW + KV) / BW)
+    assert 318.2 < exact < 318.4
+    assert rl.prefill("llama-3-8b", "h100-sxm", 318, include_attention=False).binding == "memory"
+    assert rl.prefill("llama-3-8b", "h100-sxm", 319, include_attention=False).binding == "compute"
+    assert prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False) == 319
 
 
 def test_crossover_is_where_binding_flips():
@@ -75,21 +83,24 @@ def test_crossover_raises_when_never_compute_bound():
 
 
 def test_stall_of_the_cards_8000_token_paste():
-    # 2 × 8.03e9 × 8000 / 989e12 = 129.9 ms; one batch-1 step at T=0: 16.06e9 / 3.35e12 = 4.79 ms → 27.1 steps
+    # The card: 2 × 8.03e9 × 8000 / 989e12 = 129.9 ms over 16.06e9 / 3.35e12 = 4.79 ms → 27.1 steps.
+    # The library, no attention: (2 × 6.98e9 × 8000 + 2 × 525.3e6) / 989e12 = 112.9 ms (no lookup FLOPs, the
+    # LM head once); a batch-1 step reads 15.01e9 + one 8 KiB row: 4.48 ms → 25.2 steps.
     s = prefill_stall("llama-3-8b", "h100-sxm", 8000, include_attention=False)
-    assert s.prefill_time_s == pytest.approx(2 * N_8B * 8000 / PEAK)
-    assert s.decode_step_time_s == pytest.approx(2 * N_8B / BW)
-    assert round(s.stalled_steps) == 27
+    assert s.prefill_time_s == pytest.approx((2 * N_MM * 8000 + 2 * VD) / PEAK)
+    assert s.decode_step_time_s == pytest.approx((W_READ + ROW) / BW)
+    assert round(s.stalled_steps, 1) == 25.2
+    assert round((2 * N_8B * 8000 / PEAK) / (2 * N_8B / BW), 1) == 27.1  # the card's count
 
 
 def test_stall_batched_users_miss_fewer_longer_steps():
-    # 30 users × 1000 tokens × 128 KiB = 3.93 GB of KV: step (16.06 + 3.93) / 3.35 = 5.97 ms
-    # exact prefill 147 ms → 147 / 5.97 ≈ 24.6 steps (vs ≈ 30.4 at batch 1, T=1000)
+    # 30 users × 1000 tokens × 128 KiB = 3.93 GB of KV: step (15.01 + 30 rows + 3.93) / 3.35 = 5.65 ms
+    # exact prefill 130 ms → 130 / 5.65 ≈ 23.0 steps (vs ≈ 28.7 at batch 1, T=1000)
     s = prefill_stall("llama-3-8b", "h100-sxm", 8000, batch=[1, 30], context_tokens=1000)
-    assert s.decode_step_time_s[1] == pytest.approx((2 * N_8B + 30 * 1000 * KV) / BW)
-    assert round(s.prefill_time_s[1] * 1e3) == 147
+    assert s.decode_step_time_s[1] == pytest.approx((W_READ + 30 * ROW + 30 * 1000 * KV) / BW)
+    assert round(s.prefill_time_s[1] * 1e3) == 130
     assert s.stalled_steps[1] < s.stalled_steps[0]
-    assert round(float(s.stalled_steps[1]), 1) == 24.6
+    assert round(float(s.stalled_steps[1]), 1) == 23.0
 
 
 def test_stall_is_nan_where_users_do_not_fit():
@@ -162,9 +173,11 @@ def test_ridge_table_has_a_row_per_gpu():
 
 
 def test_paste_fits():
-    # 16.06 GB + 30 × 1000 × 131072 (3.93 GB) + 8000 × 131072 (1.05 GB) = 21 GB < 80 GB
+    # 16.06 GB + 30 × 1000 × 131072 (3.93 GB) + 8000 × 131072 (1.05 GB) = 21 GB < 71.2 GB, what vLLM leaves
+    # of 80 GiB by default (0.9 × 79.18 GiB − 4.8 − 0.13 GiB = 66.33 GiB = 71.22e9 bytes)
     assert paste_fits(Scenario(batch=30, prompt_tokens=8000))
-    # 500 × 1000 × 131072 = 65.5 GB + 16.06 + 1.05 = 82.6 GB > 80 GB
+    # 500 × 1000 × 131072 = 65.5 GB + 16.06 + 1.05 = 82.6 GB > 71.2 GB
+    assert not paste_fits(Scenario(batch=420, prompt_tokens=8000))  # 55.1 + 17.1 = 72.2 GB > 71.2 GB
     assert not paste_fits(Scenario(batch=500, prompt_tokens=8000))
 
 
@@ -172,9 +185,11 @@ def test_readouts_give_numbers_or_say_it_does_not_fit():
     assert "295" in roofline_readout(Scenario())
     assert "does not fit" in roofline_readout(Scenario(model="llama-3-70b"))
     text = prefill_readout(Scenario())
-    assert "8.12 ms" in text  # 2 × 8.03e9 × 500 / 989e12 = 8.12e-3 s
+    assert (
+        "7.12 ms" in text
+    )  # (2 × 6.98e9 × 500 + 2 × 525.3e6) / 989e12 = 7.06 ms, + attention's P² = 7.12 ms
     assert "does not fit" in prefill_readout(Scenario(model="llama-3-70b"))
-    assert "24.6" in stall_readout(Scenario(batch=30, prompt_tokens=8000))
+    assert "23.0" in stall_readout(Scenario(batch=30, prompt_tokens=8000))
     assert "do not fit" in stall_readout(Scenario(batch=1024, context_tokens=4096, prompt_tokens=8000))
 
 
@@ -195,7 +210,7 @@ def test_prefill_figure_marks_crossover_and_overflow():
 
 def test_stall_figure_labels_the_gap_or_says_it_does_not_fit():
     fig = StallTimeline(Scenario(batch=30, prompt_tokens=8000))
-    assert any("≈ 25 missed steps" in t for t in _texts(fig))
+    assert any("≈ 23 missed steps" in t for t in _texts(fig))
     fig.update(Scenario(batch=1024, context_tokens=4096, prompt_tokens=8000))
     assert any("does not fit" in t for t in _texts(fig))
     assert len(fig.png()) > 5_000

@@ -18,19 +18,23 @@ N8B = 8_030_261_248  # Llama 3 8B parameters (16,060,522,496 bytes / 2)
 RIDGE = 989e12 / 3.35e12  # 295.22 FLOP/byte
 KV = 131072
 ATT = 4 * 32 * 32 * 128  # attention FLOPs per context token, Llama 3 8B
+F2 = 2 * (N8B - 128_256 * 4096)  # decode FLOPs per token: every matrix but the embedding (a lookup), 15.01e9
+W_READ = 2 * N8B - 128_256 * 4096 * 2  # weight bytes a decode step reads besides the rows: 15,009,849,344
+ROW = 4096 * 2  # the embedding row each user looks up, bytes
 
 
 def test_flip_at_the_ridge_with_no_context():
-    # intensity = B x 2N / 2N = B exactly, so the first B above 295.22 is 296
-    assert compute_bound_batch("llama-3-8b", "h100-sxm", 0) == 296 == math.floor(RIDGE) + 1
+    # B × F2 / peak > (W_READ + B × ROW) / BW ⇔ B > ridge × W_READ / (F2 − ridge × ROW) = 295.27 → 296
+    first = math.floor(RIDGE * W_READ / (F2 - RIDGE * ROW)) + 1
+    assert compute_bound_batch("llama-3-8b", "h100-sxm", 0) == 296 == first
     s = rl.decode_step("llama-3-8b", "h100-sxm", [295, 296], 0)
     assert s.binding.tolist() == ["memory", "compute"]
 
 
 def test_flip_moves_out_with_context():
-    # T = 128: B > ridge x W / (2N + a T - ridge T k) = 4.741e12 / 11.16e9 = 424.8 -> 425
-    expected = math.floor(RIDGE * 2 * N8B / (2 * N8B + ATT * 128 - RIDGE * 128 * KV)) + 1
-    assert compute_bound_batch("llama-3-8b", "h100-sxm", 128) == expected == 425
+    # T = 128: B > ridge × W_READ / (F2 + a T − ridge (ROW + T k)) = 4.431e12 / 10.12e9 = 437.8 -> 438
+    expected = math.floor(RIDGE * W_READ / (F2 + ATT * 128 - RIDGE * (ROW + 128 * KV))) + 1
+    assert compute_bound_batch("llama-3-8b", "h100-sxm", 128) == expected == 438
     flips = compute_bound_batch("llama-3-8b", "h100-sxm", [0, 64, 128, 256, 1000, 4096])
     assert np.all(np.diff(flips[:4]) > 0)
     assert np.isinf(flips[4:]).all()
@@ -38,9 +42,9 @@ def test_flip_moves_out_with_context():
 
 
 def test_context_limit():
-    # T* = 2N / (ridge x k - a) = 16.06e9 / (38.70e6 - 0.524e6) = 420.7 tokens
+    # T* = (F2 − ridge × ROW) / (ridge × k − a) = (15.01e9 − 2.42e6) / (38.70e6 − 0.524e6) = 393.2 tokens
     t_star = context_limit_tokens("llama-3-8b", "h100-sxm")
-    assert t_star == pytest.approx(2 * N8B / (RIDGE * KV - ATT))
+    assert t_star == pytest.approx((F2 - RIDGE * ROW) / (RIDGE * KV - ATT))
     assert compute_bound_batch("llama-3-8b", "h100-sxm", math.floor(t_star)) is not None
     assert compute_bound_batch("llama-3-8b", "h100-sxm", math.ceil(t_star)) is None
     # fp8 KV halves k: the limit roughly doubles
@@ -48,10 +52,10 @@ def test_context_limit():
 
 
 def test_throughput_ceiling():
-    assert throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm") == pytest.approx(989e12 / (2 * N8B))
-    assert throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", num_gpus=2) == pytest.approx(
-        2 * 989e12 / (2 * N8B)
-    )
+    # 989e12 / 15.01e9 = 65,890 tokens/s (the embedding lookup is no matmul)
+    assert throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm") == pytest.approx(989e12 / F2)
+    two = throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", num_gpus=2)
+    assert two == pytest.approx(2 * 989e12 / F2)
     with pytest.raises(InvalidConfigurationError):
         compute_bound_batch("llama-3-8b", "h100-sxm", -1)
 
@@ -91,7 +95,7 @@ def test_figures_and_readout():
     assert len(fig.png()) > 10_000
     assert len(FlipBatchVsContext(Scenario()).png()) > 10_000
     html = saturation_readout(Scenario(context_tokens=128))
-    assert "B = 425" in html and "295 FLOP/byte" in html
+    assert "B = 438" in html and "295 FLOP/byte" in html
     assert "never" in saturation_readout(Scenario(context_tokens=4096))
 
 

@@ -12,17 +12,19 @@ from roofline.lessons.serving import gpu_upgrade_vs_batching, serve_continuous_b
 from roofline.views.serving import QueueVsBatching, serving_explorer, serving_readout
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
+ROW = 4096 * 2  # one embedding row: a decode step looks up one per user, not the 1,050,673,152-byte table
+W_READ = W8B - 128_256 * 4096 * 2  # bytes a step reads besides the rows: 15,009,849,344
 BW = 3.35e12  # H100 SXM bytes/s
 KV = 131072  # bytes per token
 
 
 def test_card_twenty_users_queue_for_about_forty_seconds():
     q = serve_one_at_a_time("llama-3-8b", "h100-sxm", 20, 400, context_tokens=0)
-    step = W8B / BW  # 4.79 ms
+    step = (W_READ + ROW) / BW  # 4.48 ms (the card's 4.8 ms reads the whole embedding table)
     assert q.step_time_s == pytest.approx(step)
-    # the last of 20 requests ends after 20 x 400 x 4.79 ms = 38.35 s
+    # the last of 20 requests ends after 20 x 400 x 4.48 ms = 35.8 s (the card: 20 x 400 x 4.8 ms = 38 s)
     assert q.finish_last_s == pytest.approx(20 * 400 * step)
-    assert round(q.finish_last_s) == 38
+    assert round(q.finish_last_s) == 36
     # it starts after 19 requests and gets its first token one step later
     assert q.wait_last_s == pytest.approx(19 * 400 * step + step)
     # mean finish = (1 + 2 + ... + 20) / 20 requests = 10.5 requests
@@ -31,9 +33,9 @@ def test_card_twenty_users_queue_for_about_forty_seconds():
 
 
 def test_continuous_batching_shares_the_weight_read():
-    b = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, context_tokens=1000)
-    # (16.06 GB + 20 x 1,000 x 128 KiB = 2.62 GB) / 3.35 TB/s = 5.58 ms per step, 400 steps
-    step = (W8B + 20 * 1000 * KV) / BW
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, context_tokens=1000, prompt_tokens=0)
+    # (15.01 GB + 20 rows + 20 x 1,000 x 128 KiB = 2.62 GB) / 3.35 TB/s = 5.26 ms per step, 400 steps
+    step = (W_READ + 20 * ROW + 20 * 1000 * KV) / BW
     assert b.step_time_s == pytest.approx(step)
     assert b.finish_last_s == pytest.approx(400 * step) and b.finish_mean_s == b.finish_last_s
     assert b.tokens_per_s_total == pytest.approx(20 / step)
@@ -50,16 +52,22 @@ def test_vectorized_over_users():
 
 
 def test_batch_that_does_not_fit_has_no_time():
-    # 8B: 63.9 GB free / (32,768 x 128 KiB = 4.29 GB per user) = 14 users at most
-    b = serve_continuous_batching("llama-3-8b", "h100-sxm", [14, 15], 100, 32768)
+    # 8B: (71.22 GB the engine leaves of 80 GiB − 16.06 GB) / (32,768 x 128 KiB = 4.29 GB per user) = 12.8:
+    # 12 users at most
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", [12, 13], 100, 32768)
     assert b.fits.tolist() == [True, False]
     assert np.isfinite(b.finish_last_s[0]) and np.isnan(b.finish_last_s[1])
 
 
 def test_bigger_gpu_does_not_fix_a_queue():
     r = gpu_upgrade_vs_batching("llama-3-8b", 20, 400, 1000)
-    # H200: 4.8 TB/s instead of 3.35: only 1.43x faster; batching is ~17x
-    assert r["one at a time"] / r["one at a time, bigger GPU"] == pytest.approx(4.8 / 3.35, rel=1e-9)
+    # H200: 4.8 TB/s instead of 3.35 speeds the 399 decode steps by 1.43x, and not the compute-bound prefill
+    # of each 1,000-token prompt (same tensor cores): under 1.43x in all; batching is ~15x
+    p1, p2 = (rl.prefill("llama-3-8b", g, 1000).step_time_s for g in ("h100-sxm", "h200"))
+    s1, s2 = (rl.decode_step("llama-3-8b", g, 1, 1000).step_time_s for g in ("h100-sxm", "h200"))
+    assert s1 / s2 == pytest.approx(4.8 / 3.35)
+    ratio = r["one at a time"] / r["one at a time, bigger GPU"]
+    assert ratio == pytest.approx((p1 + 399 * s1) / (p2 + 399 * s2)) and ratio < 4.8 / 3.35
     assert r["batched"] < r["one at a time, bigger GPU"] / 10
 
 

@@ -1,7 +1,8 @@
 """One story across the lessons (issue 10): the same quantity has the same value wherever the course shows it.
 
-Golden values are hand-derived from the H100 SXM data sheet (989e12 FLOP/s dense BF16, 3.35e12 B/s) and Llama 3
-8B's config (32 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 bytes = 131,072 bytes of KV per token).
+Golden values are hand-derived from the H100 SXM data sheet (989e12 FLOP/s dense BF16, 3.35e12 B/s) and
+Llama 3 8B's config (32 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 bytes = 131,072 bytes of KV
+per token).
 """
 
 import math
@@ -21,7 +22,8 @@ def test_q3_and_q6_name_the_same_kv_per_token_in_kib():
 
 
 def test_q4_flip_batch_is_lesson_61s_function():
-    # 2·B FLOP per 2 bytes reaches the ridge 989e12 / 3.35e12 = 295.22 at B = 295.22; the first whole batch: 296
+    # 2·B FLOP per 2 bytes reaches the ridge 989e12 / 3.35e12 = 295.22 at B = 295.22 (each user's embedding
+    # row moves it to 295.27); the first whole batch: 296
     ridge = 989e12 / 3.35e12
     assert math.ceil(ridge * 2 / 2) == 296
     assert sc.card("Q4").answer("flip_batch").value == 296

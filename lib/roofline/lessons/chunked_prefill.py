@@ -20,10 +20,10 @@ shrinks: the trade-off this module sweeps.
 
 >>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000)             # no chunking
 >>> round(t.ttft_s * 1e3), round(t.worst_gap_s * 1e3)
-(147, 153)
+(130, 136)
 >>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000, chunk_tokens=512)
 >>> round(c.ttft_s * 1e3), round(c.worst_gap_s * 1e3, 1)
-(155, 10.8)
+(137, 9.7)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     attention_flops_per_token,
 )
-from roofline.physics.memory import fits, memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.memory import fits, memory_available_bytes, memory_needed_bytes
 from roofline.physics.step import mixed_step
 from roofline.units import GB
 
@@ -126,12 +126,12 @@ def prompt_arrival_timeline(
     change them by well under 1%). All step times come from one vectorized ``mixed_step`` call.
     Raises ``DoesNotFitError`` if B × T + P tokens of KV do not fit beside the weights.
 
-    >>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000, include_attention=False)
-    >>> round(t.ttft_s * 1e3), round(t.stalled_steps)        # the card: ≈ 130 ms, ≈ 27 steps missed
-    (130, 27)
+    >>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000)
+    >>> round(t.ttft_s * 1e3), round(t.stalled_steps)        # lesson 15's freeze: 130 ms, 29 steps missed
+    (130, 29)
     >>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000, 1000, include_attention=False)
     >>> c.prefill_steps, round(c.worst_gap_s * 1e3, 1)
-    (8, 16.3)
+    (8, 14.1)
 
     Taught in lesson 44.
     """
@@ -145,7 +145,7 @@ def prompt_arrival_timeline(
         need = memory_needed_bytes(m, b, t + p / b, weight_precision, kv_precision)
         raise DoesNotFitError(
             f"Does not fit: {b} users x {t:,} tokens plus a {p:,}-token prompt need {need / GB:.1f} GB, "
-            f"{memory_capacity_bytes(g, num_gpus) / GB:.0f} GB available."
+            f"{memory_available_bytes(g, num_gpus) / GB:.0f} GB available."
         )
     if chunk_tokens is None:
         chunks = np.array([p])
@@ -249,9 +249,9 @@ def chunk_size_tradeoff(
 
     >>> r = chunk_size_tradeoff("llama-3-8b", "h100-sxm", 30, 1000, 8000, [128, 512, 2048, 8000])
     >>> np.round(r.ttft_s * 1e3).tolist()
-    [386.0, 155.0, 149.0, 147.0]
+    [366.0, 137.0, 132.0, 130.0]
     >>> np.round(r.worst_gap_s * 1e3, 1).tolist()
-    [6.3, 10.8, 39.3, 147.4]
+    [6.0, 9.7, 34.9, 130.3]
 
     Taught in lesson 44.
     """

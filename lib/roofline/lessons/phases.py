@@ -10,9 +10,9 @@ same weights for a single token and stays memory-bound. While an unchunked prefi
 user waits: they miss prefill time ÷ decode step time steps.
 
 >>> import roofline as rl
->>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000, include_attention=False)
+>>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000)
 >>> round(s.prefill_time_s * 1e3), round(s.stalled_steps)
-(130, 27)
+(130, 29)
 >>> rl.prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
 295
 """
@@ -28,7 +28,7 @@ from roofline.data import get_gpu, gpus
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, parameter_count
 from roofline.physics.core import ridge_point_flop_per_byte
-from roofline.physics.memory import kv_cache_bytes, memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.memory import kv_cache_bytes, memory_available_bytes, memory_needed_bytes
 from roofline.physics.precision import get_precision, peak_flops_per_s
 from roofline.physics.step import decode_step, prefill, stalled_decode_steps
 
@@ -70,7 +70,8 @@ def prefill_stall(
     prompt_tokens : P, the pasted prompt, ≥ 1 (tokens). Array-like broadcasts.
     batch : B, users decoding when the paste arrives, ≥ 1 (users). Array-like broadcasts.
     context_tokens : T, KV tokens each of them holds, ≥ 0 (tokens).
-    include_attention : False gives the card's 2 × N × P prefill; True adds attention's P² term.
+    include_attention : False leaves out attention's P² term (the card's 2·N·P rule also leaves it out, but
+        multiplies the embedding table and the LM head by every prompt token; see ``paste_freeze``).
 
     The missed steps are counted against the step time of the B users decoding together (where they do not
     fit in memory the step and the count are NaN). A larger B makes each step longer, so the same freeze
@@ -78,7 +79,7 @@ def prefill_stall(
 
     >>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000, batch=[1, 30], context_tokens=1000)
     >>> np.round(s.prefill_time_s * 1e3).tolist(), np.round(s.stalled_steps, 1).tolist()
-    ([147.0, 147.0], [30.4, 24.6])
+    ([130.0, 130.0], [28.7, 23.0])
     """
     p = prefill(
         model,
@@ -211,7 +212,7 @@ def paste_fits(s: Scenario) -> bool:
     """
     need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
     need += kv_cache_bytes(1, s.prompt_tokens, kv_bytes_per_token(s.model, s.kv_precision))
-    return bool(need <= memory_capacity_bytes(s.gpu, s.num_gpus))
+    return bool(need <= memory_available_bytes(s.gpu, s.num_gpus))
 
 
 # The card's pasted document, and the server it lands on in lessons 15 and 44: one configuration, one freeze.

@@ -17,7 +17,7 @@ token) while each user's step keeps getting longer: the saturation wall.
 >>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=0)      # ridge 295.2 FLOP/byte
 296
 >>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=[0, 128, 1000]).tolist()
-[296.0, 425.0, inf]
+[296.0, 438.0, inf]
 """
 
 from __future__ import annotations
@@ -49,13 +49,14 @@ CONTEXT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
 
 def context_limit_tokens(model, gpu, *, weight_precision="bf16", kv_precision="bf16") -> float:
     """Context per user (tokens) at and beyond which no batch makes decode compute-bound:
-    T* = F_mm ÷ (ridge × k − a), F_mm ≈ 2·N_active the step engine's matmul FLOPs per token; ``inf`` if
-    the attention FLOPs alone keep up with the KV bytes.
+    T* = (F_mm − ridge × r) ÷ (ridge × k − a), with F_mm ≈ 2·N_active the step engine's matmul FLOPs per
+    token and r the weight bytes one more user adds (its embedding row); ``inf`` if the attention FLOPs
+    alone keep up with the KV bytes.
 
     Taught in lesson 61.
 
     >>> round(context_limit_tokens("llama-3-8b", "h100-sxm"))
-    421
+    393
     """
     m, g = get_model(model), get_gpu(gpu)
     ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, weight_precision), g.memory_bandwidth_bytes_per_s)
@@ -63,11 +64,13 @@ def context_limit_tokens(model, gpu, *, weight_precision="bf16", kv_precision="b
     attention_per_token = attention_flops_per_token(m, 1)
     if per_token_bytes <= attention_per_token:
         return float("inf")
-    # the matmul FLOPs of one decode token, from the step engine (2·N_active less what is not a matmul)
-    matmul = float(
-        decode_step(m, g, 1, 0, weight_precision=weight_precision, kv_precision=kv_precision).flops
-    )
-    return matmul / (per_token_bytes - attention_per_token)
+    # the matmul FLOPs of one decode token, from the step engine (2·N_active less what is not a matmul), and
+    # the weight bytes one more user adds (its embedding row): each user must bring more FLOPs than
+    # ridge × its own bytes
+    pair = decode_step(m, g, [1, 2], 0, weight_precision=weight_precision, kv_precision=kv_precision)
+    matmul = float(pair.flops[0])
+    own_bytes = float(pair.weight_bytes_read[1] - pair.weight_bytes_read[0])
+    return (matmul - ridge * own_bytes) / (per_token_bytes - attention_per_token)
 
 
 def throughput_ceiling_tokens_per_s(model, gpu, context_tokens=0, *, num_gpus=1, weight_precision="bf16"):
@@ -76,8 +79,8 @@ def throughput_ceiling_tokens_per_s(model, gpu, context_tokens=0, *, num_gpus=1,
 
     Taught in lesson 61.
 
-    >>> round(throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm"))   # 989e12 / 16.06e9
-    61580
+    >>> round(throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm"))   # 989e12 / 15.01e9 (no lookups)
+    65890
     """
     g = get_gpu(gpu)
     n = checked(num_gpus, "num_gpus", minimum=1)

@@ -21,10 +21,10 @@ Arrivals spread over time, and queueing, are lesson 25's simulator section (``ro
 
 >>> q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users=20, output_tokens=400, context_tokens=0)
 >>> round(q.finish_last_s, 1)          # the card's "20 users wait about 40 s"
-38.4
+35.8
 >>> b = serve_continuous_batching("llama-3-8b", "h100-sxm", users=20, output_tokens=400, context_tokens=0)
 >>> round(b.finish_last_s, 2)
-1.92
+1.79
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def serve_one_at_a_time(
 
     >>> q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users=[1, 20], output_tokens=400, context_tokens=0)
     >>> q.wait_last_s.round(2).tolist(), q.tokens_per_s_total.round().tolist()
-    ([0.0, 36.4], [209.0, 209.0])
+    ([0.0, 34.06], [223.0, 223.0])
     """
     u, n, t = _inputs(users, output_tokens, context_tokens)
     step = np.asarray(
@@ -174,7 +174,7 @@ def serve_continuous_batching(
     >>> b = serve_continuous_batching("llama-3-8b", "h100-sxm", users=[1, 20], output_tokens=400,
     ...                               context_tokens=1000)
     >>> (b.step_time_s / 1e-3).round(2).tolist(), b.tokens_per_s_total.round().tolist()
-    ([4.83, 5.58], [207.0, 3586.0])
+    ([4.52, 5.26], [221.0, 3800.0])
     """
     u, n, t = _inputs(users, output_tokens, context_tokens)
     step = np.asarray(
@@ -217,7 +217,7 @@ def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h1
 
     >>> r = gpu_upgrade_vs_batching("llama-3-8b", 20, 400, 1000)
     >>> round(r["one at a time"], 1), round(r["one at a time, bigger GPU"], 1), round(r["batched"], 1)
-    (38.7, 27.0, 2.2)
+    (36.4, 25.5, 2.4)
     """
     get_gpu(bigger_gpu)
     return {

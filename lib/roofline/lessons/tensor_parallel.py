@@ -11,9 +11,9 @@ with G, so the speedup falls below G, most for small models whose floor is alrea
     step(G)    = max(bytes ÷ (G × bandwidth), FLOPs ÷ (G × peak)) + 2 × L × all-reduce(B × d × 2 bytes)
     speedup(G) = step(1) ÷ step(G)           (ideal: G)
 
->>> s = tensor_parallel_scaling("llama-3-70b", "h100-sxm", num_gpus=[1, 2, 8], weight_precision="fp8")
+>>> s = tensor_parallel_scaling("llama-3-8b", "h100-sxm", num_gpus=[1, 2, 8])
 >>> s.speedup_ideal.tolist(), s.speedup.round(2).tolist()
-([1.0, 2.0, 8.0], [1.0, 1.74, 4.96])
+([1.0, 2.0, 8.0], [1.0, 1.63, 2.94])
 """
 
 from __future__ import annotations
@@ -71,15 +71,16 @@ def tensor_parallel_scaling(
         bandwidth is the GPU's ``interconnect_bytes_per_s`` (NVLink or PCIe).
     num_gpus : GPUs in tensor parallel, ≥ 1. Array-like broadcasts (a sweep over G is one call).
     batch : users decoding together, ≥ 1 (users). context_tokens : KV tokens per user, ≥ 0 (tokens).
-    weight_precision, kv_precision : precision ids. allreduce_latency_s : start-up of one all-reduce (s).
+    weight_precision, kv_precision : precision ids. allreduce_latency_s : start-up of one all-reduce (s);
+        None (default) uses the per-hop model of ``roofline.physics.parallel`` for the GPU's link.
 
     Taught in lesson 24.
 
     >>> s = tensor_parallel_scaling("llama-3-8b", "h100-sxm", num_gpus=[1, 2, 4, 8])
-    >>> (s.step_time_s / 1e-3).round(2).tolist()      # ms: 64 all-reduces of ~10 µs each stay put
-    [4.79, 3.04, 1.84, 1.24]
+    >>> (s.step_time_s / 1e-3).round(2).tolist()      # ms: 64 all-reduces of 8-15 µs each stay put
+    [4.48, 2.74, 1.77, 1.52]
     >>> s.efficiency.round(2).tolist()
-    [1.0, 0.79, 0.65, 0.48]
+    [1.0, 0.82, 0.63, 0.37]
     >>> tensor_parallel_scaling("llama-3-70b", "h100-sxm", 2).fits_one_gpu   # 141 GB of BF16 on 80 GB
     False
     """
@@ -122,8 +123,8 @@ def weight_bytes_per_gpu(model, weight_precision="bf16", num_gpus=1):
 
     Taught in lesson 24.
 
-    >>> weight_bytes_per_gpu("llama-3-70b", "fp8", [1, 2]) / 1e9   # 70.6 GB split in two
-    array([70.55..., 35.27...])
+    >>> weight_bytes_per_gpu("llama-3-70b", "fp8", [1, 2]) / 1e9   # 72.7 GB (16-bit LM head) in two
+    array([72.65..., 36.32...])
     """
     from roofline.physics.architecture import weight_bytes
 

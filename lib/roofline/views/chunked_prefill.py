@@ -20,7 +20,7 @@ from roofline.lessons.chunked_prefill import (
     prompt_arrival_timeline,
 )
 from roofline.lessons.scenario import Scenario
-from roofline.physics.memory import memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.memory import memory_available_bytes, memory_needed_bytes
 from roofline.units import GB, MS
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
 
@@ -29,7 +29,7 @@ def _no_fit_message(live: LiveFigure, ax, s: Scenario) -> None:
     need = memory_needed_bytes(
         s.model, s.batch, s.context_tokens + s.prompt_tokens / s.batch, s.weight_precision, s.kv_precision
     )
-    cap = memory_capacity_bytes(s.gpu, s.num_gpus)
+    cap = memory_available_bytes(s.gpu, s.num_gpus)
     live._transient_artist(ax.axvspan(*ax.get_xlim(), color=COLORS["overflow"], alpha=0.25, lw=0))
     live._transient_artist(
         ax.text(

@@ -19,7 +19,7 @@ from roofline.lessons.dashboard import (
 )
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import weight_bytes
-from roofline.physics.memory import memory_capacity_bytes
+from roofline.physics.memory import memory_available_bytes
 from roofline.units import GB
 from roofline.views.plots import COLORS, LiveFigure
 
@@ -77,7 +77,7 @@ class DashboardFigure(LiveFigure):
                 x += width
         if not d.fits:
             need = weight_bytes(s.model, s.weight_precision)
-            cap = memory_capacity_bytes(s.gpu, s.num_gpus)
+            cap = memory_available_bytes(s.gpu, s.num_gpus)
             self._transient_artist(
                 self.fig.text(
                     0.5,
@@ -116,7 +116,7 @@ def dashboard_explorer(scenario: Scenario | None = None, **options):
 
     >>> ex = dashboard_explorer(Scenario(batch=64, context_tokens=4096))
     >>> ex.set(batch=300); round(ex.live.dashboard.waiting)
-    181
+    198
 
     Taught in lesson 59.
     """

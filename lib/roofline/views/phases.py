@@ -1,5 +1,5 @@
-"""Figures and readouts of lesson 15 (and lessons 04, 16), taught in notebooks/15_prefill_vs_decode.ipynb; the numbers live in
-``roofline.lessons.phases``."""
+"""Figures and readouts of lesson 15 (and lessons 04, 16), taught in notebooks/15_prefill_vs_decode.ipynb;
+the numbers live in ``roofline.lessons.phases``."""
 
 from __future__ import annotations
 

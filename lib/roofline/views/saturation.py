@@ -220,7 +220,7 @@ def saturation_readout(s) -> str:
     Taught in lesson 61.
 
     >>> from roofline.lessons.scenario import Scenario
-    >>> "B = 425" in saturation_readout(Scenario(context_tokens=128))
+    >>> "B = 438" in saturation_readout(Scenario(context_tokens=128))
     True
     """
     from roofline.ui.widgets import table_html
