@@ -58,7 +58,9 @@ def test_request_time_adds_prefill_and_each_step():
     pre = rl.prefill("llama-3-8b", "h100-sxm", 500).time_s
     d = rl.decode_step("llama-3-8b", "h100-sxm", 1, [500, 501]).step_time_s
     assert t == pytest.approx(pre + d[0] + d[1])
-    assert t > 8e-3 + 2 * 4.79e-3  # prefill ~8 ms + two steps of at least 4.79 ms
+    # prefill: 2 x (8.03e9 - 2 x 0.525e9 embedding and LM-head parameters) x 500 tokens FLOPs (logits only for
+    # the last token) / 989e12 FLOP/s = 7.06 ms, plus two decode steps of at least the 4.48 ms floor
+    assert t > 7.0e-3 + 2 * 4.48e-3
 
 
 def test_latency_summary_by_hand():
@@ -80,17 +82,23 @@ def test_simulated_latencies_are_seeded():
     assert latency_summary(a).mean_s > 2.0 / 100  # one cold call alone adds 20 ms to the mean
 
 
+# A batch-B step of Llama 3 8B reads every weight once except the input embedding, of which it gathers B rows:
+# (8,030,261,248 - 128,256 x 4,096 + B x 4,096) parameters x 2 bytes.
+def read_8b(batch: int) -> int:
+    return (8_030_261_248 - 128_256 * 4096 + batch * 4096) * 2
+
+
 def test_card_claim_is_impossible():
     p = plausibility(2000, "llama-3-8b", "h100-sxm")
-    ceiling = 3.35e12 / 16_060_522_496  # 208.6 tok/s
+    ceiling = 3.35e12 / read_8b(1)  # 3.35e12 / 15,009,857,536 = 223.2 tok/s (the card's 16 GB: 209)
     assert p.ceiling_tokens_per_s == pytest.approx(ceiling)
-    assert p.ratio == pytest.approx(2000 / ceiling)  # 9.59x
+    assert p.ratio == pytest.approx(2000 / ceiling)  # 8.96x
     assert not p.plausible and p.verdict.startswith("impossible")
     assert plausibility(300, "llama-3-8b", "h100-sxm").verdict.startswith("impossible")  # the PM's 300
 
 
 def test_verdict_tiers():
-    ceiling = 3.35e12 / 16_060_522_496
+    ceiling = 3.35e12 / read_8b(1)
     assert plausibility(0.5 * ceiling, "llama-3-8b", "h100-sxm").verdict.startswith("plausible")
     edge = plausibility(0.95 * ceiling, "llama-3-8b", "h100-sxm")
     assert edge.verdict.startswith("suspicious") and not edge.plausible
@@ -100,8 +108,8 @@ def test_verdict_tiers():
 
 def test_batch_raises_the_ceiling():
     p = plausibility(2000, "llama-3-8b", "h100-sxm", batch=32, context_tokens=1000)
-    # (16.06 GB + 32 x 1000 x 131,072 B) / 3.35 TB/s = 6.046 ms; 32 / 6.046 ms = 5,293 tok/s
-    assert p.ceiling_tokens_per_s == pytest.approx(32 / ((16_060_522_496 + 32 * 1000 * 131072) / 3.35e12))
+    # (15.01 GB + 32 x 1000 x 131,072 B) / 3.35 TB/s = 5.733 ms; 32 / 5.733 ms = 5,582 tok/s
+    assert p.ceiling_tokens_per_s == pytest.approx(32 / ((read_8b(32) + 32 * 1000 * 131072) / 3.35e12))
     assert p.plausible
 
 

@@ -27,13 +27,15 @@ def test_gqa_factor_is_heads_over_kv_heads():
 
 
 def test_token_capacity_and_max_batch_agree():
-    # (80e9 - 16,060,522,496) / 131,072 = 487,819.8 tokens
-    assert kv_token_capacity("llama-3-8b", "h100-sxm") == 487_819
-    # 487,819 tokens / 4,096 per user = 119 users, as roofline.max_batch says
-    assert kv_token_capacity("llama-3-8b", "h100-sxm") // 4096 == rl.max_batch("llama-3-8b", "h100-sxm", 4096)
-    # fp8 KV: twice the tokens (rounding aside)
-    assert kv_token_capacity("llama-3-8b", "h100-sxm", kv_precision="fp8") == 975_639
-    assert kv_token_capacity("llama-3-70b", "h100-sxm") == 0  # 141 GB of weights on 80 GB
+    # All of an H100's 80 GiB minus the weights: (85,899,345,920 - 16,060,522,496) / 131,072 = 532,827.6
+    assert kv_token_capacity("llama-3-8b", "h100-sxm") == 532_827
+    # 532,827 tokens / 4,096 per user = 130 users, as roofline.max_batch says when all memory is usable
+    assert kv_token_capacity("llama-3-8b", "h100-sxm") // 4096 == rl.max_batch(
+        "llama-3-8b", "h100-sxm", 4096, memory="ideal"
+    )
+    # fp8 KV: twice the tokens (rounding aside): 69,838,823,424 / 65,536 = 1,065,655.2
+    assert kv_token_capacity("llama-3-8b", "h100-sxm", kv_precision="fp8") == 1_065_655
+    assert kv_token_capacity("llama-3-70b", "h100-sxm") == 0  # 141 GB of weights on 85.9 GB
     with pytest.raises(InvalidConfigurationError):
         kv_token_capacity("llama-3-8b", "h100-sxm", num_gpus=0)
 
@@ -42,7 +44,11 @@ def test_table_covers_every_model():
     rows = kv_table_rows()
     assert [r["model"] for r in rows] == list(rl.models())
     for r in rows:
-        assert r["kv_bytes_per_token"] == 2 * r["layers"] * r["kv_heads"] * r["head_dim"] * 2
+        m = rl.get_model(r["model"])
+        if m.kv_lora_rank:  # MLA caches one latent plus the shared rotary key per layer (DeepSeek-V3)
+            assert r["kv_bytes_per_token"] == r["layers"] * (m.kv_lora_rank + m.qk_rope_head_dim) * 2
+        else:
+            assert r["kv_bytes_per_token"] == 2 * r["layers"] * r["kv_heads"] * r["head_dim"] * 2
         assert r["kv_bytes_per_token_mha"] == r["kv_bytes_per_token"] * r["gqa_factor"]
     html = kv_table_html()
     assert html.count("<tr>") == len(rows) + 1 and "128 KiB" in html
@@ -50,11 +56,18 @@ def test_table_covers_every_model():
 
 
 def test_compare_gpus():
-    # (141e9 - 16.06e9) / (4,096 x 131,072) = 232.7 users on an H200
-    assert compare_gpus_memory("llama-3-8b", 4096, gpus=("h100-sxm", "h200")) == {
-        "h100-sxm": 119,
-        "h200": 232,
+    # What a serving engine leaves for weights + KV: 0.9 x (share CUDA exposes) x memory - activations -
+    # non-torch memory (data/assumptions.toml), then (that - 16.06e9 bytes of weights) / (4,096 x 131,072).
+    a = rl.ASSUMPTIONS
+    share = a["cuda_visible_memory_fraction"].value * a["engine_memory_fraction"].value
+    reserved = a["activation_workspace_bytes"].value + a["non_torch_memory_bytes"].value
+    per_user = 4096 * 131_072
+    expected = {
+        gpu: int((share * memory - reserved - 16_060_522_496) // per_user)
+        for gpu, memory in (("h100-sxm", 80 * 2**30), ("h200", 141 * 2**30))
     }
+    assert expected == {"h100-sxm": 102, "h200": 211}
+    assert compare_gpus_memory("llama-3-8b", 4096, gpus=("h100-sxm", "h200")) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -69,7 +82,8 @@ def test_largest_batch_fits_and_one_more_does_not(model, gpu, g, context):
     if b >= 1:
         assert rl.fits(model, gpu, b, context, num_gpus=g)
     assert not rl.fits(model, gpu, b + 1, context, num_gpus=g)
-    assert b <= kv_token_capacity(model, gpu, num_gpus=g) / context
+    # a serving engine keeps some memory for itself: never more users than if all of memory were usable
+    assert b <= rl.max_batch(model, gpu, context, num_gpus=g, memory="ideal")
 
 
 def test_figure_and_readout():
@@ -79,6 +93,8 @@ def test_figure_and_readout():
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "b200" in texts and "h100-sxm: weights do not fit" in texts
     out = kv_readout(Scenario(batch=64, context_tokens=4096))
-    assert "34.4 GB" in out and "119 users" in out  # 64 x 4,096 x 128 KiB = 34.36 GB
+    assert "34.4 GB" in out  # 64 x 4,096 x 128 KiB = 34.36 GB
+    assert f"{rl.max_batch('llama-3-8b', 'h100-sxm', 4096)} users" in out
+    assert "cost per 1M tokens" in out and "a good engine" in out  # the decode step it allows
     assert "does not fit" in kv_readout(Scenario(batch=512, context_tokens=4096))
     assert np.isfinite(rl.memory_needed_bytes("llama-3-8b", 64, 4096))

@@ -40,14 +40,17 @@ def test_card_q5():
     t = decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, n_steps=5)
     m = timeline_metrics(t, 1e-3)
     assert m.gpu_util == 1.0 and m.busy_time_fraction == pytest.approx(1.0)
-    assert m.mbu == pytest.approx(16_060_522_496 / (6e-3 * 3.35e12))  # 0.799
-    assert m.mfu == pytest.approx(2 * 8_030_261_248 / (6e-3 * 989e12))  # 0.0027
+    # Bytes a step reads: every weight but the input embedding, of which one row is gathered:
+    # (8,030,261,248 - 128,256 x 4,096 + 4,096) x 2 = 15,009,857,536 (the card rounds to 16 GB: MBU 0.8)
+    assert m.mbu == pytest.approx(15_009_857_536 / (6e-3 * 3.35e12))  # 0.747
+    # FLOPs: 2 per matmul weight; the embedding lookup does none: 2 x 7,504,924,672
+    assert m.mfu == pytest.approx(2 * 7_504_924_672 / (6e-3 * 989e12))  # 0.0025
     assert np.allclose(m.kernel_mbu, m.mbu)
 
 
 def test_default_step_is_roofline_over_efficiency():
     t = decode_timeline("llama-3-8b", "h100-sxm")
-    assert t.step_time_s == pytest.approx(16_060_522_496 / 3.35e12 / 0.8)  # 5.99 ms
+    assert t.step_time_s == pytest.approx(15_009_857_536 / 3.35e12 / 0.8)  # 5.60 ms
 
 
 def test_gaps_lower_util_batch_raises_mfu():
@@ -56,7 +59,9 @@ def test_gaps_lower_util_batch_raises_mfu():
     b1 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=1), 1e-3)
     b64 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=64), 1e-3)
     assert b1.gpu_util == b64.gpu_util == 1.0
-    assert b64.mfu == pytest.approx(64 * b1.mfu)  # same step time (memory-bound at T=0), 64x the FLOPs
+    # 64x the FLOPs in (almost) the same step: memory-bound at T=0, the step only gathers 63 more embedding
+    # rows (63 x 4,096 x 2 bytes = 516 KB of 15 GB)
+    assert b64.mfu == pytest.approx(64 * b1.mfu * 15_009_857_536 / (15_009_857_536 + 63 * 4096 * 2))
 
 
 def test_bad_input():
