@@ -355,8 +355,10 @@ class MoEReadVsBatch(LiveFigure):
     def _draw(self, s):
         left, right = self.axes
         for mid, line in self.touched.items():
-            e = rl.get_model(mid).experts
-            line.set_data(BATCH_SWEEP, np.asarray(rl.expected_experts_touched(mid, BATCH_SWEEP)) / e)
+            m = rl.get_model(mid)
+            shared = getattr(m, "shared_experts", 0)  # always read; the fraction is of the routed ones
+            routed = np.asarray(rl.expected_experts_touched(mid, BATCH_SWEEP)) - shared
+            line.set_data(BATCH_SWEEP, routed / m.experts)
         read = np.asarray(rl.weight_bytes_read(s.model, s.weight_precision, BATCH_SWEEP)) / GB
         resident = rl.weight_bytes(s.model, s.weight_precision) / GB
         self.read.set_data(BATCH_SWEEP, read)
