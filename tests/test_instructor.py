@@ -219,3 +219,31 @@ def test_lesson_page_carries_the_instructor_kit(app):
     url, _, token, _ = app
     status, _, page = _get(f"{url}/voila/render/lesson.ipynb?token={token}")
     assert status == 200 and "roofline-kit" in page and "A lesson" in page
+
+
+def test_a_preheated_kernel_taken_by_a_page_starts_its_idle_time_afresh(monkeypatch):
+    """The culler must not shut down a pool kernel in the seconds between a page taking it and the page's
+    websocket connecting (its idle time used to run from the end of preheating)."""
+    import asyncio
+    import datetime
+
+    import voila.app
+
+    long_ago = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    kernel = type("Kernel", (), {"last_activity": long_ago})()
+
+    class PoolManager:  # stands in for Voilà's preheating kernel manager
+        async def get_rendered_notebook(self, notebook_name):
+            return "render-task", ["<div>cell</div>"], "kernel-1"
+
+        def get_kernel(self, kernel_id):
+            assert kernel_id == "kernel-1"
+            return kernel
+
+    monkeypatch.setattr(voila.app, "voila_kernel_manager_factory", lambda *a, **k: PoolManager)
+    assert instructor.keep_taken_kernels_from_the_culler()
+    manager = voila.app.voila_kernel_manager_factory(None, True, 1)()
+    before = datetime.datetime.now(datetime.UTC)
+    taken = asyncio.run(manager.get_rendered_notebook("16_step_time.ipynb"))
+    assert taken == ("render-task", ["<div>cell</div>"], "kernel-1")  # Voilà's answer, unchanged
+    assert kernel.last_activity >= before

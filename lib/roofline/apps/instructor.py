@@ -223,6 +223,40 @@ def tornado_settings() -> dict:
     }
 
 
+def keep_taken_kernels_from_the_culler() -> bool:
+    """Patch Voilà so a preheated kernel counts as active at the moment a page takes it; True if done.
+
+    A kernel waiting in the pool is exempt from culling, but its idle time runs from when it finished
+    rendering. Once a page takes it, the page needs a few seconds to load before its websocket connects;
+    a culler pass in that gap found a kernel "idle" for longer than the timeout with no connection and
+    shut it down under the page (the page then never shows its widgets). Marking the kernel active when
+    it is taken gives the page the full idle timeout to connect.
+    """
+    import voila.app
+    from jupyter_server._tz import utcnow
+
+    factory = voila.app.voila_kernel_manager_factory
+    if getattr(factory, "_course_patched", False):
+        return True
+
+    def course_factory(*args, **kwargs):
+        base = factory(*args, **kwargs)
+        if not hasattr(base, "get_rendered_notebook"):  # preheating off: nothing is taken from a pool
+            return base
+
+        class VoilaKernelManager(base):
+            async def get_rendered_notebook(self, *a, **k):
+                render_task, rendered, kernel_id = await super().get_rendered_notebook(*a, **k)
+                self.get_kernel(kernel_id).last_activity = utcnow()
+                return render_task, rendered, kernel_id
+
+        return VoilaKernelManager
+
+    course_factory._course_patched = True
+    voila.app.voila_kernel_manager_factory = course_factory
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Start Voilà with the course's settings; ``argv`` as on the command line (default: sys.argv[1:])."""
     plan = build_plan(sys.argv[1:] if argv is None else argv)
@@ -234,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     from voila.app import Voila
 
     enable_tcp_nodelay()
+    keep_taken_kernels_from_the_culler()
     urls = plan.urls()
     print("Speed Physics, instructor mode. Open:", *(f"    {u}" for u in urls), sep="\n", flush=True)
     if plan.lessons:
