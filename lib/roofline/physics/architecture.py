@@ -42,7 +42,25 @@ def parameter_breakdown(model: Model | str) -> dict[str, int]:
     >>> parameter_breakdown("deepseek-v3")["attention"] // 61   # MLA per layer (hand sum in tests)
     187105280
     """
-    m = get_model(model)
+    return dict(_breakdown(get_model(model)))
+
+
+_BREAKDOWNS: dict[int, tuple[Model, dict[str, int]]] = {}
+_GROUP_BYTES: dict[tuple[int, str], tuple[Model, dict[str, float]]] = {}
+
+
+def _breakdown(m: Model) -> dict[str, int]:
+    """``parameter_breakdown`` of a model row, cached by object (rows are frozen and kept alive with
+    their entry; callers never mutate the dict). Hashing a row field by field would cost more than this."""
+    hit = _BREAKDOWNS.get(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    result = _compute_breakdown(m)
+    _BREAKDOWNS[id(m)] = (m, result)
+    return result
+
+
+def _compute_breakdown(m: Model) -> dict[str, int]:
     d, hd, h, L = m.hidden_size, m.head_dim, m.attention_heads, m.layers
     norms = L * 2 * d + d
     biases = 0
@@ -106,14 +124,14 @@ def parameter_count(model: Model | str) -> int:
     >>> round(parameter_count("mixtral-8x7b") / 1e9, 1)
     46.7
     """
-    return sum(parameter_breakdown(model).values())
+    return sum(_breakdown(get_model(model)).values())
 
 
 def _routed(model: Model) -> int:
     """Parameters of all routed experts (weights and their biases); 0 for a dense model."""
     if not model.is_moe:
         return 0
-    b = parameter_breakdown(model)
+    b = _breakdown(model)
     return b["expert_mlp"] + b["expert_biases"]
 
 
@@ -159,7 +177,13 @@ def lm_head_parameters(model: Model | str) -> int:
 def _group_bytes(model: Model, precision) -> dict[str, float]:
     """Bytes of each breakdown key at the weight format ``precision`` (bytes)."""
     f = weight_format(precision)
-    return {k: v * f.element(_GROUP_OF[k]).bytes_per_element for k, v in parameter_breakdown(model).items()}
+    key = (id(model), f.id)
+    hit = _GROUP_BYTES.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    result = {k: v * f.element(_GROUP_OF[k]).bytes_per_element for k, v in _breakdown(model).items()}
+    _GROUP_BYTES[key] = (model, result)
+    return result
 
 
 def weight_bytes(model: Model | str, precision: str = "bf16") -> float:
@@ -277,11 +301,15 @@ def effective_kv_tokens(model: Model | str, context_tokens):
     564.0
     """
     m = get_model(model)
-    t = checked(context_tokens, "context_tokens", minimum=0)
+    return out(_effective_tokens(m, checked(context_tokens, "context_tokens", minimum=0)))
+
+
+def _effective_tokens(m: Model, t):
+    """``effective_kv_tokens`` without the input checks (for the step engine, which checked already)."""
     if not m.sliding_window:
-        return out(t)
+        return t
     slide = m.sliding_window_layers
-    return out(((m.layers - slide) * t + slide * np.minimum(t, m.sliding_window)) / m.layers)
+    return ((m.layers - slide) * t + slide * np.minimum(t, m.sliding_window)) / m.layers
 
 
 def sequence_kv_bytes(model: Model | str, context_tokens, kv_precision: str = "bf16"):
@@ -316,12 +344,16 @@ def attention_pairs(model: Model | str, context_tokens, new_tokens=1):
     """
     m = get_model(model)
     t = checked(context_tokens, "context_tokens", minimum=0)
-    n = checked(new_tokens, "new_tokens", minimum=0)
+    return out(_pairs(m, t, checked(new_tokens, "new_tokens", minimum=0)))
+
+
+def _pairs(m: Model, t, n):
+    """``attention_pairs`` without the input checks."""
     full = n * t + n * (n - 1) / 2
     if not m.sliding_window:
-        return out(full)
+        return full
     slide = m.sliding_window_layers
-    return out(((m.layers - slide) * full + slide * _window_pairs(t, n, m.sliding_window)) / m.layers)
+    return ((m.layers - slide) * full + slide * _window_pairs(t, n, m.sliding_window)) / m.layers
 
 
 def attention_flops_per_pair(model: Model | str, absorbed: bool = True) -> float:

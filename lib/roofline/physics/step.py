@@ -43,12 +43,13 @@ from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, InvalidConfigurationError
 from roofline.physics.architecture import (
+    _effective_tokens,
+    _pairs,
     attention_flops_per_pair,
     attention_pairs,
     kv_bytes_per_token,
     lm_head_parameters,
     matmul_parameters_per_token,
-    sequence_kv_bytes,
     weight_bytes,
     weight_bytes_read,
 )
@@ -217,12 +218,13 @@ def forward_step(
     written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
     # Tensor parallel beyond H_kv GPUs (or any MLA model) replicates the KV cache on every GPU.
     copies = np.asarray(kv_replicas(m, g_count)) if parallelism == "tensor" else 1.0
-    kv = kv_bytes_per_token(m, kv_precision) * copies
+    kv_token = kv_bytes_per_token(m, kv_precision)
+    kv = kv_token * copies
     chunk_on = c > 0
     # KV held once the step is done: each sequence's (window-capped) cache, plus the chunk's prompt.
-    held_after = copies * (
-        b * np.asarray(sequence_kv_bytes(m, t + (n_new if count_new_kv else 0), kv_precision))
-        + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s + c, kv_precision)), 0.0)
+    held_after = kv * (
+        b * _effective_tokens(m, t + (n_new if count_new_kv else 0))
+        + np.where(chunk_on, _effective_tokens(m, s + c), 0.0)
     )
     w_stored = weight_bytes(m, weight_precision)
     need = w_stored + held_after
@@ -233,20 +235,14 @@ def forward_step(
     tokens = b * n_new + c
     # An empty step (no sequence, no chunk) reads nothing and takes no time.
     w_bytes = np.where(tokens > 0, weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)), 0.0)
-    kv_read = copies * (
-        b * np.asarray(sequence_kv_bytes(m, t, kv_precision))
-        + np.where(chunk_on, np.asarray(sequence_kv_bytes(m, s, kv_precision)), 0.0)
-    )
+    kv_read = kv * (b * _effective_tokens(m, t) + np.where(chunk_on, _effective_tokens(m, s), 0.0))
     kv_written = written * kv
     moved = w_bytes + kv_read + kv_written
     if include_attention:
         # MLA: decode tokens use the absorbed form, prompt tokens (n > 1, chunks) the up-projected one.
         per_seq = attention_flops_per_pair(m, absorbed=True), attention_flops_per_pair(m, absorbed=False)
         a_seq = np.where(n_new > 1, per_seq[1], per_seq[0])
-        attn = (
-            b * np.asarray(attention_pairs(m, t, n_new)) * a_seq
-            + np.where(chunk_on, np.asarray(attention_pairs(m, s, c)), 0.0) * per_seq[1]
-        )
+        attn = b * _pairs(m, t, n_new) * a_seq + np.where(chunk_on, _pairs(m, s, c), 0.0) * per_seq[1]
     else:
         attn = np.zeros_like(b * t * n_new)
     logit_tokens = (b * n_new if logits == "new" else b) + np.where(chunk_on, 1.0, 0.0)
