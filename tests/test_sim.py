@@ -9,10 +9,18 @@ import roofline as rl
 from roofline import sim
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
+TABLE = 128256 * 4096  # its input embedding (= LM head) parameters, V x d: 525,336,576
+# A decode step gathers one embedding row per token instead of reading the table (issue 10):
+# 1 token reads the weights minus the table plus one row of d = 4096 BF16 values.
+W8B_STEP = W8B - 2 * TABLE + 2 * 4096  # 15,010,857,536 bytes
 BW = 3.35e12  # H100 SXM bytes/s
 PEAK = 989e12  # H100 SXM dense BF16 FLOP/s
 KV = 131072  # Llama 3 8B bytes per token (BF16): 2 x 32 layers x 8 KV heads x 128 x 2 bytes
 N_ACTIVE = 8_030_261_248  # Llama 3 8B parameters (weight bytes ÷ 2)
+# FLOPs per token multiply the block weights (N minus the embedding lookup and the LM head); the LM head
+# (2·V·d) runs once per sequence that gets logits: a prompt's last token.
+MATMUL = N_ACTIVE - 2 * TABLE  # 6,979,588,096
+LOGITS = 2 * TABLE  # FLOPs of one row of logits
 ATTN = 4 * 32 * 32 * 128  # attention FLOPs per (token, context token): 4 x L x H x d_h
 LINK = 900e9  # NVLink 4 bytes/s
 
@@ -57,17 +65,17 @@ def test_everyone_at_zero_without_prefill_matches_decode_step_exactly(
 
 
 def test_lesson_25_batch_one_floor_by_hand():
-    # one user, 20 tokens, context ~0: each step reads the weights (16.06 GB ÷ 3.35 TB/s = 4.794 ms) plus
-    # j tokens of KV; 20 steps ≈ 20 × 4.794 ms + Σj × 128 KiB ÷ 3.35 TB/s
+    # one user, 20 tokens, context ~0: each step reads the weights (15.01 GB ÷ 3.35 TB/s = 4.481 ms) plus
+    # j tokens of KV; 20 steps ≈ 20 × 4.481 ms + Σj × 128 KiB ÷ 3.35 TB/s
     r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=0, output_tokens=20)
-    by_hand = (20 * W8B + sum(range(20)) * KV) / BW
+    by_hand = (20 * W8B_STEP + sum(range(20)) * KV) / BW
     assert r.finish_s[0] == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_one_unchunked_prompt_takes_exactly_prefill_time():
-    # P = 500: FLOPs 2 × N × 500 + 4LHd × 500 × 499 / 2, compute-bound on an H100
+    # P = 500: FLOPs 2 × N_matmul × 500 + one row of logits + 4LHd × 500 × 499 / 2, compute-bound
     r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=500, output_tokens=1)
-    by_hand = (2 * N_ACTIVE * 500 + ATTN * 500 * 499 / 2) / PEAK
+    by_hand = (2 * MATMUL * 500 + LOGITS + ATTN * 500 * 499 / 2) / PEAK
     assert r.ttft_s[0] == pytest.approx(by_hand, rel=1e-12)
     assert r.ttft_s[0] == pytest.approx(rl.prefill("llama-3-8b", "h100-sxm", 500).time_s, rel=1e-12)
 
@@ -86,7 +94,9 @@ def test_chunking_splits_a_prompt_into_steps_with_the_same_flops():
         chunk_tokens=500,
     )
     assert r.steps == 4
-    assert r.ttft_s[0] == pytest.approx((2 * N_ACTIVE * 2000 + ATTN * 2000 * 1999 / 2) / PEAK, rel=1e-12)
+    assert r.ttft_s[0] == pytest.approx(
+        (2 * MATMUL * 2000 + LOGITS + ATTN * 2000 * 1999 / 2) / PEAK, rel=1e-12
+    )
 
 
 def test_disaggregated_single_request_by_hand():
@@ -102,9 +112,9 @@ def test_disaggregated_single_request_by_hand():
         prefill_workers=1,
         decode_workers=1,
     )
-    prefill_s = (2 * N_ACTIVE * 500 + ATTN * 500 * 499 / 2) / PEAK
+    prefill_s = (2 * MATMUL * 500 + LOGITS + ATTN * 500 * 499 / 2) / PEAK
     transfer_s = 500 * KV / LINK + 1e-3
-    decode_s = sum((W8B + c * KV) / BW for c in (500, 501, 502))
+    decode_s = sum((W8B_STEP + c * KV) / BW for c in (500, 501, 502))
     assert r.ttft_s[0] == pytest.approx(prefill_s, rel=1e-12)
     assert r.e2e_s[0] == pytest.approx(prefill_s + transfer_s + decode_s, rel=1e-12)
     assert r.num_gpus_total == 2
@@ -150,7 +160,7 @@ def test_efficiency_hook_slows_steps():
     slow = sim.StepCostModel("llama-3-8b", "h100-sxm", bandwidth_fraction=0.5, step_overhead_s=1e-3)
     assert slow.decode_time_s(1, 0) == pytest.approx(2 * ideal.decode_time_s(1, 0) + 1e-3)
     hooked = sim.StepCostModel("llama-3-8b", "h100-sxm", achievable=lambda t, **_: 1.5 * t)
-    assert hooked.decode_time_s(1, 0) == pytest.approx(1.5 * W8B / BW)
+    assert hooked.decode_time_s(1, 0) == pytest.approx(1.5 * W8B_STEP / BW)
 
 
 # ---------------------------------------------------------------- queueing
@@ -238,8 +248,10 @@ def test_request_longer_than_the_cache_is_refused():
 
 
 def test_default_kv_capacity_from_memory_minus_weights():
-    # (80e9 − 16,060,522,496) bytes ÷ 131,072 bytes per token = 487,819.9 → 487,819 tokens
-    assert sim.kv_capacity_tokens("llama-3-8b", "h100-sxm") == 487_819
+    # vLLM's budget on an 80 GiB H100: 80 × 2^30 × 0.98975 (CUDA-visible) × 0.9 (gpu_memory_utilization)
+    # − 5,153,960,755 (activations, workspace) − 139,586,437 (non-torch) = 71,223,195,427 bytes;
+    # minus 16,060,522,496 bytes of weights, ÷ 131,072 bytes per token = 420,859.6 → 420,859 tokens
+    assert sim.kv_capacity_tokens("llama-3-8b", "h100-sxm") == 420_859
 
 
 def test_unsustainable_rate_is_reported_not_hung():

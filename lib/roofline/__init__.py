@@ -24,13 +24,19 @@ from roofline.errors import (
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     active_parameter_count,
+    attention_flops_per_pair,
     attention_flops_per_token,
+    attention_pairs,
+    effective_kv_tokens,
     expected_experts_touched,
     flops_per_token,
     kv_bytes_per_token,
     kv_bytes_per_token_mha,
+    lm_head_parameters,
+    matmul_parameters_per_token,
     parameter_breakdown,
     parameter_count,
+    sequence_kv_bytes,
     weight_bytes,
     weight_bytes_read,
 )
@@ -50,12 +56,16 @@ from roofline.physics.core import (
 )
 from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
 from roofline.physics.memory import (
+    MEMORY_MODELS,
     check_fits,
+    check_memory,
     fits,
     kv_cache_bytes,
     max_batch,
+    memory_available_bytes,
     memory_capacity_bytes,
     memory_needed_bytes,
+    runtime_reserved_bytes,
     users_that_fit,
 )
 from roofline.physics.metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
@@ -65,8 +75,28 @@ from roofline.physics.overheads import (
     amdahl_speedup,
     launch_overhead_s,
 )
-from roofline.physics.parallel import allreduce_message_bytes, allreduce_time_s, tensor_parallel_comm_time_s
-from roofline.physics.precision import PRECISIONS, bytes_per_element, get_precision, peak_flops_per_s
+from roofline.physics.parallel import (
+    all_to_all_time_s,
+    allreduce_message_bytes,
+    allreduce_time_s,
+    collective_latency_s,
+    hop_latency_s,
+    kv_replicas,
+    link_kind,
+    pipeline_comm_time_s,
+    tensor_parallel_comm_time_s,
+)
+from roofline.physics.precision import (
+    CHECKPOINT_ELEMENTS,
+    PRECISIONS,
+    TENSOR_GROUPS,
+    WEIGHT_FORMATS,
+    WeightFormat,
+    bytes_per_element,
+    get_precision,
+    peak_flops_per_s,
+    weight_format,
+)
 from roofline.physics.step import (
     Step,
     batched_step_time_s,
@@ -88,12 +118,14 @@ __all__ = [
     # errors
     "RooflineError", "InvalidConfigurationError", "UnknownNameError", "UnsupportedPrecisionError",
     "DoesNotFitError", "ContextTooLongError", "DataTableError",
-    # precision
+    # precision and weight formats
     "PRECISIONS", "bytes_per_element", "get_precision", "peak_flops_per_s",
+    "WeightFormat", "WEIGHT_FORMATS", "weight_format", "CHECKPOINT_ELEMENTS", "TENSOR_GROUPS",
     # architecture
     "parameter_breakdown", "parameter_count", "active_parameter_count", "weight_bytes", "weight_bytes_read",
     "expected_experts_touched", "kv_bytes_per_token", "kv_bytes_per_token_mha", "attention_flops_per_token",
-    "flops_per_token",
+    "flops_per_token", "matmul_parameters_per_token", "lm_head_parameters", "sequence_kv_bytes",
+    "effective_kv_tokens", "attention_pairs", "attention_flops_per_pair",
     # the roofline
     "memory_time_s", "compute_time_s", "roofline_time_s", "arithmetic_intensity_flop_per_byte",
     "ridge_point_flop_per_byte", "attainable_flops_per_s", "binding_resource",
@@ -104,9 +136,10 @@ __all__ = [
     "compute_bound_prompt_tokens", "prefill_crossover_prompt_tokens", "compute_bound_batch",
     # memory
     "kv_cache_bytes", "memory_needed_bytes", "memory_capacity_bytes", "fits", "check_fits", "max_batch",
-    "users_that_fit",
+    "users_that_fit", "memory_available_bytes", "runtime_reserved_bytes", "check_memory", "MEMORY_MODELS",
     # parallelism, overheads, metrics, cost
-    "allreduce_message_bytes", "allreduce_time_s", "tensor_parallel_comm_time_s",
+    "allreduce_message_bytes", "allreduce_time_s", "tensor_parallel_comm_time_s", "collective_latency_s",
+    "hop_latency_s", "link_kind", "kv_replicas", "pipeline_comm_time_s", "all_to_all_time_s",
     "launch_overhead_s", "amdahl_speedup", "amdahl_ceiling", "amdahl_new_time_fraction",
     "achieved_bandwidth_bytes_per_s", "mbu", "mfu",
     "cost_per_million_tokens_usd", "seconds_per_million_tokens", "tokens_per_hour",

@@ -15,13 +15,17 @@ cached ones: C·S + C(C−1)/2). As in ``roofline.decode_step``, a decoding toke
 left out (the simulator passes only prompt tokens as written); for a pure decode batch this adapter gives
 exactly ``decode_step``'s time, and for one unchunked prompt exactly ``prefill``'s.
 
-The lead engineer will replace the body of ``StepCostModel.time_s`` by the library's unified step engine;
-its signature is the stable interface.
+``StepCostModel`` prices an iteration with the step engine's own per-token constants
+(``roofline.physics``: matmul weights per token, one row of logits per sequence, FLOPs per attention pair,
+weight bytes read, KV bytes per token), so a step of the simulator equals ``rl.forward_step`` of the same
+work; the tests check it to 1e-12. It works on sums over the batch, so it is one formula per iteration
+instead of one call per sequence. Sliding windows are not modelled here (the KV read is linear in context):
+for a windowed model the simulator's steps are an upper bound.
 
 >>> c = StepCostModel("llama-3-8b", "h100-sxm")
 >>> round(c.time_s(new_tokens=32, sequences=32, kv_tokens_read=32 * 1000,
 ...                attention_token_pairs=32 * 1000, kv_tokens_written=0) * 1e3, 2)   # = decode_step
-6.05
+5.73
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ class StepCostModel:
         achievable layer). engine : a label carried into results (``"ideal"`` by default).
 
     >>> c = StepCostModel("llama-3-8b", "h100-sxm", step_overhead_s=1e-3)
-    >>> round(c.time_s(1, 1, 0, 0, 0) * 1e3, 2)   # batch-1 floor 4.79 ms + 1 ms overhead
-    5.79
+    >>> round(c.time_s(1, 1, 0, 0, 0) * 1e3, 2)   # batch-1 floor 4.48 ms + 1 ms overhead
+    5.48
     >>> c.time_s(np.array([1, 2]), np.array([1, 2]), 0, 0, 0).shape
     (2,)
     """
@@ -96,14 +100,26 @@ class StepCostModel:
         self.achievable = achievable
         self.engine = engine
         m, g = self.model, self.gpu
-        self.kv_bytes_per_token = float(rl.kv_bytes_per_token(m, kv_precision))
-        self.flops_per_new_token = 2.0 * rl.active_parameter_count(m)
-        # attention_flops_per_token is linear in T: its value at T = 1 is the FLOPs per (token, context) pair.
-        self.flops_per_attention_pair = float(rl.attention_flops_per_token(m, 1))
+        # The step engine's own per-token constants (roofline.physics): the simulator prices an iteration
+        # from sums over its sequences with exactly the engine's formula, see ``time_s``.
+        from roofline.physics.architecture import (
+            attention_flops_per_pair,
+            lm_head_parameters,
+            matmul_parameters_per_token,
+        )
+        from roofline.physics.parallel import kv_replicas
+
+        copies = float(np.asarray(kv_replicas(m, self.num_gpus)))  # TP past H_kv GPUs copies the KV
+        self.kv_bytes_per_token = float(rl.kv_bytes_per_token(m, kv_precision)) * copies
+        self.flops_per_new_token = 2.0 * matmul_parameters_per_token(m)
+        self.flops_per_logit = 2.0 * lm_head_parameters(m)
+        self.flops_per_attention_pair = float(attention_flops_per_pair(m, absorbed=True))
         self.peak_flops_per_s = rl.peak_flops_per_s(g, weight_precision) * self.num_gpus
         self.bandwidth_bytes_per_s = g.memory_bandwidth_bytes_per_s * self.num_gpus
         self._moe = m.experts > 1
-        self._dense_weight_bytes = float(rl.weight_bytes_read(m, weight_precision, 1))
+        # A dense model reads its matmul weights once plus one embedding row per token: linear in tokens.
+        one, two = (float(rl.weight_bytes_read(m, weight_precision, n)) for n in (1, 2))
+        self._dense_weight_bytes, self._row_bytes = one, two - one
 
     def __repr__(self) -> str:
         return (
@@ -119,17 +135,17 @@ class StepCostModel:
 
         >>> moe = StepCostModel("mixtral-8x7b", "h100-sxm")
         >>> (moe.weight_bytes_read(np.array([1, 64])) / 1e9).round(1).tolist()
-        [25.9, 93.4]
+        [25.5, 93.1]
         """
         if not self._moe:
-            return self._dense_weight_bytes
+            return self._dense_weight_bytes + (np.maximum(new_tokens, 1) - 1) * self._row_bytes
         return np.asarray(rl.weight_bytes_read(self.model, self.weight_precision, np.maximum(new_tokens, 1)))
 
     def time_s(self, new_tokens, sequences, kv_tokens_read, attention_token_pairs, kv_tokens_written):
         """Time of one iteration (s). Every argument is a count (scalar or numpy array, broadcasting).
 
         new_tokens : tokens computed this step (decode tokens + prefill chunk tokens).
-        sequences : sequences in the step (enters the all-reduce only through tokens; kept for engines).
+        sequences : sequences that get a row of logits this step (decoders, and prompts it finishes).
         kv_tokens_read : Σ over sequences of the cached tokens each attends to.
         attention_token_pairs : Σ over sequences of new tokens × tokens attended.
         kv_tokens_written : prompt tokens whose K and V this step writes.
@@ -139,7 +155,12 @@ class StepCostModel:
         >>> abs(t - rl.prefill("llama-3-8b", "h100-sxm", 500).time_s) < 1e-15
         True
         """
-        flops = new_tokens * self.flops_per_new_token + attention_token_pairs * self.flops_per_attention_pair
+        # Each sequence gets one row of logits: a decoder's new token, or a prompt's last token.
+        flops = (
+            new_tokens * self.flops_per_new_token
+            + sequences * self.flops_per_logit
+            + attention_token_pairs * self.flops_per_attention_pair
+        )
         kv_bytes = (kv_tokens_read + kv_tokens_written) * self.kv_bytes_per_token
         bytes_ = self.weight_bytes_read(new_tokens) + kv_bytes
         compute_s = flops / (self.peak_flops_per_s * self.compute_fraction)

@@ -90,13 +90,14 @@ def _lengths(x, name) -> LengthSpec:
 
 
 def kv_capacity_tokens(model, gpu, num_gpus=1, weight_precision="bf16", kv_precision="bf16") -> int:
-    """KV-cache tokens that fit beside the weights on ``num_gpus`` GPUs (tokens): (memory − weights) ÷ KV
-    bytes per token, rounded down. Raises ``DoesNotFitError`` if the weights alone do not fit.
+    """KV-cache tokens that fit beside the weights on ``num_gpus`` GPUs (tokens): (the memory an engine
+    gives weights and KV − weights) ÷ KV bytes per token, rounded down (``rl.memory_available_bytes``,
+    vLLM's defaults). Raises ``DoesNotFitError`` if the weights alone do not fit.
 
-    >>> kv_capacity_tokens("llama-3-8b", "h100-sxm")   # (80e9 − 16.06e9) ÷ 131,072
-    487819
+    >>> kv_capacity_tokens("llama-3-8b", "h100-sxm") > 400_000   # (66.3 GiB − 16.06 GB) ÷ 131,072
+    True
     """
-    free = float(rl.memory_capacity_bytes(gpu, num_gpus)) - float(rl.weight_bytes(model, weight_precision))
+    free = float(rl.memory_available_bytes(gpu, num_gpus)) - float(rl.weight_bytes(model, weight_precision))
     if free <= 0:
         raise rl.DoesNotFitError(
             f"{rl.get_model(model).id} weights ({rl.weight_bytes(model, weight_precision) / 1e9:.1f} GB at "
@@ -130,8 +131,8 @@ def sustainable_rate_per_s(
     workers): the smaller of workers ÷ prefill(P) and decode_workers × B ÷ ((O − 1) × step(B, P + O/2)).
 
     >>> c = StepCostModel("llama-3-8b", "h100-sxm")
-    >>> round(sustainable_rate_per_s(c, 512, 128, 256, 487819), 1)   # compute-bound: 1,278 tokens a step
-    95.4
+    >>> round(sustainable_rate_per_s(c, 512, 128, 256, 420859), 1)   # compute-bound: 1,278 tokens a step
+    108.0
     """
     p, o = float(input_tokens), max(float(output_tokens), 1.0)
     b = max(1, min(int(max_batch), int(kv_tokens // max(p + o, 1))))
@@ -357,7 +358,7 @@ def simulate(
 
     >>> r = simulate("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=2000, input_tokens=512,
     ...              output_tokens=128)
-    >>> r.unstable, "largest sustainable rate is about 95.4 req/s" in r.message
+    >>> r.unstable, "largest sustainable rate is about 108 req/s" in r.message
     (True, True)
     """
     loads = [x is not None for x in (rate_per_s, concurrency, trace)]
@@ -606,6 +607,7 @@ def simulate(
         pairs = float(c_dec)
         written = 0.0
         n_pf = 0
+        n_logits = n_dec  # sequences that get a row of logits: decoders, and prompts this step finishes
         for r, k_ in chunks:
             c0 = cached[r]
             nt += k_
@@ -614,7 +616,9 @@ def simulate(
             if known[r] - c0 > 1 or (gen[r] == 0 and has_prompt[r]):
                 written += k_
                 n_pf += 1
-        nseq = float(n_dec + len(chunks))
+            if c0 + k_ >= known[r]:
+                n_logits += 1
+        nseq = float(n_logits)
         if run_dec and not w.pf and w.role != "prefill":
             # A pure decode batch: nothing changes until the first decoder finishes, the KV cache fills or
             # outside work arrives, so price that many steps at once (vectorized).

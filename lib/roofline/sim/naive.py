@@ -12,7 +12,7 @@ loops, no numpy in the loop.
 >>> r = simulate_naive("llama-3-8b", "h100-sxm", arrival_s=[0.0, 0.0], input_tokens=[4, 4],
 ...                    output_tokens=[3, 3])
 >>> [round(x * 1e3, 2) for x in r["finish_s"]]
-[14.38, 14.38]
+[13.44, 13.44]
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def simulate_naive(
                 any_prompt_yet = True
         new = seqs = kv_read = pairs = written = 0
         for r, k in plan.items():
-            seqs += 1
+            seqs += cached[r] + k >= known[r]  # a row of logits: a decoder, or a prompt's last chunk
             kv_read += cached[r]
             is_prompt = known[r] - cached[r] > 1 or (made[r] == 0 and prompt[r] > 0)
             for i in range(k):  # every token of every request, one at a time
