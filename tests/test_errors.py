@@ -106,3 +106,41 @@ def test_a_broken_data_table_is_a_library_error_and_a_clean_cli_error(tmp_path):
         and "memory_gb" in error["message"]
     )
     assert proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: rl.decode_step("llama-3-8b", "h100-sxm", memory="vllm"),
+            rl.InvalidConfigurationError,
+            "memory",
+        ),
+        (
+            lambda: rl.max_batch("llama-3-8b", "h100-sxm", 1000, memory="all"),
+            rl.InvalidConfigurationError,
+            "memory",
+        ),
+        (
+            lambda: rl.decode_step("llama-3-8b", "h100-sxm", num_gpus=2, parallelism="data"),
+            rl.InvalidConfigurationError,
+            "parallelism",
+        ),
+        (
+            lambda: rl.prefill("llama-3-8b", "h100-sxm", 100, logits="all"),
+            rl.InvalidConfigurationError,
+            "logits",
+        ),
+        (lambda: rl.weight_bytes("llama-3-8b", "q4km"), rl.UnknownNameError, "Unknown precision"),
+        (lambda: rl.decode_step("llama-3-8b", "m4-max"), rl.UnsupportedPrecisionError, "fp32"),
+        (
+            lambda: rl.decode_step("llama-3-8b", "a100-80gb-sxm", weight_precision="fp8-block128"),
+            rl.UnsupportedPrecisionError,
+            "fp8",
+        ),
+    ],
+)
+def test_new_physics_options_fail_with_library_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+    assert issubclass(error, rl.RooflineError)
