@@ -144,7 +144,7 @@ def default_params(qid: str) -> dict[str, Any]:
     """The study card's own scenario for ``qid``: its parameters plus the round figures it quotes.
 
     >>> default_params("Q3")["batch"], default_params("Q3")["kv_bytes_per_token"]
-    (32, 128000.0)
+    (32, 131072)
     """
     return spec(qid).default_params()
 

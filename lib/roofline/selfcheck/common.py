@@ -39,13 +39,20 @@ def gpu_peak_flops_per_s(params: Mapping[str, Any], precision_key: str = "weight
 
 
 def dense_models() -> list[str]:
-    """The ids of the tables' dense models (the cards' formulas assume every weight is read per step)."""
-    return [m.id for m in rl.models().values() if not m.is_moe]
+    """The ids of the tables' plain dense models: the Pack 01 cards' formulas assume every weight is read
+    per step and a KV cache of 2·L·H_kv·d_h per token, so MoE, sliding-window and MLA models are left out
+    (the lever cards cover those)."""
+    return [
+        m.id
+        for m in rl.models().values()
+        if not m.is_moe and not m.sliding_window and not getattr(m, "kv_lora_rank", None)
+    ]
 
 
 def gpu_ids() -> list[str]:
-    """The ids of the tables' GPUs."""
-    return list(rl.gpus())
+    """The ids of the tables' GPUs with BF16 tensor-core math (the cards' default precision); Apple GPUs,
+    which publish only an FP32 rate, are left out."""
+    return [g.id for g in rl.gpus().values() if "bf16" in g.dense_flops_per_s]
 
 
 def supports(gpu_id: str, precision: str) -> bool:
