@@ -27,7 +27,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from roofline import achievable
 from roofline.data import get_gpu
+from roofline.errors import RooflineError
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
 from roofline.physics.core import attainable_flops_per_s, ridge_point_flop_per_byte
@@ -282,7 +284,9 @@ class LiveFigure:
 
 
 class StepTimeVsBatch(LiveFigure):
-    """Decode step time against batch, split into weight read, KV read and compute (ms, log-log)."""
+    """Decode step time against batch, split into weight read, KV read and compute (ms, log-log), with
+    what a good engine reaches beside the ideal step (``roofline.achievable``; ``options["engine"]``,
+    default vLLM; ``achievable=False`` leaves it out)."""
 
     def _build(self):
         ax = self.axes[0]
@@ -293,6 +297,11 @@ class StepTimeVsBatch(LiveFigure):
             "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute")[0]),
             "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
         }
+        if self.options.get("achievable", True):
+            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
+            self.lines["achievable"] = m(
+                ax.plot([], [], color=COLORS["prefill"], ls="-.", lw=2, label=f"a good engine ({engine})")[0]
+            )
         self.marker = m(ax.plot([], [], "o", color=COLORS["step"], zorder=5)[0])
         ax.set(
             xscale="log",
@@ -316,7 +325,18 @@ class StepTimeVsBatch(LiveFigure):
         self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
         self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
         self.lines["step"].set_data(BATCH_SWEEP, sweep.step_time_s / MS)
-        ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS]), log=True))
+        real_ms = np.full(BATCH_SWEEP.shape, np.nan)
+        if "achievable" in self.lines:
+            try:
+                real_ms = achievable.decode_step_times(
+                    s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
+                    weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+                    engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
+                )["total"] / MS  # fmt: skip
+            except RooflineError:
+                pass  # no calibration for this case: the ideal alone
+            self.lines["achievable"].set_data(BATCH_SWEEP, real_ms)
+        ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS, real_ms]), log=True))
         here = s.decode()
         if here.fits:
             y = here.step_time_s / MS
