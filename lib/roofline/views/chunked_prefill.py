@@ -272,3 +272,29 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
     ex = Explorer(figure, ["batch", "prompt_tokens", ("chunk_tokens", slider)], s, chunk_readout)
     ex.controls["batch"].description = "decoding users B"
     return ex
+
+
+def arrivals_tradeoff_figure(r):
+    """The chunk-size trade-off under random arrivals (``chunk_tradeoff_under_arrivals``): TTFT p50/p99 (left)
+    and TPOT p50/p99 (right) against the chunk size, the unchunked server at the right. Returns a picture.
+    Taught in lesson 44."""
+    from roofline.views.plots import new_figure, show
+
+    fig, (left, right) = new_figure(2, figsize=(10, 4.2))
+    labels = [("whole" if c == 0 else f"{c:,}") for c in np.asarray(r.chunk_tokens)]
+    x = np.arange(len(labels))
+    for ax, p50, p99, name in (
+        (left, r.ttft_p50_s, r.ttft_p99_s, "TTFT"),
+        (right, r.tpot_p50_s, r.tpot_p99_s, "TPOT"),
+    ):
+        ax.plot(x, np.asarray(p50) / MS, "o-", color=COLORS["decode"], label=f"{name} p50")
+        ax.plot(x, np.asarray(p99) / MS, "s--", color=COLORS["prefill"], label=f"{name} p99")
+        ax.set_xticks(x, labels)
+        ax.set(xlabel="chunk size (prompt tokens per step)", ylabel="ms", title=f"{name} against chunk size")
+        ax.legend(loc="upper center", fontsize=10)
+    left.set_yscale("log")
+    fig.suptitle(
+        f"The same Poisson load ({r.rate_per_s:g} requests/s) for every chunk size (roofline.sim)",
+        fontsize=12,
+    )
+    return show(fig, "chunk size under arrivals")
