@@ -80,7 +80,10 @@ class NumberControl(W.HBox):
 
     def __init__(self, options, value, description, minimum=0, maximum=10**7):
         self._syncing = False
-        self.label = W.Label(description, layout=W.Layout(width="13.5em"))
+        self.label = W.HTML(
+            f'<div class="roofline-number-label">{html.escape(description)}</div>',
+            layout=W.Layout(width="14em", margin="0 4px 0 0"),
+        )
         self.slider = W.SelectionSlider(
             options=sorted(set(options) | {value}),
             value=value,
@@ -189,13 +192,13 @@ def decode_rows(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> list[tuple[str
             ("", "ideal (floor)", f"a good engine ({ach.engine_id(engine)})"),
             ("memory needed", memory, ""),
             ("step time", f"does not fit in memory: no step time (at most {fit} users fit)", ""),
-            ("$ per GPU-hour", price, s.price_note),
+            ("$ per GPU-hour", price, ""),
         ]
     real_s = achievable_step_s(s, engine)
     real_ok = real_s == real_s  # not NaN
     real_total = s.batch / real_s if real_ok else float("nan")
     return [
-        ("", "ideal (floor)", f"a good engine ({ach.engine_id(engine)}) reaches about"),
+        ("", "ideal (floor)", f"a good engine ({ach.engine_id(engine)})"),
         ("memory needed", memory, ""),
         (
             "step time",
@@ -205,7 +208,7 @@ def decode_rows(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> list[tuple[str
         ("tokens/s per user", f"{step.tokens_per_s_per_user:,.0f}", f"{1 / real_s:,.0f}" if real_ok else "—"),
         ("tokens/s total", f"{step.tokens_per_s_total:,.0f}", f"{real_total:,.0f}" if real_ok else "—"),
         ("cost per 1M tokens", _cost(s, step.tokens_per_s_total), _cost(s, real_total) if real_ok else "—"),
-        ("$ per GPU-hour", price, s.price_note),
+        ("$ per GPU-hour", price, ""),
     ]
 
 
@@ -218,7 +221,12 @@ def decode_readout(s: Scenario, options: dict | None = None) -> str:
     True
     """
     engine = (options or {}).get("engine", ach.DEFAULT_ENGINE)
-    return table_html(decode_rows(s, engine), column_keys=("", "ideal", "achievable"))
+    table = table_html(decode_rows(s, engine), column_keys=("", "ideal", "achievable"))
+    note = (
+        f"price: {s.price_note}. A good engine: the course's calibration of {ach.engine_id(engine)} "
+        "against measured servers."
+    )
+    return f'{table}<div class="roofline-note" data-key="price source">{html.escape(note)}</div>'
 
 
 def combine_readouts(*readouts: Callable) -> Callable:
@@ -274,7 +282,12 @@ _CSS = """
 .roofline-explorer .roofline-readout td.k {color: #333}
 .roofline-explorer .widget-label, .roofline-explorer .widget-inline-hbox .widget-label,
 .roofline-explorer select, .roofline-explorer input, .roofline-explorer button,
-.roofline-explorer .roofline-message {font-size: calc(13px * var(--rs, 1))}
+.roofline-explorer .roofline-message, .roofline-explorer .roofline-number-label
+  {font-size: calc(13px * var(--rs, 1))}
+.roofline-explorer .roofline-number-label {text-align: right; padding-right: 4px; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis}
+.roofline-explorer .roofline-note {font-size: calc(12px * var(--rs, 1)); color: #555; margin-top: 0.3em;
+  max-width: 34em}
 """
 
 
