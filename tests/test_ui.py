@@ -6,7 +6,9 @@ reset, the pinned baseline, the projector scale and the text an unrun explorer s
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import ipywidgets as W
 import numpy as np
@@ -16,9 +18,10 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.lessons.scenario import Scenario, listed_price
-from roofline.ui.widgets import RUN_HINT, Explorer, NumberControl, Reveal, decode_readout
+from roofline.ui.widgets import RUN_HINT, Explorer, NumberControl, Reveal, combine_readouts, decode_readout
 from roofline.views.plots import CostVsBatch, StepTimeVsBatch
 
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = ["batch", "context_tokens", "model", "gpu", "num_gpus", "weight_precision", "kv_precision"]
 
 
@@ -267,3 +270,53 @@ def test_controls_are_standard_widgets():
     ex = Explorer(StepTimeVsBatch, controls=["batch", "gpu"])
     assert isinstance(ex.controls["batch"], NumberControl)
     assert isinstance(ex.controls["gpu"], W.Dropdown)
+
+
+def test_combined_readouts_stack_in_order():
+    both = combine_readouts(lambda s: "<p>first</p>", lambda s, options: f"<p>{options.get('k')}</p>")
+    assert both(Scenario(), {"k": "second"}) == "<p>first</p><p>second</p>"
+
+
+def test_menu_marks_follow_the_gpu_count(explorer):
+    explorer.set(batch=1)
+    explorer.controls["model"].value = "llama-3-70b"  # G raised to 2
+    labels = dict((value, label) for label, value in explorer.controls["model"].options)
+    assert labels["llama-3-70b"] == "llama-3-70b"  # two GPUs hold it: no longer marked
+    assert explorer.controls["model"].value == "llama-3-70b"  # relabelling kept the choice
+
+
+def test_the_readout_names_the_price_and_the_engine():
+    text = decode_readout(Scenario(gpu="l4", batch=8))
+    assert "price: AWS list price (aws-g6-l4" in text and "calibration of vllm" in text
+
+
+# ---- the lessons that use the toolkit --------------------------------------------------------------------
+
+MY_LESSONS = [
+    "01_token_cost", "02_decode_floor", "04_roofline", "06_benchmarks_that_lie", "09_gpu_util",
+    "16_step_time", "28_kv_cache", "60_amdahl",
+]  # fmt: skip
+# Questions about a computation beside the lesson's explorer, not about the explorer's settings.
+NO_EXPLORER_QUESTION = {("06_benchmarks_that_lie", "latency_summary"), ("60_amdahl", "decode_profile")}
+
+
+@pytest.mark.parametrize("lesson", MY_LESSONS)
+def test_every_question_has_a_setup_button_and_a_hidden_answer(lesson):
+    nb = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())
+    answers = [c for c in nb["cells"] if c["cell_type"] == "code" and "Reveal(" in "".join(c["source"])]
+    assert answers
+    for c in answers:
+        source = "".join(c["source"])
+        assert c["metadata"].get("jupyter", {}).get("source_hidden"), f"answer code visible: {source[:60]}"
+        if not any(lesson == name and key in source for name, key in NO_EXPLORER_QUESTION):
+            assert re.search(r"setup=\(\s*ex,", source), f"no set-up button: {source[:60]}"
+
+
+@pytest.mark.parametrize("lesson", [*MY_LESSONS, "00_start_here"])
+def test_explorer_cells_are_the_unrun_hint_when_stored(lesson):
+    nb = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())
+    for c in nb["cells"]:
+        for out in c.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                assert "Run the notebook (Run ▸ Run All Cells)" in "".join(data["text/plain"])
