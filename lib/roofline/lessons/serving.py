@@ -252,7 +252,7 @@ def latency_against_load(
 
     Taught in lesson 25.
 
-    >>> s = latency_against_load("llama-3-8b", "h100-sxm", load_fractions=(0.2, 0.95), requests=400)
+    >>> s = latency_against_load("llama-3-8b", "h100-sxm", load_fractions=(0.2, 1.0))
     >>> bool(s.ttft_p99_s[1] > 5 * s.ttft_p99_s[0])      # near capacity the tail takes off
     True
     """
