@@ -34,7 +34,7 @@ from dataclasses import asdict
 import numpy as np
 
 import roofline as rl
-from roofline.units import GB, MS, SECONDS_PER_HOUR, TB, TFLOPS, KiB, fmt_bytes, fmt_time
+from roofline.units import GB, MS, SECONDS_PER_HOUR, TB, TFLOPS, GiB, KiB, fmt_bytes, fmt_time
 
 EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1  # only `fit --batch`: a valid answer, "no"
@@ -257,10 +257,21 @@ def _step_dict(s: rl.Step, peak_precision: str) -> dict:
     return d
 
 
+def _available_text(have: float, gpu, num_gpus: int, memory: str, hint: str = "") -> str:
+    """What "memory available" means: the engine's budget for weights and KV, or all of it."""
+    total = f"{num_gpus} × {fmt_bytes(rl.get_gpu(gpu).memory_bytes)}"
+    if memory == "ideal":
+        return f"{fmt_bytes(have)} (all of {total})"
+    return (
+        f"{fmt_bytes(have)} for weights and KV (of {total}: vLLM's defaults leave the rest to activations "
+        f"and the runtime{hint})"
+    )
+
+
 def _does_not_fit_lines(model, gpu, batch, context, num_gpus, weights, kv) -> tuple[str, dict]:
     """The numbers behind a does-not-fit error, as text and as fields."""
     need = rl.memory_needed_bytes(model, batch, context, weights, kv)
-    have = rl.memory_capacity_bytes(gpu, num_gpus)
+    have = rl.memory_available_bytes(gpu, num_gpus)
     w = rl.weight_bytes(model, weights)
     kv_total = rl.kv_cache_bytes(batch, context, rl.kv_bytes_per_token(model, kv))
     largest = rl.max_batch(
@@ -268,7 +279,7 @@ def _does_not_fit_lines(model, gpu, batch, context, num_gpus, weights, kv) -> tu
     )
     rows = [
         ("memory needed", f"{fmt_bytes(need)} (weights {fmt_bytes(w)} + KV {fmt_bytes(kv_total)})"),
-        ("memory available", f"{fmt_bytes(have)} ({num_gpus} × {fmt_bytes(rl.get_gpu(gpu).memory_bytes)})"),
+        ("memory available", _available_text(have, gpu, num_gpus, "engine")),
         ("short by", fmt_bytes(need - have)),
     ]
     if largest > 0:
@@ -518,11 +529,11 @@ def cmd_fit(args) -> int:
     prec = dict(weight_precision=args.weights, kv_precision=args.kv)
     m, g = rl.get_model(args.model), rl.get_gpu(args.gpu)
     rl.peak_flops_per_s(g, args.weights)  # same precision rule as step: no tensor-core math, no answer
-    largest = int(rl.max_batch(m, g, args.context, num_gpus=args.gpus, **prec))
+    largest = int(rl.max_batch(m, g, args.context, num_gpus=args.gpus, memory=args.memory, **prec))
     w = rl.weight_bytes(m, args.weights)
     per_token = rl.kv_bytes_per_token(m, args.kv)
     per_user = rl.kv_cache_bytes(1, args.context, per_token)
-    have = rl.memory_capacity_bytes(g, args.gpus)
+    have = rl.memory_available_bytes(g, args.gpus, args.memory)
     need_at_max = rl.memory_needed_bytes(m, largest, args.context, args.weights, args.kv)
 
     d = {
@@ -537,6 +548,8 @@ def cmd_fit(args) -> int:
         "kv_bytes_per_token": per_token,
         "kv_bytes_per_user": per_user,
         "memory_capacity_bytes": have,
+        "gpu_memory_bytes": rl.memory_capacity_bytes(g, args.gpus),
+        "memory_model": args.memory,
         "max_batch": largest,
         "memory_needed_at_max_batch_bytes": need_at_max,
         "batch": None,
@@ -547,7 +560,7 @@ def cmd_fit(args) -> int:
     }
     if args.batch is not None:
         need = rl.memory_needed_bytes(m, args.batch, args.context, args.weights, args.kv)
-        ok = bool(rl.fits(m, g, args.batch, args.context, num_gpus=args.gpus, **prec))
+        ok = bool(rl.fits(m, g, args.batch, args.context, num_gpus=args.gpus, memory=args.memory, **prec))
         d.update(
             batch=args.batch,
             memory_needed_bytes=need,
@@ -566,7 +579,7 @@ def cmd_fit(args) -> int:
             "KV cache per user",
             f"{fmt_bytes(per_user)} ({fmt_bytes(per_token)} per token × {args.context:,} tokens)",
         ),
-        ("memory available", f"{fmt_bytes(have)} ({args.gpus} × {fmt_bytes(g.memory_bytes)})"),
+        ("memory available", _available_text(have, g, args.gpus, args.memory, "; --memory ideal counts all")),
     ]
     if largest > 0:
         rows.append(("largest batch", f"{largest} users (needing {fmt_bytes(need_at_max)})"))
@@ -588,10 +601,6 @@ def cmd_fit(args) -> int:
         f"{_precisions(args.weights, args.kv)}"
     )
     print(_block(rows))
-    print(
-        "(weights and KV cache only: activations and allocator slack also take memory, so these are "
-        "upper bounds)"
-    )
     return code
 
 
@@ -741,7 +750,8 @@ def cmd_list(args) -> int:
             rows.append(
                 [
                     g.id,
-                    f"{g.memory_bytes / GB:g}",
+                    # as the data sheet prints it: GiB for binary-sized HBM ("80 GB" = 80 GiB), else GB
+                    f"{g.memory_bytes / (GiB if g.memory_binary else GB):g}",
                     f"{g.memory_bandwidth_bytes_per_s / TB:g}",
                     "-" if peak is None else f"{peak / TFLOPS:g}",
                     "-" if ridge is None else f"{ridge:.0f}",
@@ -752,7 +762,7 @@ def cmd_list(args) -> int:
             )
         headers = [
             "id",
-            "memory GB",
+            "memory GB*",
             "bandwidth TB/s",
             f"{prec} TFLOPS",
             "ridge FLOP/byte",
@@ -761,7 +771,10 @@ def cmd_list(args) -> int:
             "source",
         ]
         print(_table(headers, rows, right={1, 2, 3, 4, 5, 6}))
-        print(f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed)")
+        print(
+            f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed; *memory as the data "
+            "sheet prints it, binary-sized for HBM and GDDR: 80 GB = 80 GiB)"
+        )
         return EXIT_OK
 
     if args.what == "models":
@@ -922,6 +935,12 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.A
     p.add_argument("--context", type=TOKENS, required=True, help="tokens of KV each user holds")
     p.add_argument(
         "--batch", type=BATCH, default=None, help="check this many users (exit 1 if they do not fit)"
+    )
+    p.add_argument(
+        "--memory",
+        choices=["engine", "ideal"],
+        default="engine",
+        help="engine: what an engine leaves weights and KV under vLLM's defaults (default); ideal: all of it",
     )
     p.set_defaults(handler=cmd_fit)
 
