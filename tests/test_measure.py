@@ -332,6 +332,12 @@ def test_bad_save_names_fail_before_measuring(bad, user_home, capsys, monkeypatc
     assert not (user_home / "gpus.toml").exists()
 
 
+def test_a_project_gpu_id_is_refused_before_measuring(user_home, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "measure", lambda quick: pytest.fail("measured before checking the name"))
+    assert main(["measure", "--quick", "--save", "h100-sxm"]) == 2
+    assert "project's table" in capsys.readouterr().err
+
+
 def test_cli_save_round_trip(user_home, capsys, monkeypatch):
     monkeypatch.setattr(bench, "QUICK", {**bench.QUICK, "stream_elements": 200_000, "matmul_sizes": (64,)})
     assert main(["measure", "--quick", "--json", "--save", "my-laptop"]) == 0
