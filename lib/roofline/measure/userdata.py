@@ -155,7 +155,8 @@ def measurement_row(name: str, measurement, date: datetime.date | None = None) -
             f"streaming kernel ({stream_text}; STREAM byte counting); dense_tflops = best numpy matmul "
             f"(n x n, 2n^3 FLOP) in fp32 and fp64; {threads.get('cpu_count')} logical CPUs, BLAS "
             f"{threads.get('blas')}, threads {threads.get('blas_threads') or 'default (one per core)'}. "
-            f"memory_gb = this machine's RAM. No bf16/fp8 math measured: use weight_precision='fp32'. "
+            f"Load average {d.get('load_average_1min', float('nan')):.1f} during the run (other work lowers "
+            f"every figure). memory_gb = this machine's RAM. No bf16/fp8 math measured: use fp32 weights. "
             f"interconnect and power not measured (0)."
         ),
     }
