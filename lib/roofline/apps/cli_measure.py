@@ -75,6 +75,11 @@ def run(args) -> int:
         f"Per-call overhead      {m.call_overhead_s / US:.2f} µs median per tiny numpy call "
         f"({d['call_overhead']['min_s'] / US:.2f} µs best)"
     )
+    mv = d["small_matvec"]
+    print(
+        f"One in-cache fp32 matrix-vector product ({mv['bytes'] / 1e6:.1f} MB): "
+        f"{mv['min_s'] / US:.0f} µs best, {mv['median_s'] / US:.0f} µs median (BLAS call + thread wake-up)"
+    )
     print(
         f"(measured in {d['elapsed_s']:.1f} s with load average {d['load_average_1min']:.1f} on "
         f"{t['cpu_count']} CPUs; other work on the machine lowers every figure: run again and compare)"
