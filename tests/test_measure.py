@@ -332,6 +332,12 @@ def test_bad_save_names_fail_before_measuring(bad, user_home, capsys, monkeypatc
     assert not (user_home / "gpus.toml").exists()
 
 
+def test_a_project_gpu_id_is_refused_before_measuring(user_home, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "measure", lambda quick: pytest.fail("measured before checking the name"))
+    assert main(["measure", "--quick", "--save", "h100-sxm"]) == 2
+    assert "project's table" in capsys.readouterr().err
+
+
 def test_cli_save_round_trip(user_home, capsys, monkeypatch):
     monkeypatch.setattr(bench, "QUICK", {**bench.QUICK, "stream_elements": 200_000, "matmul_sizes": (64,)})
     assert main(["measure", "--quick", "--json", "--save", "my-laptop"]) == 0
@@ -395,3 +401,32 @@ def test_accelerator_measures_positive_figures():  # runs only where a GPU and P
     out = accelerator.measure_accelerator(n_elements=1_000_000, matmul_size=256, repeats=2)
     assert out["memory_bandwidth_bytes_per_s"] > 0 and out["matmul_flops_per_s"]["float32"] > 0
     assert accelerator.time_decode_accelerator(TINY["gqa"], batch=2, context_tokens=4, repeats=2) > 0
+
+
+def test_numbers_layer_imports_no_plotting_widgets_or_torch():
+    code = (
+        "import sys, roofline.measure.bench, roofline.measure.transformer, roofline.measure.userdata, "
+        "roofline.measure.accelerator, roofline.apps.cli_measure; "
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'torch') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
+def test_figures_draw_from_hand_made_timings():
+    from roofline.measure.transformer import DecodeTiming
+    from roofline.views.measure import compute_bound_batch, decode_vs_roofline, machine_roofline
+
+    machine = FAKE  # 20 GB/s, 100 GFLOP/s: ridge 5 FLOP/byte
+    # fp32 decode intensity ≈ 2N·B / 4N = B/2 FLOP/byte (context 0), so compute-bound from B = 2 × 5 = 10.
+    assert compute_bound_batch(SMALL, machine) == 10
+    floor = roofline_prediction(SMALL, machine, np.array([1, 4, 16]), 0).step_time_s
+    by_batch = DecodeTiming(np.array([1, 4, 16]), np.array([0]), 2 * floor[:, None], 3 * floor[:, None], 3, 1)
+    ctx = np.array([0, 1000])
+    floor_t = roofline_prediction(SMALL, machine, 4, ctx).step_time_s
+    by_context = DecodeTiming(np.array([4]), ctx, 2 * floor_t[None, :], 3 * floor_t[None, :], 3, 1)
+    for picture in (
+        decode_vs_roofline(SMALL, machine, by_batch, by_context),
+        machine_roofline(machine, SMALL, by_batch),
+    ):
+        assert picture.png_bytes.startswith(b"\x89PNG")

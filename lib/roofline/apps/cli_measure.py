@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from roofline.measure import bench
-from roofline.measure.userdata import check_name, save_user_gpu
+from roofline.measure.userdata import check_save_name, save_user_gpu
 from roofline.units import GB, US
 
 EXIT_OK = 0
@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Measure, print (text or JSON), optionally save; return the exit code."""
     if args.save is not None:
-        check_name(args.save)  # fail before spending the time measuring
+        check_save_name(args.save)  # fail before spending the time measuring
     m = bench.measure(quick=args.quick)
     saved = save_user_gpu(args.save, m) if args.save is not None else None
     if args.json:
@@ -74,6 +74,11 @@ def run(args) -> int:
     print(
         f"Per-call overhead      {m.call_overhead_s / US:.2f} µs median per tiny numpy call "
         f"({d['call_overhead']['min_s'] / US:.2f} µs best)"
+    )
+    mv = d["small_matvec"]
+    print(
+        f"One in-cache fp32 matrix-vector product ({mv['bytes'] / 1e6:.1f} MB): "
+        f"{mv['min_s'] / US:.0f} µs best, {mv['median_s'] / US:.0f} µs median (BLAS call + thread wake-up)"
     )
     print(
         f"(measured in {d['elapsed_s']:.1f} s with load average {d['load_average_1min']:.1f} on "

@@ -151,6 +151,28 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple
     return tuple(times)
 
 
+def time_round_robin(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict:
+    """Like ``time_calls`` for several benchmarks at once, taking turns: pass 1 of each, then pass 2, ...
+
+    On a shared machine a disturbance (another program waking up) then hits every benchmark alike instead
+    of ruining all the passes of one of them, so their best and median figures stay comparable.
+
+    >>> sorted(time_round_robin({"a": lambda: None, "b": lambda: None}, repeats=2))
+    ['a', 'b']
+    """
+    repeats = _positive_int(repeats, "repeats")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: tuple(t) for name, t in times.items()}
+
+
 def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 5) -> dict[str, Timing]:
     """STREAM copy and triad, and a read-only dot product, on float64 arrays of ``n_elements`` each.
 
@@ -187,10 +209,11 @@ def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 
     def read():
         np.matmul(a_matrix, x)
 
+    times = time_round_robin({"read": read, "copy": copy, "triad": triad}, repeats)
     return {
-        "read": Timing("read", time_calls(read, repeats), bytes_per_pass=FLOAT64_BYTES * a_matrix.size),
-        "copy": Timing("copy", time_calls(copy, repeats), bytes_per_pass=2 * FLOAT64_BYTES * n),
-        "triad": Timing("triad", time_calls(triad, repeats), bytes_per_pass=3 * FLOAT64_BYTES * n),
+        "read": Timing("read", times["read"], bytes_per_pass=FLOAT64_BYTES * a_matrix.size),
+        "copy": Timing("copy", times["copy"], bytes_per_pass=2 * FLOAT64_BYTES * n),
+        "triad": Timing("triad", times["triad"], bytes_per_pass=3 * FLOAT64_BYTES * n),
     }
 
 
@@ -198,28 +221,32 @@ def matmul_flops(sizes=(256, 512, 1024), dtype="float32", repeats: int = 3) -> d
     """FLOP/s of an n × n by n × n matrix multiply for each n in ``sizes``: 2·n³ FLOP per multiply.
 
     (Exactly n²·(2n − 1); the course's "2 FLOP per multiply-add" convention, as in 2 × N per token.)
+    ``dtype`` is ``"float32"``, ``"float64"`` or ``"both"`` (then the keys are ``(dtype, n)`` pairs and
+    the two precisions take turns, so both see the same conditions on a shared machine).
 
     >>> r = matmul_flops(sizes=(64,), repeats=2)
     >>> r[64].flops_per_pass == 2 * 64**3
     True
     """
     repeats = _positive_int(repeats, "repeats")
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        raise InvalidConfigurationError(f"dtype must be float32 or float64, got {dtype!r}")
+    both = dtype == "both"
+    dts = [np.dtype(np.float32), np.dtype(np.float64)] if both else [np.dtype(dtype)]
+    if any(dt not in (np.float32, np.float64) for dt in dts):
+        raise InvalidConfigurationError(f"dtype must be float32, float64 or both, got {dtype!r}")
     rng = np.random.default_rng(0)
-    out = {}
-    for size in sizes:
-        n = _positive_int(size, "matmul size")
-        x = rng.standard_normal((n, n)).astype(dt)
-        y = rng.standard_normal((n, n)).astype(dt)
-        z = np.empty((n, n), dtype=dt)
-        out[n] = Timing(
-            f"matmul {dt.name} {n}",
-            time_calls(lambda x=x, y=y, z=z: np.matmul(x, y, out=z), repeats, warmup=2),
-            flops_per_pass=2.0 * n**3,
-        )
-    return out
+    fns = {}
+    for dt in dts:
+        for size in sizes:
+            n = _positive_int(size, "matmul size")
+            x = rng.standard_normal((n, n)).astype(dt)
+            y = rng.standard_normal((n, n)).astype(dt)
+            z = np.empty((n, n), dtype=dt)
+            fns[(dt.name, n)] = lambda x=x, y=y, z=z: np.matmul(x, y, out=z)
+    times = time_round_robin(fns, repeats, warmup=2)
+    return {
+        (key if both else key[1]): Timing(f"matmul {key[0]} {key[1]}", t, flops_per_pass=2.0 * key[1] ** 3)
+        for key, t in times.items()
+    }
 
 
 def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
@@ -240,6 +267,24 @@ def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
             add(x, y, out=z)
 
     return Timing("tiny numpy call", tuple(t / calls for t in time_calls(loop, repeats)))
+
+
+def small_matvec_s(rows: int = 512, cols: int = 2816, repeats: int = 7) -> Timing:
+    """Time of one fp32 matrix-vector product small enough to stay in cache (512 × 2816: 5.8 MB) (s).
+
+    Its bytes take ~0.1 ms at cache speed; anything beyond that is the cost of the call itself in the
+    BLAS: waking its threads and waiting for them. On an idle machine that is microseconds; when other
+    programs hold the cores, a thread may wait a whole scheduler tick (milliseconds). A decode step
+    makes dozens of such calls, so this is the CPU's launch overhead that matters for the transformer.
+
+    >>> small_matvec_s(rows=64, cols=64, repeats=2).min_s > 0
+    True
+    """
+    rows, cols = _positive_int(rows, "rows"), _positive_int(cols, "cols")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((rows, cols), dtype=np.float32)
+    x = rng.standard_normal((1, rows), dtype=np.float32)
+    return Timing("small matvec", time_calls(lambda: x @ w, repeats, warmup=2), bytes_per_pass=w.nbytes)
 
 
 def ram_bytes() -> float:
@@ -339,9 +384,11 @@ def measure(quick: bool = True) -> Measurement:
     cfg = QUICK if quick else FULL
     t_start = time.perf_counter()
     stream = stream_bandwidth(cfg["stream_elements"], cfg["stream_repeats"])
-    mm32 = matmul_flops(cfg["matmul_sizes"], "float32", cfg["repeats"])
-    mm64 = matmul_flops(cfg["matmul_sizes"], "float64", cfg["repeats"])
+    mm = matmul_flops(cfg["matmul_sizes"], "both", cfg["repeats"])
+    mm32 = {n: t for (dt, n), t in mm.items() if dt == "float32"}
+    mm64 = {n: t for (dt, n), t in mm.items() if dt == "float64"}
     overhead = call_overhead_s(repeats=cfg["repeats"] + 2)
+    matvec = small_matvec_s()
     bandwidth = max(t.best_bytes_per_s for t in stream.values())
     peak32 = max(t.best_flops_per_s for t in mm32.values())
     peak64 = max(t.best_flops_per_s for t in mm64.values())
@@ -375,6 +422,7 @@ def measure(quick: bool = True) -> Measurement:
             for dtype, table in (("fp32", mm32), ("fp64", mm64))
         },
         "call_overhead": {"min_s": overhead.min_s, "median_s": overhead.median_s},
+        "small_matvec": {"min_s": matvec.min_s, "median_s": matvec.median_s, "bytes": matvec.bytes_per_pass},
     }
     details["elapsed_s"] = time.perf_counter() - t_start
     return Measurement(

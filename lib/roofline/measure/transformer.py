@@ -99,6 +99,16 @@ class TransformerConfig:
         )
 
     @property
+    def matmul_calls_per_step(self) -> int:
+        """numpy matmul calls one forward step makes: per layer Q, K, V, scores, probs·V, O, gate, up,
+        down (9), plus the LM head. Each one pays the BLAS's per-call cost.
+
+        >>> SMALL.matmul_calls_per_step   # 9 × 8 layers + 1
+        73
+        """
+        return 9 * self.layers + 1
+
+    @property
     def parameter_count(self) -> int:
         """Stored parameters N (the library's count on these shapes)."""
         return int(rl.parameter_count(self.as_model()))

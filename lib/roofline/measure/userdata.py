@@ -12,11 +12,9 @@ It has the schema of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gp
 the project's. A user id equal to a project id is an error. After writing the file, call
 ``reload_tables()`` (``save_user_gpu`` does) so the cached tables see it.
 
->>> import os, tempfile
->>> os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp()
->>> load_user_gpu_rows()
+>>> import tempfile
+>>> load_user_gpu_rows(Path(tempfile.mkdtemp()) / "gpus.toml")   # no file yet: no rows
 []
->>> del os.environ["SPEED_PHYSICS_HOME"]
 """
 
 from __future__ import annotations
@@ -84,6 +82,20 @@ def check_name(name: str) -> str:
     return name
 
 
+def check_save_name(name: str) -> str:
+    """``check_name``, and not an id of the project's GPU table (which the user row would shadow)."""
+    from roofline.data import DATA_DIR
+
+    check_name(name)
+    with open(DATA_DIR / TABLE_NAME, "rb") as f:
+        project_ids = {r["id"] for r in tomllib.load(f)["gpu"]}
+    if name in project_ids:
+        raise InvalidConfigurationError(
+            f"{name!r} is a GPU id in the project's table ({DATA_DIR / TABLE_NAME}); choose another name"
+        )
+    return name
+
+
 def reload_tables() -> None:
     """Forget the cached GPU table so the next ``rl.gpus()`` / ``rl.get_gpu()`` reads the files again."""
     from roofline import data
@@ -134,7 +146,8 @@ def measurement_row(name: str, measurement, date: datetime.date | None = None) -
             f"streaming kernel ({stream_text}; STREAM byte counting); dense_tflops = best numpy matmul "
             f"(n x n, 2n^3 FLOP) in fp32 and fp64; {threads.get('cpu_count')} logical CPUs, BLAS "
             f"{threads.get('blas')}, threads {threads.get('blas_threads') or 'default (one per core)'}. "
-            f"memory_gb = this machine's RAM. No bf16/fp8 math measured: use weight_precision='fp32'. "
+            f"Load average {d.get('load_average_1min', float('nan')):.1f} during the run (other work lowers "
+            f"every figure). memory_gb = this machine's RAM. No bf16/fp8 math measured: use fp32 weights. "
             f"interconnect and power not measured (0)."
         ),
     }
@@ -147,13 +160,7 @@ def save_user_gpu(name: str, measurement, path: Path | None = None) -> Path:
     """
     from roofline.data import DATA_DIR
 
-    check_name(name)
-    with open(DATA_DIR / TABLE_NAME, "rb") as f:
-        project_ids = {r["id"] for r in tomllib.load(f)["gpu"]}
-    if name in project_ids:
-        raise InvalidConfigurationError(
-            f"{name!r} is a GPU id in the project's table ({DATA_DIR / TABLE_NAME}); choose another name"
-        )
+    check_save_name(name)
     path = Path(path) if path is not None else user_gpu_table_path()
     if path.resolve().parent == DATA_DIR.resolve():
         raise InvalidConfigurationError(f"refusing to write into the project's data directory {DATA_DIR}")

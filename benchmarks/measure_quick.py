@@ -1,0 +1,43 @@
+"""How long `roofline measure --quick` takes, end to end, in a fresh process (as a learner runs it).
+
+    uv run python benchmarks/measure_quick.py [RUNS]
+
+Goal: well under 30 s on the 2-core reference machine (target ≤ 10 s). Prints each run's wall time, the
+min and median, and the load average (other work on a shared machine slows every run).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main(argv: list[str]) -> int:
+    runs = int(argv[0]) if argv else 3
+    times = []
+    with tempfile.TemporaryDirectory() as home:  # never touch the real user table
+        env = {**os.environ, "SPEED_PHYSICS_HOME": home}
+        for i in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "roofline.apps.cli", "measure", "--quick", "--json"],
+                check=True,
+                capture_output=True,
+                env=env,
+            )
+            times.append(time.perf_counter() - t0)
+            print(f"run {i + 1}: {times[-1]:.2f} s", flush=True)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"measure --quick: min {min(times):.2f} s, median {statistics.median(times):.2f} s "
+        f"over {runs} runs (load average {load:.1f}; goal < 30 s, target <= 10 s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
