@@ -320,3 +320,10 @@ def test_explorer_cells_are_the_unrun_hint_when_stored(lesson):
             data = out.get("data", {})
             if "application/vnd.jupyter.widget-view+json" in data:
                 assert "Run the notebook (Run ▸ Run All Cells)" in "".join(data["text/plain"])
+
+
+def test_gpus_without_the_weight_precision_are_marked(explorer):
+    explorer.controls["weight_precision"].value = "fp8"
+    labels = dict((value, label) for label, value in explorer.controls["gpu"].options)
+    assert labels["a100-80gb-sxm"] == "a100-80gb-sxm (no fp8)"  # Ampere has no FP8 tensor cores
+    assert labels["h100-sxm"] == "h100-sxm"

@@ -184,7 +184,7 @@ def achievable_step_s(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> float:
 def decode_rows(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> list[tuple[str, ...]]:
     """The decode readout's rows: (quantity, ideal floor, what ``engine`` reaches), cost included."""
     step = s.decode()
-    memory = f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB"
+    memory = f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB usable"
     price = "—" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f} × {s.num_gpus}"
     if not step.fits:
         fit = s.users_that_fit()
@@ -584,18 +584,21 @@ class Explorer(W.VBox):
             if isinstance(menu, W.Dropdown) and all(m in models() for m in _values(menu)):
                 labels = []
                 for model_id in models():
-                    need = s.with_(model=model_id, batch=1).gpus_needed()
+                    need = s.with_(model=model_id, batch=1, context_tokens=1).gpus_needed()
                     labels.append((_needs_label(model_id, need, s.num_gpus), model_id))
+                _set_options(menu, labels)
+            menu = self.controls.get("gpu")
+            if isinstance(menu, W.Dropdown) and all(g in gpus() for g in _values(menu)):
+                labels = []
+                for gpu_id in _values(menu):
+                    ok = _supports(gpu_id, s.weight_precision)
+                    labels.append((gpu_id if ok else f"{gpu_id} (no {s.weight_precision})", gpu_id))
                 _set_options(menu, labels)
             menu = self.controls.get("weight_precision")
             if isinstance(menu, W.Dropdown):
                 labels = []
                 for p in _values(menu):
-                    try:
-                        peak_flops_per_s(get_gpu(s.gpu), p)
-                        labels.append((p, p))
-                    except RooflineError:
-                        labels.append((f"{p} (not on {s.gpu})", p))
+                    labels.append((p, p) if _supports(s.gpu, p) else (f"{p} (not on {s.gpu})", p))
                 _set_options(menu, labels)
             price = self.controls.get("usd_per_gpu_hour")
             if price is not None:
@@ -630,10 +633,8 @@ class Explorer(W.VBox):
             self.live.options = old_options
             self.live.update(self.scenario)  # keep the figure consistent with the last valid state
             return
-        menus_changed = any(
-            getattr(candidate, f) != getattr(self.scenario, f)
-            for f in ("gpu", "num_gpus", "weight_precision", "usd_per_gpu_hour", "context_tokens")
-        )
+        fields = ("gpu", "num_gpus", "weight_precision")
+        menus_changed = any(getattr(candidate, f) != getattr(self.scenario, f) for f in fields)
         self.scenario = candidate
         self.message.value = f'<p style="color:#8a5a00"><b>Note:</b> {html.escape(note)}</p>' if note else ""
         self.image.value = picture
@@ -659,6 +660,15 @@ def _set_options(menu: W.Dropdown, labelled: list[tuple[str, object]]) -> None:
     value = menu.value
     menu.options = labelled
     menu.value = value
+
+
+def _supports(gpu_id: str, precision: str) -> bool:
+    """Whether ``gpu_id`` has the math for weights in ``precision`` (the library's own check)."""
+    try:
+        peak_flops_per_s(get_gpu(gpu_id), precision)
+    except RooflineError:
+        return False
+    return True
 
 
 def _values(menu: W.Dropdown) -> list:
