@@ -26,7 +26,7 @@ The parameters live in ``data/calibration.toml``; ``tools/fit_calibration.py`` r
 >>> r.achievable.tpot_s >= r.ideal.tpot_s
 True
 >>> round(r.ideal.tpot_s * 1e3, 2)
-4.8
+4.49
 """
 
 from __future__ import annotations
@@ -391,8 +391,8 @@ def generate(
     weights and the final KV cache do not fit in the N GPUs' memory.
 
     >>> r = generate("llama-3-8b", "h100-sxm", batch=1, input_tokens=1, output_tokens=1, engine="vllm")
-    >>> round(r.ideal.ttft_s * 1e3, 2), round(r.ideal.tpot_s * 1e3, 2)     # 16.06 GB ÷ 3.35 TB/s twice
-    (4.79, 4.79)
+    >>> round(r.ideal.ttft_s * 1e3, 2), round(r.ideal.tpot_s * 1e3, 2)     # 15.01 GB ÷ 3.35 TB/s twice
+    (4.48, 4.48)
     >>> r.achievable.latency_s > r.ideal.latency_s
     True
     """
@@ -438,7 +438,7 @@ def generate(
         "layer_overhead_s": t_layer,
         "sequence_overhead_s": t_seq,
         "overheads_from": how_oh,
-        "usable_memory_fraction": USABLE_MEMORY_FRACTION,
+        "memory_model": "engine (rl.memory_available_bytes: vLLM's defaults)",
         "waves": waves,
         "allreduce_hop_latency_s": ar,
         "allreduce_latency_s": 2 * (n - 1) * ar if (par == "tensor" and n > 1) else 0.0,
@@ -488,18 +488,15 @@ def _precision_class(p: str) -> str:
     return "16-bit" if p in ("bf16", "fp16") else p
 
 
-USABLE_MEMORY_FRACTION = 0.9  # vLLM's default gpu_memory_utilization; the others reserve similar room
-
-
 def serving_waves(
     model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"
 ):
     """(waves, requests per wave) for a static batch whose KV cache, at ``context_tokens`` each, must fit in
-    ``USABLE_MEMORY_FRACTION`` of the GPUs' memory beside the weights: the engine runs what does not fit
-    in later waves. One wave (of the whole batch) when it fits.
+    what an engine leaves weights and KV (``rl.memory_available_bytes``, vLLM's defaults) beside the
+    weights: the engine runs what does not fit in later waves. One wave (of the whole batch) when it fits.
 
     >>> serving_waves("llama-2-7b", "a100-40gb", 64, 4096)     # MHA: 0.5 MB of KV per token
-    (7, 9.142857142857142)
+    (8, 8.0)
     >>> serving_waves("llama-3-8b", "h100-sxm", 64, 4096)
     (1, 64.0)
     """
@@ -511,9 +508,9 @@ def serving_waves(
 def _users_that_fit(model, gpu, context_tokens, num_gpus, weight_precision, kv_precision) -> int:
     """Requests whose KV at ``context_tokens`` fits in the usable memory beside the weights (at least 1)."""
     m, g = rl.get_model(model), rl.get_gpu(gpu)
-    usable = USABLE_MEMORY_FRACTION * float(rl.memory_capacity_bytes(g, num_gpus))
+    usable = float(rl.memory_available_bytes(g, num_gpus))
     free = usable - rl.weight_bytes(m, weight_precision)
-    per_request = float(context_tokens) * rl.kv_bytes_per_token(m, kv_precision)
+    per_request = float(rl.sequence_kv_bytes(m, context_tokens, kv_precision))
     return max(1, math.floor(free / per_request)) if per_request > 0 else 10**9
 
 
