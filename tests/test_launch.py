@@ -132,3 +132,18 @@ def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound(
     assert small.cpu_time_s == pytest.approx(150 * 4e-6 + 1e-3)
     assert small.cpu_bound and small.queued_step_s == pytest.approx(small.cpu_time_s)
     assert small.hidden_fraction == pytest.approx(small.gpu_time_s / small.cpu_time_s)
+
+
+def test_readout_shows_the_queued_step_and_the_cost():
+    from roofline.lessons.scenario import Scenario
+    from roofline.views.launch import launch_readout
+
+    # 8B on an H100: 300 × 4 µs = 1.2 ms of launches under a 4.48 ms GPU step; queued ahead, 4.48 ms a step;
+    # one user's 1 / 5.68 ms = 176 tokens/s at $3 per GPU-hour costs 3 / (176 × 3,600) × 1e6 = $4.73 per 1M
+    html = launch_readout(
+        Scenario(context_tokens=0, usd_per_gpu_hour=3.0),
+        {"kernels_per_step": 300, "cpu_s_per_launch": 4e-6, "cuda_graphs": False},
+    )
+    assert "step if the CPU queues ahead" in html and "4.48 ms" in html
+    assert "cost per 1M tokens" in html and "$4.73" in html
+    assert "cost per 1M tokens (achievable)" in launch_explorer().readout.value  # ideal beside achievable

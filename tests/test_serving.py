@@ -129,3 +129,13 @@ def test_figure_and_explorer():
     assert "does not fit" in serving_readout(
         Scenario(context_tokens=32768), {"users": 100, "output_tokens": 10}
     )
+
+
+def test_readout_prices_both_policies_and_the_first_token():
+    from roofline.lessons.scenario import Scenario
+
+    html = serving_readout(Scenario(usd_per_gpu_hour=3.0), {"users": 20, "output_tokens": 400})
+    b = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, 1000)
+    # $3 / (tokens/s × 3,600) × 1e6 for each policy's GPU output
+    assert f"${3 / (b.tokens_per_s_total * 3600) * 1e6:.2f}" in html
+    assert "one at a time: cost per 1M tokens" in html and "batched: first token" in html

@@ -118,3 +118,12 @@ def test_comparison_figure_shows_absolute_time_beside_the_speedup():
     assert np.asarray(line.get_ydata()) == pytest.approx(np.asarray(expected))
     # by hand at G = 1: the decode floor, weight bytes read ÷ 3.35e12 B/s, a few ms (not a ratio)
     assert 4.0 < line.get_ydata()[0] < 5.0
+
+
+def test_readout_has_the_cost_and_the_explorer_shows_ideal_beside_achievable():
+    # 8B BF16 on 2 H100s, 1 user: 2.74 ms per step -> 365 tokens/s; 2 GPUs × $3 / (365 × 3,600) × 1e6 = $4.57
+    s = Scenario(num_gpus=2, context_tokens=0, usd_per_gpu_hour=3.0)
+    html = tensor_parallel_readout(s)
+    step = tensor_parallel_scaling("llama-3-8b", "h100-sxm", 2).step_time_s
+    assert "cost per 1M tokens" in html and f"${2 * 3 / (1 / step * 3600) * 1e6:.2f}" in html
+    assert "cost per 1M tokens (achievable)" in tensor_parallel_explorer().readout.value

@@ -9,11 +9,18 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from roofline.data import get_gpu, get_model, gpus, models
-from roofline.lessons.launch import CARD_CPU_S_PER_LAUNCH, CARD_KERNELS_PER_STEP, launch_budget, share_grid
+from roofline.lessons.launch import (
+    CARD_CPU_S_PER_LAUNCH,
+    CARD_KERNELS_PER_STEP,
+    launch_budget,
+    share_grid,
+    step_time_with_launches_s,
+)
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import weight_bytes
-from roofline.ui.widgets import Explorer, table_html
+from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
 from roofline.units import MS, TB, US
+from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 
 
@@ -167,6 +174,8 @@ def launch_readout(s: Scenario, options) -> str:
     )
     if not b.fits:
         return table_html([("step time", "does not fit in memory: no step time")])
+    queued = float(step_time_with_launches_s(b.roofline_time_s, b.overhead_s))  # max(GPU, CPU)
+    cpu_bound = b.overhead_s > b.roofline_time_s
     return table_html(
         [
             ("kernel launches per step", f"{b.kernels_launched:,.0f}"),
@@ -175,6 +184,8 @@ def launch_readout(s: Scenario, options) -> str:
             ("step time", f"{b.step_time_s / MS:.2f} ms"),
             ("share spent launching", f"{b.share * 100:.1f}%"),
             ("tokens/s per user", f"{b.tokens_per_s_per_user:,.0f}"),
+            ("step if the CPU queues ahead", f"{queued / MS:.2f} ms" + (" (CPU-bound)" if cpu_bound else "")),
+            ("cost per 1M tokens", cost_text(s, s.batch * b.tokens_per_s_per_user)),
         ]
     )
 
@@ -207,7 +218,7 @@ def launch_explorer(scenario: Scenario | None = None) -> Explorer:
         LaunchBars,
         ["model", "gpu", "weight_precision"],
         scenario or Scenario(context_tokens=0),
-        launch_readout,
+        combine_readouts(launch_readout, decode_readout),  # then ideal beside achievable, with the cost
         knobs=knobs,
         to_options=to_options,
     )

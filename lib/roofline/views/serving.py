@@ -16,6 +16,7 @@ from roofline.lessons.serving import (
 )
 from roofline.ui.widgets import Explorer, table_html
 from roofline.units import MS
+from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
 
 
@@ -122,6 +123,7 @@ def serving_readout(s: Scenario, options: dict) -> str:
         ("one at a time: last user done", f"{q.finish_last_s:.1f} s"),
         ("one at a time: mean wait, 1st token", f"{q.wait_mean_s:.1f} s"),
         ("one at a time: GPU tokens/s", f"{q.tokens_per_s_total:,.0f}"),
+        ("one at a time: cost per 1M tokens", cost_text(s, float(q.tokens_per_s_total))),
     ]
     if b.fits:
         rows += [
@@ -129,6 +131,7 @@ def serving_readout(s: Scenario, options: dict) -> str:
             ("batched: everyone done", f"{b.finish_last_s:.2f} s"),
             ("batched: step time", f"{b.step_time_s / MS:.2f} ms"),
             ("batched: GPU tokens/s", f"{b.tokens_per_s_total:,.0f}"),
+            ("batched: cost per 1M tokens", cost_text(s, float(b.tokens_per_s_total))),
         ]
     else:
         rows.append(("batched", f"{users} users' KV does not fit in memory"))

@@ -12,8 +12,9 @@ from matplotlib.figure import Figure
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
-from roofline.ui.widgets import Explorer, table_html
+from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
 from roofline.units import GB, MS
+from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
 
 
@@ -251,6 +252,7 @@ def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
         ),
         ("step time", f"{t / MS:.2f} ms"),
         ("tokens/s per user", f"{1 / t:,.0f}"),
+        ("cost per 1M tokens", cost_text(s, s.batch / t)),
         (
             "speedup over 1 GPU",
             "no 1-GPU baseline (does not fit)"
@@ -274,6 +276,6 @@ def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
         SpeedupVsGPUs,
         ["model", "gpu", "weight_precision", "num_gpus", "batch"],
         scenario,
-        tensor_parallel_readout,
+        combine_readouts(tensor_parallel_readout, decode_readout),  # then ideal beside achievable
         knobs={"communication": knob},
     )
