@@ -429,12 +429,50 @@ class ThroughputVsBatch(_TwoPanelsVsBatch):
 
 
 class CostVsBatch(_TwoPanelsVsBatch):
-    """Cost per million output tokens against batch, beside the per-user speed it buys."""
+    """Cost per million output tokens against batch, beside the per-user speed it buys: the ideal floor
+    (solid) and what a good engine reaches (dash-dot, ``roofline.achievable``; ``achievable=False`` leaves
+    it out, ``engine=`` picks the engine)."""
 
     panels = (
         ("$ per million output tokens", "Cost", COLORS["compute"]),
         ("tokens/s, each user", "Speed each user gets", COLORS["prefill"]),
     )
+
+    def _build(self):
+        super()._build()
+        self.real = []
+        if self.options.get("achievable", True):
+            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
+            for ax, curve in zip(self.axes, self.curves, strict=True):
+                curve.set_label("ideal (floor)")
+                (line,) = ax.plot(
+                    [], [], color=curve.get_color(), ls="-.", lw=2, label=f"a good engine ({engine})"
+                )
+                self.real.append(self._moving(line))
+            self.axes[1].legend(loc="upper right", fontsize=10)
+
+    def _draw(self, s):
+        super()._draw(s)
+        if not self.real:
+            return
+        try:
+            step_s = achievable.decode_step_times(
+                s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
+                weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+                engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
+            )["total"]  # fmt: skip
+        except RooflineError:
+            step_s = np.full(BATCH_SWEEP.shape, np.nan)
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = np.isfinite(step_s)
+        if s.usd_per_gpu_hour is not None:
+            cost[ok] = cost_per_million_tokens_usd(
+                s.usd_per_gpu_hour, BATCH_SWEEP[ok] / step_s[ok], s.num_gpus
+            )
+        for i, values in enumerate((cost, 1 / step_s)):
+            self.real[i].set_data(BATCH_SWEEP, values)
+            both = np.concatenate([self.curves[i].get_ydata(), values])
+            self.axes[i].set_ylim(nice_limits(both, log=i == 0))
 
     def _curves(self, s, sweep):
         cost = np.full(BATCH_SWEEP.shape, np.nan)
