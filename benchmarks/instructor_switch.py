@@ -63,13 +63,25 @@ def wait_for_pools(server: VoilaServer, count: int, timeout_s: float = 240) -> f
     raise RuntimeError("the preheated kernels did not start in time")
 
 
+FAILED_LOADS = []
+
+
 def switch_times(context, server: VoilaServer, lessons: list[str]) -> list[float]:
+    """Seconds from navigation to a live explorer, per lesson. A load that never shows its widgets
+    (Voilà's known ~1-in-20 flake) is counted in FAILED_LOADS and the lesson is reloaded; its time is
+    then the reload's (what an instructor who reloads sees after noticing)."""
     times = []
     for name in lessons:
-        start = time.perf_counter()
-        page = open_page(context, server.page_url(name), READY, attempts=1)
-        times.append(time.perf_counter() - start)
-        page.close()  # the tab is closed: its kernel is now idle and disconnected, a candidate for culling
+        for _attempt in range(2):
+            start = time.perf_counter()
+            try:
+                page = open_page(context, server.page_url(name), READY, attempts=1)
+            except Exception:  # noqa: BLE001 - a stuck page: counted, then reloaded once
+                FAILED_LOADS.append(name)
+                continue
+            times.append(time.perf_counter() - start)
+            page.close()  # the tab is closed: its kernel is idle and disconnected, a candidate for culling
+            break
     return times
 
 
@@ -134,6 +146,7 @@ def main() -> None:
             f"switch to a preheated lesson: median {np.median(w):.2f} s, max {w.max():.2f} s "
             f"(n={len(w)}); goal <= 2 s {'met' if w.max() <= 2 else 'NOT met'}"
         )
+        report.append(f"page loads that never showed their widgets (reloaded): {FAILED_LOADS or 'none'}")
         report.append(
             f"switch to a lesson without a preheated kernel: median {np.median(c):.2f} s, "
             f"max {c.max():.2f} s (n={len(c)})"
