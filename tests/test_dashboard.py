@@ -195,3 +195,11 @@ def test_percentiles_come_from_the_simulator():
     # one user alone: no queue, every token one step: TPOT ≥ the achievable decode step at T = 1,000
     one = simulated_latency(M, G, 1, 1000)
     assert one["tpot_s"]["p50"] >= rl.decode_step(M, G, 1, 1000).memory_time_s / 0.8 * (1 - 1e-9)
+
+
+def test_kv_use_counts_sliding_windows():
+    # Mistral 7B v0.1 keeps at most its 4,096-token window per layer: at T = 32,768 a user holds
+    # 4,096 × 128 KiB = 0.5 GiB of KV, not 4 GiB (lesson 28; rl.sequence_kv_bytes).
+    s = steady_state("mistral-7b", G, 8, 32768, prompt_tokens=0)
+    free = AVAILABLE - rl.weight_bytes("mistral-7b")
+    assert s.kv_use_fraction == pytest.approx(8 * 4096 * KV / free, rel=1e-3)

@@ -39,7 +39,12 @@ from roofline._arrays import checked, out
 from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
-from roofline.physics.architecture import active_parameter_count, kv_bytes_per_token, weight_bytes
+from roofline.physics.architecture import (
+    active_parameter_count,
+    kv_bytes_per_token,
+    sequence_kv_bytes,
+    weight_bytes,
+)
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_available_bytes
 from roofline.physics.precision import peak_flops_per_s
@@ -128,6 +133,7 @@ def steady_state(
     running = np.minimum(u, limit)
     waiting = u - running
     chunk = running * p / o
+    per_user_kv = np.asarray(sequence_kv_bytes(m, t, kv_precision))  # T tokens, sliding windows included
     step = mixed_step(
         m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
         include_communication=True,
@@ -147,7 +153,7 @@ def steady_state(
         running / safe,
         np.asarray(step.bytes_moved) / (safe * bw),
         np.asarray(step.flops) / (safe * peak),
-        np.where(ok, running * t * kv / np.maximum(free, 1), np.nan),
+        np.where(ok, running * per_user_kv / np.maximum(free, 1), np.nan),
         ok,
     )
     u, t, limit, running, waiting, chunk, safe, rate, mbu_, mfu_, kv_use, ok = arrays
@@ -393,8 +399,8 @@ def dashboard(
         mfu=float(np.asarray(run.flops)[window].sum() / (elapsed * peak)),
         mfu_decode=float(decode_flops / (elapsed * peak)),
         tokens_per_s=float(tokens_per_s),
-        kv_use_fraction=running * t * kv / free,
-        kv_bytes=running * t * kv,
+        kv_use_fraction=running * float(sequence_kv_bytes(m, t, kv_precision)) / free,
+        kv_bytes=running * float(sequence_kv_bytes(m, t, kv_precision)),
         kv_free_bytes=free,
         step_time_s=float(step_s[window].mean()),
         ttft_p50_s=lat["ttft_s"]["p50"],
