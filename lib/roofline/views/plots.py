@@ -364,7 +364,9 @@ class _TwoPanelsVsBatch(LiveFigure):
     """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked.
 
     Subclasses set ``panels`` ((y label, title, colour) for left and right) and implement ``_curves``
-    (the two sweeps), ``_points`` (value and label at the scenario's batch) and ``_suptitle``.
+    (the two sweeps), ``_points`` (value and label at the scenario's batch), ``_suptitle`` and
+    ``_real_curves`` (the same two quantities from what a good engine reaches, given its step times:
+    drawn dash-dot unless ``achievable=False``; ``engine=`` picks the engine).
     """
 
     ncols = 2
@@ -382,6 +384,41 @@ class _TwoPanelsVsBatch(LiveFigure):
                 xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
             )
         self.axes[0].set_yscale("log")
+        self._build_achievable()
+
+    def _build_achievable(self):
+        self.real = []
+        if self.options.get("achievable", True):
+            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
+            for ax, curve in zip(self.axes, self.curves, strict=True):
+                curve.set_label("ideal (floor)")
+                (line,) = ax.plot(
+                    [], [], color=curve.get_color(), ls="-.", lw=2, label=f"a good engine ({engine})"
+                )
+                self.real.append(self._moving(line))
+            self.axes[1].legend(loc="upper right", fontsize=10)
+
+    def _draw_achievable(self, s):
+        if not self.real:
+            return
+        try:
+            step_s = achievable.decode_step_times(
+                s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
+                weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+                engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
+            )["total"]  # fmt: skip
+        except RooflineError:
+            step_s = np.full(BATCH_SWEEP.shape, np.nan)
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = np.isfinite(step_s)
+        if s.usd_per_gpu_hour is not None:
+            cost[ok] = cost_per_million_tokens_usd(
+                s.usd_per_gpu_hour, BATCH_SWEEP[ok] / step_s[ok], s.num_gpus
+            )
+        for i, values in enumerate(self._real_curves(s, step_s)):
+            self.real[i].set_data(BATCH_SWEEP, values)
+            both = np.concatenate([self.curves[i].get_ydata(), values])
+            self.axes[i].set_ylim(nice_limits(both, log=i == 0))
 
     def _draw(self, s):
         sweep = s.decode(batch=BATCH_SWEEP)
@@ -408,6 +445,7 @@ class _TwoPanelsVsBatch(LiveFigure):
                 )
             self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
         self.fig.suptitle(self._suptitle(s), fontsize=12)
+        self._draw_achievable(s)
 
 
 class ThroughputVsBatch(_TwoPanelsVsBatch):
@@ -421,6 +459,9 @@ class ThroughputVsBatch(_TwoPanelsVsBatch):
     def _curves(self, s, sweep):
         return sweep.tokens_per_s_total, sweep.tokens_per_s_per_user
 
+    def _real_curves(self, s, step_s):
+        return BATCH_SWEEP / step_s, 1 / step_s
+
     def _points(self, s, here):
         return tuple((v, f"{v:,.0f} tok/s") for v in (here.tokens_per_s_total, here.tokens_per_s_per_user))
 
@@ -430,49 +471,12 @@ class ThroughputVsBatch(_TwoPanelsVsBatch):
 
 class CostVsBatch(_TwoPanelsVsBatch):
     """Cost per million output tokens against batch, beside the per-user speed it buys: the ideal floor
-    (solid) and what a good engine reaches (dash-dot, ``roofline.achievable``; ``achievable=False`` leaves
-    it out, ``engine=`` picks the engine)."""
+    (solid) and what a good engine reaches (dash-dot)."""
 
     panels = (
         ("$ per million output tokens", "Cost", COLORS["compute"]),
         ("tokens/s, each user", "Speed each user gets", COLORS["prefill"]),
     )
-
-    def _build(self):
-        super()._build()
-        self.real = []
-        if self.options.get("achievable", True):
-            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
-            for ax, curve in zip(self.axes, self.curves, strict=True):
-                curve.set_label("ideal (floor)")
-                (line,) = ax.plot(
-                    [], [], color=curve.get_color(), ls="-.", lw=2, label=f"a good engine ({engine})"
-                )
-                self.real.append(self._moving(line))
-            self.axes[1].legend(loc="upper right", fontsize=10)
-
-    def _draw(self, s):
-        super()._draw(s)
-        if not self.real:
-            return
-        try:
-            step_s = achievable.decode_step_times(
-                s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
-                weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-                engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
-            )["total"]  # fmt: skip
-        except RooflineError:
-            step_s = np.full(BATCH_SWEEP.shape, np.nan)
-        cost = np.full(BATCH_SWEEP.shape, np.nan)
-        ok = np.isfinite(step_s)
-        if s.usd_per_gpu_hour is not None:
-            cost[ok] = cost_per_million_tokens_usd(
-                s.usd_per_gpu_hour, BATCH_SWEEP[ok] / step_s[ok], s.num_gpus
-            )
-        for i, values in enumerate((cost, 1 / step_s)):
-            self.real[i].set_data(BATCH_SWEEP, values)
-            both = np.concatenate([self.curves[i].get_ydata(), values])
-            self.axes[i].set_ylim(nice_limits(both, log=i == 0))
 
     def _curves(self, s, sweep):
         cost = np.full(BATCH_SWEEP.shape, np.nan)
@@ -482,6 +486,14 @@ class CostVsBatch(_TwoPanelsVsBatch):
                 s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus
             )
         return cost, sweep.tokens_per_s_per_user
+
+    def _real_curves(self, s, step_s):
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = np.isfinite(step_s)
+        if s.usd_per_gpu_hour is not None:
+            tokens_per_s = BATCH_SWEEP[ok] / step_s[ok]
+            cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus)
+        return cost, 1 / step_s
 
     def _points(self, s, here):
         speed = (here.tokens_per_s_per_user, f"{here.tokens_per_s_per_user:.0f} tok/s")
