@@ -9,7 +9,7 @@ than its roofline time, so B users cannot get more than B ÷ step tokens/s from 
 
 >>> p = plausibility(2000, "llama-3-8b", "h100-sxm")
 >>> round(p.ceiling_tokens_per_s), round(p.ratio, 1), p.plausible
-(209, 9.6, False)
+(223, 9.0, False)
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def request_time_s(
     Taught in lesson 06.
 
     >>> round(request_time_s("llama-3-8b", "h100-sxm", 2000, 100), 3)
-    0.521
+    0.485
     """
     p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
     n = int(checked(output_tokens, "output_tokens", minimum=1))
@@ -279,9 +279,9 @@ def plausibility(
     Taught in lesson 06.
 
     >>> plausibility(2000, "llama-3-8b", "h100-sxm").verdict
-    'impossible: 9.6x above the ceiling of 209 tokens/s'
+    'impossible: 9.0x above the ceiling of 223 tokens/s'
     >>> plausibility(170, "llama-3-8b", "h100-sxm").verdict
-    'plausible: 82% of the ceiling of 209 tokens/s'
+    'plausible: 76% of the ceiling of 223 tokens/s'
     >>> plausibility([2000, 4000], "llama-3-8b", "h100-sxm", batch=32, context_tokens=1000).plausible.tolist()
     [True, True]
     """

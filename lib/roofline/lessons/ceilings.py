@@ -15,7 +15,7 @@ start has no speed. Only the weights are counted (context 0, no KV cache), so "f
 
 >>> t = batch1_ceiling_table("llama-3-8b", gpus=["h100-sxm", "l4"], precisions=["fp32", "bf16", "int4"])
 >>> t.ceiling_tokens_per_s.round().tolist()
-[[104.0, 209.0, 809.0], [nan, 19.0, 72.0]]
+[[112.0, 223.0, 866.0], [nan, 20.0, 78.0]]
 >>> t.status("l4", "fp32")
 'does not fit'
 """
@@ -119,8 +119,8 @@ def batch1_ceiling_table(
     Taught in lesson 02.
 
     >>> t = batch1_ceiling_table("llama-3-70b", gpus=["h100-sxm"], precisions=["bf16", "fp8"], num_gpus=2)
-    >>> (t.floor_s * 1e3).round(1).tolist()    # 141 GB (BF16) or 70.6 GB (FP8) over 2 x 3.35 TB/s
-    [[21.1, 10.5]]
+    >>> (t.floor_s * 1e3).round(1).tolist()    # 139 GB (BF16) or 70 GB read (FP8) over 2 x 3.35 TB/s
+    [[20.7, 10.4]]
     >>> batch1_ceiling_table("llama-3-8b", gpus=["a100-80gb-sxm"], precisions=["fp8"]).status(
     ...     "a100-80gb-sxm", "fp8")
     'unsupported'

@@ -2,18 +2,19 @@
 
 Taught in lesson 28 (notebooks/28_kv_cache.ipynb). The per-token formula lives in
 ``roofline.physics.architecture.kv_bytes_per_token``; the fit test in ``roofline.physics.memory``.
-This module adds the
-views lesson 28 needs: the saving from grouped-query attention, the pool of KV tokens a GPU can hold,
+This module adds the views lesson 28 needs: the saving from grouped-query attention, the pool of KV tokens a GPU can hold,
 a table over every model, and a figure of the largest batch against context.
 
     KV bytes per token = 2 (K and V) × L × H_kv × d_h × bytes per element
-    KV token capacity  = (G × memory per GPU − weight bytes) ÷ KV bytes per token
+    KV token capacity  = (memory for weights and KV − weight bytes) ÷ KV bytes per token
     largest batch      = floor(capacity ÷ T)
 
 >>> gqa_factor("llama-3-8b"), gqa_factor("llama-3-70b")
 (4.0, 8.0)
->>> kv_token_capacity("llama-3-8b", "h100-sxm")          # tokens of context, all users together
-487819
+>>> kv_token_capacity("llama-3-8b", "h100-sxm")                   # all 80 GiB: (85.9e9 − 16.06e9) ÷ 131,072
+532827
+>>> kv_token_capacity("llama-3-8b", "h100-sxm", memory="engine")  # what vLLM leaves: 71.22e9 − 16.06e9
+420859
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu, models
 from roofline.physics.architecture import kv_bytes_per_token, kv_bytes_per_token_mha, weight_bytes
-from roofline.physics.memory import max_batch, memory_capacity_bytes
+from roofline.physics.memory import memory_available_bytes, max_batch, memory_capacity_bytes
 
 # Contexts the lesson's batch-vs-context figure sweeps (tokens per user, log-spaced).
 CONTEXT_SWEEP = np.unique(np.round(np.geomspace(128, 131072, 120)).astype(int))
@@ -47,19 +48,24 @@ def gqa_factor(model) -> float:
     return kv_bytes_per_token_mha(model) / kv_bytes_per_token(model)
 
 
-def kv_token_capacity(model, gpu, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"):
+def kv_token_capacity(
+    model, gpu, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16", memory="ideal"
+):
     """Tokens of KV cache that fit in ``num_gpus`` GPUs beside the weights (tokens, all users together).
 
     Users share this pool: B users at T tokens each fit while B × T ≤ capacity. 0 where the weights alone
-    do not fit. Broadcasts over ``num_gpus``.
+    do not fit. Broadcasts over ``num_gpus``. ``memory``: ``"ideal"`` (all of it, the lesson's first
+    picture) or ``"engine"`` (what vLLM's defaults leave weights and KV, ``rl.memory_available_bytes``).
 
     Taught in lesson 28.
 
     >>> kv_token_capacity("llama-3-70b", "h100-sxm", num_gpus=[1, 2])   # 141 GB of BF16 weights
-    array([    0, 57655])
+    array([    0, 93662])
+    >>> kv_token_capacity("llama-3-70b", "h100-sxm", num_gpus=2, memory="engine")   # vLLM leaves 142.4 GB
+    4087
     """
     n = checked(num_gpus, "num_gpus", minimum=1)
-    free = np.asarray(memory_capacity_bytes(gpu, n)) - weight_bytes(model, weight_precision)
+    free = np.asarray(memory_available_bytes(gpu, n, memory)) - weight_bytes(model, weight_precision)
     return out(np.floor(np.maximum(free, 0) / kv_bytes_per_token(model, kv_precision)).astype(int))
 
 
@@ -98,6 +104,6 @@ def compare_gpus_memory(model, context_tokens, gpus=COMPARE_GPUS, **kwargs) -> d
     """Largest batch at ``context_tokens`` on each GPU in ``gpus`` (users). Taught in lesson 28.
 
     >>> compare_gpus_memory("llama-3-8b", 4096, gpus=("h100-sxm", "h200"))
-    {'h100-sxm': 119, 'h200': 232}
+    {'h100-sxm': 102, 'h200': 211}
     """
     return {g: int(max_batch(model, get_gpu(g), context_tokens, **kwargs)) for g in gpus}

@@ -15,7 +15,7 @@ high and the third tiny: the card's Q5.
 >>> t = decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, n_steps=10)
 >>> m = timeline_metrics(t, window_s=1e-3)
 >>> round(m.gpu_util, 2), round(m.mbu, 2), round(m.mfu, 4)
-(1.0, 0.8, 0.0027)
+(1.0, 0.75, 0.0025)
 """
 
 from __future__ import annotations
