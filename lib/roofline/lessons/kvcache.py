@@ -2,8 +2,8 @@
 
 Taught in lesson 28 (notebooks/28_kv_cache.ipynb). The per-token formula lives in
 ``roofline.physics.architecture.kv_bytes_per_token``; the fit test in ``roofline.physics.memory``.
-This module adds the views lesson 28 needs: the saving from grouped-query attention, the pool of KV tokens a GPU can hold,
-a table over every model, and a figure of the largest batch against context.
+This module adds the numbers lesson 28 needs: the saving from grouped-query attention, the pool of KV
+tokens a GPU can hold, and a table over every model (the figure lives in ``roofline.views.kvcache``).
 
     KV bytes per token = 2 (K and V) × L × H_kv × d_h × bytes per element
     KV token capacity  = (memory for weights and KV − weight bytes) ÷ KV bytes per token
