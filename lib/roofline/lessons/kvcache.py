@@ -24,7 +24,7 @@ import numpy as np
 from roofline._arrays import checked, out
 from roofline.data import get_gpu, models
 from roofline.physics.architecture import kv_bytes_per_token, kv_bytes_per_token_mha, weight_bytes
-from roofline.physics.memory import memory_available_bytes, max_batch, memory_capacity_bytes
+from roofline.physics.memory import max_batch, memory_available_bytes
 
 # Contexts the lesson's batch-vs-context figure sweeps (tokens per user, log-spaced).
 CONTEXT_SWEEP = np.unique(np.round(np.geomspace(128, 131072, 120)).astype(int))
