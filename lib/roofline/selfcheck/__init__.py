@@ -113,3 +113,12 @@ __all__ = [
     "results_html",
     "shuffled_card",
 ]
+
+
+def __getattr__(name: str):  # submodules load on first use: ``from roofline import selfcheck; selfcheck.ui``
+    import importlib
+    import pkgutil
+
+    if name in {m.name for m in pkgutil.iter_modules(__path__)}:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

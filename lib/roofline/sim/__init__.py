@@ -47,3 +47,12 @@ __all__ = [
     "simulate_naive",
     "sustainable_rate_per_s",
 ]
+
+
+def __getattr__(name: str):  # submodules load on first use: ``from roofline import sim; sim.validation``
+    import importlib
+    import pkgutil
+
+    if name in {m.name for m in pkgutil.iter_modules(__path__)}:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
