@@ -128,6 +128,10 @@ def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario
         scenario or Scenario(context_tokens=0),
         plausibility_readout,
         knobs=knobs,
+        presets={
+            "the card: teammate's 2,000 tok/s, one user": {"claimed_tokens_per_s": 2000.0, "batch": 1},
+            "the card: the PM's 300 tok/s, one user": {"claimed_tokens_per_s": 300.0, "batch": 1},
+        },
     )
 
 

@@ -153,4 +153,10 @@ def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) 
     def to_options(v):
         return {**v, "names": names}
 
-    return Explorer(AmdahlBars, [], Scenario(), amdahl_readout, knobs=knobs, to_options=to_options)
+    presets = {
+        "the card: attention 30% made 3x": {"p1": 0.3, "s1": 3.0, "p2": 0.0, "s2": 1.0},
+        "the card: attention 3x and MLP (50%) 2x": {"p1": 0.3, "s1": 3.0, "p2": 0.5, "s2": 2.0},
+    }
+    return Explorer(
+        AmdahlBars, [], Scenario(), amdahl_readout, knobs=knobs, to_options=to_options, presets=presets
+    )
