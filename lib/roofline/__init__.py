@@ -99,6 +99,13 @@ from roofline.physics.precision import (
     peak_flops_per_s,
     weight_format,
 )
+from roofline.physics.speculative import (
+    SpeculativeStep,
+    expected_tokens_per_step,
+    mtp_draft_cost_ratio,
+    speculative_collapse_batch,
+    speculative_step,
+)
 from roofline.physics.step import (
     Step,
     batched_step_time_s,
@@ -134,6 +141,9 @@ __all__ = [
     # the step engine
     "Step", "forward_step", "decode_step", "prefill", "mixed_step", "causal_attention_flops",
     "decode_floor_s", "batched_step_time_s", "prefill_flops", "stalled_decode_steps",
+    # speculative decoding
+    "SpeculativeStep", "speculative_step", "expected_tokens_per_step", "speculative_collapse_batch",
+    "mtp_draft_cost_ratio",
     # balance points
     "compute_bound_prompt_tokens", "prefill_crossover_prompt_tokens", "compute_bound_batch",
     # memory

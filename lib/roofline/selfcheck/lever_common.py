@@ -4,8 +4,8 @@ are topic notebooks rather than numbered ones, and the names of their traps.
 Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb and
 notebooks/mixture_of_experts.ipynb. Numbers only.
 
-The lessons are added to ``roofline.selfcheck.spec.LESSONS`` (number or topic → notebook stem, title) so the
-cards' lesson links render like Pack 01's.
+Their lessons sit in ``roofline.selfcheck.spec.LESSONS`` under topic keys (number or topic → notebook stem,
+title), so the cards' lesson links render like Pack 01's.
 
 >>> LESSONS["speculative_decoding"]
 ('speculative_decoding', 'Speculative decoding')
@@ -15,14 +15,8 @@ from __future__ import annotations
 
 from roofline.selfcheck.spec import LESSONS
 
-LEVER_LESSONS = {
-    "quantization": ("quantization", "Quantization"),
-    "speculative_decoding": ("speculative_decoding", "Speculative decoding"),
-    "mixture_of_experts": ("mixture_of_experts", "Mixture of experts"),
-    "attention_variants": ("attention_variants", "Attention variants"),
-}
-for _key, _value in LEVER_LESSONS.items():
-    LESSONS.setdefault(_key, _value)
+LEVER_TOPICS = ("quantization", "speculative_decoding", "mixture_of_experts", "attention_variants")
+LEVER_LESSONS = {key: LESSONS[key] for key in LEVER_TOPICS}
 
 # Trap names: what ``Result.trap`` says when a wrong answer matches a known slip.
 TRAP_ALPHA_TO_THE_K = "α^k instead of the geometric sum"

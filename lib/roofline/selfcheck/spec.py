@@ -60,7 +60,7 @@ TRAP_TOTAL_FOR_USER = "total rate for one user"
 TRAP_SHARE_OF_TOTAL = "share of the longer step"
 TRAP_PART_SPEEDUP = "the part's speedup for the whole"
 
-# The lessons the cards link to: number → (notebook stem, title).
+# The lessons the cards link to: number (the study card's) or topic (beyond it) → (notebook stem, title).
 LESSONS: dict[str, tuple[str, str]] = {
     "01": ("01_token_cost", "What a token costs"),
     "02": ("02_decode_floor", "The decode floor"),
@@ -77,6 +77,10 @@ LESSONS: dict[str, tuple[str, str]] = {
     "59": ("59_dashboard", "The serving dashboard"),
     "60": ("60_amdahl", "Amdahl and profiling"),
     "61": ("61_compute_bound", "When decode turns compute-bound"),
+    "quantization": ("quantization", "Quantization"),
+    "speculative_decoding": ("speculative_decoding", "Speculative decoding"),
+    "mixture_of_experts": ("mixture_of_experts", "Mixture of experts"),
+    "attention_variants": ("attention_variants", "Attention variants"),
 }
 
 
