@@ -38,12 +38,13 @@ import functools
 import math
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 import roofline as rl
+from roofline._results import Result
 
 from .errors import InvalidConfigurationError, UnknownNameError
 
@@ -331,7 +332,7 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class GenerateResult:
+class GenerateResult(Result):
     """Ideal and achievable timings of a static batch, and where the achievable figures came from."""
 
     model_id: str
@@ -348,10 +349,6 @@ class GenerateResult:
     achievable: Timing
     fits: bool
     calibration: dict
-
-    def to_dict(self) -> dict:
-        """Plain-Python fields, ready for ``json.dumps``."""
-        return asdict(self)
 
 
 def _timing(ttft, steps, batch, inp, outp) -> Timing:

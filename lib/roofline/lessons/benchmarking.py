@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Flag, Label, Number, Result
 from roofline.assumptions import assumption
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.step import decode_step, prefill
@@ -245,14 +246,14 @@ def latency_summary(latencies_s, warmup_calls: int = 0) -> LatencySummary:
 
 # -- the physics check ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Plausibility:
+class Plausibility(Result):
     """A claimed tokens/s against the roofline ceiling of plain decoding (arrays broadcast)."""
 
-    claimed_tokens_per_s: object  # total over the batch
-    ceiling_tokens_per_s: object  # B ÷ roofline step time; NaN where the setup does not fit in memory
-    ratio: object  # claimed ÷ ceiling
-    plausible: object  # bool: claimed ≤ EDGE_OF_POSSIBLE × ceiling
-    verdict: object  # str (or array of str)
+    claimed_tokens_per_s: Number  # total over the batch
+    ceiling_tokens_per_s: Number  # B ÷ roofline step time; NaN where the setup does not fit in memory
+    ratio: Number  # claimed ÷ ceiling
+    plausible: Flag  # bool: claimed ≤ EDGE_OF_POSSIBLE × ceiling
+    verdict: Label  # str (or array of str)
 
 
 def plausibility(

@@ -32,11 +32,12 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
 import roofline as rl
+from roofline._results import Result
 from roofline.errors import InvalidConfigurationError
 
 FLOAT64_BYTES = 8
@@ -87,7 +88,7 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(Result):
     """This machine's roofline, measured. SI units; ``details`` holds every underlying figure."""
 
     memory_bandwidth_bytes_per_s: float  # best streaming figure (read, copy or triad, the highest)
@@ -97,10 +98,6 @@ class Measurement:
     matmul_fp64_flops_per_s: float
     threads: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """Plain-Python fields, ready for ``json.dumps`` (SI units)."""
-        return asdict(self)
 
     def as_gpu(self, gpu_id: str = "this-machine", memory_bytes: float | None = None) -> rl.GPU:
         """This measurement as a ``roofline.GPU`` row, so every library function can use it.

@@ -16,17 +16,18 @@ tokens/s. The search starts at the closed-form lower bound ⌈λ ÷ sustainable 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 import roofline as rl
+from roofline._results import Flag, Number, Result
 
 from .engine import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, simulate
 
 
 @dataclass(frozen=True)
-class CapacityPlan:
+class CapacityPlan(Result):
     """The smallest deployment found that meets the SLO, and the tries on the way."""
 
     replicas: int
@@ -37,9 +38,6 @@ class CapacityPlan:
     usd_per_hour: float  # the whole deployment
     usd_per_million_output_tokens: float
     tried: tuple  # (replicas, p99 TTFT s, p99 TPOT s, meets) per try
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def plan_capacity(
@@ -118,17 +116,17 @@ def plan_capacity(
 
 
 @dataclass(frozen=True)
-class LoadSweep:
+class LoadSweep(Result):
     """Latency percentiles against arrival rate (the hockey stick). Arrays over ``rates_per_s``."""
 
-    rates_per_s: object  # requests/s asked for
+    rates_per_s: Number  # requests/s asked for
     sustainable_rate_per_s: float  # closed-form estimate
-    ttft_p50_s: object
-    ttft_p99_s: object
-    tpot_p50_s: object
-    tpot_p99_s: object
-    throughput_output_tokens_per_s: object
-    unstable: object  # bool per rate
+    ttft_p50_s: Number
+    ttft_p99_s: Number
+    tpot_p50_s: Number
+    tpot_p99_s: Number
+    throughput_output_tokens_per_s: Number
+    unstable: Flag  # bool per rate
 
 
 def latency_vs_load(
