@@ -2,7 +2,7 @@
 
     uv run instructor                        # every lesson: a page listing them
     uv run instructor 16                     # lesson 16, its kernel started in advance (preheated)
-    uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated: switching takes ~1 s
+    uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated: a switch takes ~2 s
     uv run instructor --port=8870 --scale 1.5 --presenter
 
 It prints the URLs to open, each with its access token. The app
@@ -11,13 +11,15 @@ It prints the URLs to open, each with its access token. The app
   using DNS rebinding cannot reach it), and asks for a token (random per start; ``--no-token`` for none);
 - hides the code cells and sends a Content-Security-Policy that keeps the page on this machine
   (``connect-src 'self'``: websockets only back to this server; ``form-action 'self'``);
-- starts a kernel for each named lesson in advance (Voilà's preheated kernels, one per lesson), so
-  opening or switching to it shows a rendered page at once; other lessons start their kernel on opening;
+- starts a kernel for each named lesson in advance (Voilà's preheated kernels, one per lesson, ~125 MB
+  each), so the server sends the rendered page at once and the explorer is live in about 2 s (the
+  browser loading Voilà's scripts and drawing the widgets; benchmarks/instructor_switch.py); other
+  lessons start and run their kernel on opening (about 5 s);
 - culls kernels whose page was closed (idle and disconnected for ``--cull-idle-seconds``, 300 by
-  default): a lesson's kernel is ~120 MB, and without culling every page view kept one until the end;
+  default): a lesson's kernel is ~125 MB, and without culling every page view kept one until the end;
 - adds the instructor's kit to every page (template ``speed-physics``): a projector scale (A+ / A-, or
   ``?scale=1.5``) that enlarges the widgets' labels, values and the text, and a presenter view (button or
-  key ``P``, or ``?view=presenter``): one explorer and one of its questions per screen, PageDown /
+  key ``P``, or ``?view=presenter``): one question with its explorer below it per screen, PageDown /
   PageUp (a clicker) or the arrow keys to move between them. Both settings are remembered across lessons.
 
 Widget messages go out without Nagle's delay (``roofline.apps.server_latency``), so sliders answer in
