@@ -308,6 +308,29 @@ def _budget(pc: _Pieces, fb, fc, step_s, layer_s, seq_s, allreduce_s, overhead=T
     )
 
 
+def engine_parameters(gpu, engine: str = DEFAULT_ENGINE, params: Params | None = None) -> dict:
+    """The calibrated parameters of ``engine`` on ``gpu``'s family, for other models to use (the serving
+    simulator): ``bandwidth_fraction``, ``compute_fraction`` (of peak), ``step_overhead_s``,
+    ``layer_overhead_s``, ``sequence_overhead_s`` (s) and ``allreduce_hop_latency_s`` (s).
+
+    >>> p = engine_parameters("h100-sxm", "vllm")
+    >>> 0 < p["bandwidth_fraction"] <= 1 and p["step_overhead_s"] > 0
+    True
+    """
+    params = params or load_calibration()
+    g, eng = rl.get_gpu(gpu), engine_id(engine)
+    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
+    return {
+        "engine": eng,
+        "bandwidth_fraction": float(fb),
+        "compute_fraction": float(fc),
+        "step_overhead_s": float(t_step),
+        "layer_overhead_s": float(t_layer),
+        "sequence_overhead_s": float(t_seq),
+        "allreduce_hop_latency_s": float(params.hop_latency_s(eng)),
+    }
+
+
 def _engine_setup(params: Params, gpu_id: str, engine: str):
     fam = params.family(gpu_id)
     fb, fc, how = params.resolve(fam, engine)

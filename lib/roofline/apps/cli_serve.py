@@ -82,8 +82,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--priority", type=low, default="decode-first", choices=sim.PRIORITIES,
                    help="scheduling priority (default decode-first)")  # fmt: skip
     p.add_argument("--engine", type=low, default="ideal", choices=sim.ENGINES,
-                   help="step-cost engine (default ideal: the roofline; others are labels until the "
-                   "achievable layer lands)")  # fmt: skip
+                   help="step-cost engine (default ideal: the roofline; vllm, tensorrt-llm, sglang, "
+                   "llama.cpp: the achievable layer's calibration)")  # fmt: skip
     p.add_argument("--weights", type=low, default="bf16", metavar="PRECISION", help="weight precision")
     p.add_argument("--kv", type=low, default="bf16", metavar="PRECISION", help="KV-cache precision")
     p.add_argument("--slo-ttft-ms", type=float, default=1000 * sim.engine.DEFAULT_SLO_TTFT_S, metavar="MS",

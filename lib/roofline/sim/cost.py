@@ -200,13 +200,34 @@ class StepCostModel:
 
 
 def engine_cost_model(engine: str, model, gpu, **kwargs) -> StepCostModel:
-    """A ``StepCostModel`` for a named engine. Today every engine is the ideal roofline (the achievable
-    layer, issue 11, will supply fitted fractions per engine); the name is validated and kept as a label.
+    """A ``StepCostModel`` for a named engine: ``"ideal"`` is the roofline; ``vllm``, ``tensorrt-llm``,
+    ``sglang`` and ``llama.cpp`` take the achievable layer's calibrated fractions of bandwidth and math and
+    its per-step, per-layer and per-sequence costs (``roofline.achievable.engine_parameters``, fitted on
+    published runs), so a simulated server runs at what that engine reaches.
 
-    >>> engine_cost_model("vllm", "llama-3-8b", "h100-sxm").engine
-    'vllm'
+    >>> engine_cost_model("ideal", "llama-3-8b", "h100-sxm").bandwidth_fraction
+    1.0
+    >>> real, ideal = (engine_cost_model(e, "llama-3-8b", "h100-sxm") for e in ("vllm", "ideal"))
+    >>> real.engine, real.time_s(1, 1, 0, 0, 0) > ideal.time_s(1, 1, 0, 0, 0)
+    ('vllm', True)
     """
     key = str(engine).strip().lower()
     if key not in ENGINES:
         raise rl.UnknownNameError("engine", engine, list(ENGINES))
-    return StepCostModel(model, gpu, engine=key, **kwargs)
+    if key == "ideal":
+        return StepCostModel(model, gpu, engine=key, **kwargs)
+    from roofline.achievable import engine_parameters
+
+    p = engine_parameters(gpu, key)
+    layers = rl.get_model(model).layers
+    per_sequence = p["sequence_overhead_s"]
+
+    def with_sequence_cost(t, *, sequences, **_):  # each sequence in the step costs the engine a little
+        return t + per_sequence * sequences
+
+    return StepCostModel(
+        model, gpu, engine=key, bandwidth_fraction=min(p["bandwidth_fraction"], 1.0),
+        compute_fraction=min(p["compute_fraction"], 1.0),
+        step_overhead_s=p["step_overhead_s"] + layers * p["layer_overhead_s"],
+        achievable=with_sequence_cost, **kwargs,
+    )  # fmt: skip

@@ -78,7 +78,12 @@ def load_measured_rows(path=MEASURED_CSV) -> list[dict]:
 
 
 def simulate_row(
-    row: dict, rounds: int = 2, cost_kwargs: dict | None = None, kv_precision: str = "bf16", ramp: bool = True
+    row: dict,
+    rounds: int = 2,
+    cost_kwargs: dict | None = None,
+    kv_precision: str = "bf16",
+    ramp: bool = True,
+    engine: str = "ideal",
 ) -> dict:
     """Simulate one measured row's closed loop; return the row with ``sim_ttft_s``, ``sim_tpot_s`` (median
     of the simulated requests, s) and the relative errors ``ttft_error`` and ``tpot_error``.
@@ -86,14 +91,15 @@ def simulate_row(
     ``achievable`` callable): the hook where the achievable layer plugs in. ``kv_precision`` is the KV
     cache's (BF16 by default: the engines' "auto"; FP8 KV doubles the cache). ``ramp`` spreads the clients'
     first requests over one lone request's end-to-end time; without it every client starts at t = 0 and,
-    with fixed lengths, they stay in step (every round's prompts arrive together).
+    with fixed lengths, they stay in step (every round's prompts arrive together). ``engine``: ``"ideal"``
+    (the roofline) or ``"measured"`` (the row's own engine, calibrated by ``roofline.achievable``).
 
     >>> r = simulate_row(load_measured_rows()[0])
     >>> r["ttft_error"] < 0 and r["tpot_error"] < 0   # the ideal is faster than any real server
     True
     """
     cost = engine_cost_model(
-        "ideal",
+        row["engine"] if engine == "measured" else engine,
         row["model"],
         row["gpu"],
         num_gpus=row["tp"],
