@@ -327,3 +327,10 @@ def test_gpus_without_the_weight_precision_are_marked(explorer):
     labels = dict((value, label) for label, value in explorer.controls["gpu"].options)
     assert labels["a100-80gb-sxm"] == "a100-80gb-sxm (no fp8)"  # Ampere has no FP8 tensor cores
     assert labels["h100-sxm"] == "h100-sxm"
+
+
+def test_a_setup_with_a_gpu_and_a_price_keeps_the_price(explorer):
+    explorer.setup_button(gpu="l4", usd_per_gpu_hour=1.25, batch=8).click()
+    assert explorer.scenario.gpu == "l4" and explorer.scenario.usd_per_gpu_hour == 1.25
+    explorer.controls["gpu"].value = "h100-sxm"  # a later GPU change by hand brings the listed price again
+    assert explorer.scenario.usd_per_gpu_hour == rl.get_price("h100-example-3usd").usd_per_gpu_hour

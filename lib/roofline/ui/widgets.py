@@ -353,6 +353,7 @@ class Explorer(W.VBox):
         self.presets = dict(presets or {})
         self.auto_gpus = auto_gpus
         self._quiet = False  # set while several controls move at once (set, presets, reset)
+        self._price_from_code = None  # a price set from code together with a new GPU wins over the listed one
         self._dirty = False
         self.controls = {}
         for item in controls:
@@ -419,6 +420,8 @@ class Explorer(W.VBox):
         if hidden:
             self.scenario = self.scenario.with_(**hidden)
         self._quiet = True
+        priced = "usd_per_gpu_hour" in self.controls
+        self._price_from_code = values.get("usd_per_gpu_hour") if priced else None
         try:
             for name, value in values.items():
                 if name in self.knobs:
@@ -427,7 +430,10 @@ class Explorer(W.VBox):
                     self.controls[name].value = value
         finally:
             self._quiet = False
-        self._changed(force=_force or bool(hidden))
+        try:
+            self._changed(force=_force or bool(hidden))
+        finally:
+            self._price_from_code = None
 
     def setup_button(self, label: str = "Set up this question in the explorer", **settings) -> W.Button:
         """A button that puts a question into this explorer: the starting scenario with ``settings``
@@ -549,9 +555,10 @@ class Explorer(W.VBox):
         values = {name: w.value for name, w in self.controls.items()}
         if "usd_per_gpu_hour" in values:
             price = values.pop("usd_per_gpu_hour")
-            if "gpu" in values and get_gpu(values["gpu"]).id != get_gpu(self.scenario.gpu).id:
+            new_gpu = "gpu" in values and get_gpu(values["gpu"]).id != get_gpu(self.scenario.gpu).id
+            if new_gpu and self._price_from_code is None:
                 pass  # a new GPU brings its listed price (Scenario.with_)
-            elif price != (self.scenario.usd_per_gpu_hour or 0.0):
+            elif new_gpu or price != (self.scenario.usd_per_gpu_hour or 0.0):
                 values["usd_per_gpu_hour"] = price if price > 0 else None
         return self.scenario.with_(**values)
 
