@@ -25,7 +25,7 @@ from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, weight_bytes
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import forward_step
+from roofline.physics.step import forward_step, prefill
 
 
 def compute_bound_prompt_tokens(model, gpu, weight_precision="bf16"):
@@ -115,24 +115,26 @@ def prefill_crossover_prompt_tokens(
 ) -> int:
     """Shortest prompt (tokens) whose prefill the step engine finds compute-bound.
 
-    The rule (``compute_bound_prompt_tokens``) ignores KV writes and attention; this asks the engine. The
-    GPU count cancels. Raises ``InvalidConfigurationError`` if no prompt up to ``max_tokens`` flips.
+    The rule (``compute_bound_prompt_tokens``) counts every stored weight as multiplied by every token; this
+    asks the engine, where a prompt token multiplies the block weights only (the embedding is a lookup, the
+    LM head runs once), so the crossover comes later. The GPU count cancels. Raises
+    ``InvalidConfigurationError`` if no prompt up to ``max_tokens`` flips.
 
     >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm", include_attention=False)  # + KV writes
-    297
+    319
     >>> prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")   # attention's FLOPs pull it back
-    295
+    317
     >>> prefill_crossover_prompt_tokens("mixtral-8x7b", "h100-sxm")     # all 8 experts read, 2 used
-    1069
+    1080
     """
     m, g = get_model(model), get_gpu(gpu)
     checked(num_gpus, "num_gpus", minimum=1)
     g_peak = peak_flops_per_s(g, weight_precision)
 
     def test(p):
-        s = forward_step(
-            m, g, 1, 0, new_tokens=p, weight_precision=weight_precision, kv_precision=kv_precision,
-            include_attention=include_attention, on_overflow="mask",
+        s = prefill(
+            m, g, p, weight_precision=weight_precision, kv_precision=kv_precision,
+            include_attention=include_attention, on_overflow="ignore",
         )  # fmt: skip
         return np.asarray(s.flops) / g_peak > np.asarray(s.bytes_moved) / g.memory_bandwidth_bytes_per_s
 
