@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Flag, Number, Result
 from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
@@ -66,7 +67,7 @@ def chunk_attention_flops(model, chunk_tokens, prefix_tokens=0):
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Result):
     """Decode steps around the arrival of one long prompt (times relative to its arrival, s).
 
     ``chunk_tokens`` is None for the unchunked server, where the prompt's prefill runs alone and the
@@ -214,18 +215,15 @@ def prompt_arrival_timeline(
 
 
 @dataclass(frozen=True)
-class ChunkTradeoff:
+class ChunkTradeoff(Result):
     """Time to first token of the new prompt against the decoders' worst gap, per chunk size."""
 
-    chunk_tokens: object  # C, tokens
-    prefill_steps: object  # ceil(P ÷ C)
-    ttft_s: object  # s
-    worst_gap_s: object  # s
-    normal_gap_s: object  # s, one decode step of B users with no prompt around
-    fits: object  # bool: B × T + P tokens of KV fit beside the weights
-
-    def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+    chunk_tokens: Number  # C, tokens
+    prefill_steps: Number  # ceil(P ÷ C)
+    ttft_s: Number  # s
+    worst_gap_s: Number  # s
+    normal_gap_s: Number  # s, one decode step of B users with no prompt around
+    fits: Flag  # bool: B × T + P tokens of KV fit beside the weights
 
 
 def chunk_size_tradeoff(
@@ -334,19 +332,16 @@ ARRIVAL_CHUNKS = (64, 128, 256, 512, 1024, 2048, None)
 
 
 @dataclass(frozen=True)
-class ChunkUnderLoad:
+class ChunkUnderLoad(Result):
     """The chunk-size trade-off under random arrivals (``roofline.sim``), one entry per chunk size."""
 
-    chunk_tokens: object  # tokens per prompt per step; 0 stands for unchunked (whole prompts)
+    chunk_tokens: Number  # tokens per prompt per step; 0 stands for unchunked (whole prompts)
     rate_per_s: float  # Poisson arrivals, requests/s
-    ttft_p50_s: object
-    ttft_p99_s: object
-    tpot_p50_s: object
-    tpot_p99_s: object
-    throughput_output_tokens_per_s: object
-
-    def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+    ttft_p50_s: Number
+    ttft_p99_s: Number
+    tpot_p50_s: Number
+    tpot_p99_s: Number
+    throughput_output_tokens_per_s: Number
 
 
 def chunk_tradeoff_under_arrivals(

@@ -31,11 +31,12 @@ Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percenti
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Number, Result
 from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
@@ -73,25 +74,22 @@ def _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficie
 
 
 @dataclass(frozen=True)
-class SteadyState:
+class SteadyState(Result):
     """Analytic dashboard values (no percentiles). Array fields broadcast over users, context and G."""
 
-    concurrent_users: object
-    context_tokens: object
-    max_batch: object  # users whose KV fits beside the weights
-    running: object  # min(users, max batch)
-    waiting: object  # users queued for a KV slot
-    prompt_tokens_per_step: object  # running × P ÷ O, spread over the steps by chunked prefill
-    step_time_s: object  # roofline ÷ kernel efficiency
-    tokens_per_s: object  # output tokens/s, all users
-    mbu: object
-    mfu: object
-    kv_use_fraction: object  # of the memory left after the weights
-    binding: object
-    fits: object  # False where the weights alone do not fit
-
-    def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+    concurrent_users: Number
+    context_tokens: Number
+    max_batch: Number  # users whose KV fits beside the weights
+    running: Number  # min(users, max batch)
+    waiting: Number  # users queued for a KV slot
+    prompt_tokens_per_step: Number  # running × P ÷ O, spread over the steps by chunked prefill
+    step_time_s: Number  # roofline ÷ kernel efficiency
+    tokens_per_s: Number  # output tokens/s, all users
+    mbu: Number
+    mfu: Number
+    kv_use_fraction: Number  # of the memory left after the weights
+    binding: Number
+    fits: Number  # False where the weights alone do not fit
 
 
 def steady_state(
@@ -175,7 +173,7 @@ def steady_state(
 
 
 @dataclass(frozen=True)
-class Dashboard:
+class Dashboard(Result):
     """One configuration's dashboard, from a seeded simulation (``source`` says how it was made)."""
 
     model: str
@@ -208,9 +206,6 @@ class Dashboard:
     best_cost_per_million_usd: float
     source: str
     latency_source: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def dashboard(
@@ -498,7 +493,7 @@ def simulated_latency(
 
 
 @dataclass(frozen=True)
-class CardToDashboard:
+class CardToDashboard(Result):
     """From the study card's batched figure to the dashboard's, one assumption at a time (tokens/s, $/1M)."""
 
     labels: tuple

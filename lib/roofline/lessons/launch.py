@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Flag, Number, Result
 from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
 from roofline.physics.architecture import weight_bytes
@@ -61,20 +62,20 @@ def overhead_share(roofline_time_s, overhead_s):
 
 
 @dataclass(frozen=True)
-class LaunchBudget:
+class LaunchBudget(Result):
     """One decode step split into its roofline time and its launch overhead (seconds; arrays broadcast)."""
 
     model_id: str
     gpu_id: str
     weight_precision: str
-    kernels_launched: object  # launches per step: K eager, 1 with a CUDA graph
-    roofline_time_s: object  # max(memory, compute) time of the step on the GPU
-    overhead_s: object  # CPU time spent launching
-    step_time_s: object  # roofline + overhead
-    share: object  # overhead ÷ step
-    overhead_vs_roofline: object  # overhead ÷ roofline time (how much longer the step gets)
-    tokens_per_s_per_user: object  # 1 ÷ step
-    fits: object  # bool: weights + KV fit in memory (times NaN where not)
+    kernels_launched: Number  # launches per step: K eager, 1 with a CUDA graph
+    roofline_time_s: Number  # max(memory, compute) time of the step on the GPU
+    overhead_s: Number  # CPU time spent launching
+    step_time_s: Number  # roofline + overhead
+    share: Number  # overhead ÷ step
+    overhead_vs_roofline: Number  # overhead ÷ roofline time (how much longer the step gets)
+    tokens_per_s_per_user: Number  # 1 ÷ step
+    fits: Flag  # bool: weights + KV fit in memory (times NaN where not)
 
 
 def launch_budget(
@@ -219,15 +220,15 @@ def step_time_with_launches_s(gpu_time_s, cpu_time_s, *, queued_ahead=True):
 
 
 @dataclass(frozen=True)
-class LaunchHiding:
+class LaunchHiding(Result):
     """Batch-1 decode step with its CPU time, synchronous and queued ahead (seconds; arrays broadcast)."""
 
-    gpu_time_s: object  # the roofline step on the GPU
-    cpu_time_s: object  # launches (K × per-launch) + scheduler per step
-    synchronous_step_s: object  # GPU + CPU
-    queued_step_s: object  # max(GPU, CPU)
-    cpu_bound: object  # True where the CPU is the slower side even when queued ahead
-    hidden_fraction: object  # share of the CPU time that queuing ahead hides: min(CPU, GPU) ÷ CPU
+    gpu_time_s: Number  # the roofline step on the GPU
+    cpu_time_s: Number  # launches (K × per-launch) + scheduler per step
+    synchronous_step_s: Number  # GPU + CPU
+    queued_step_s: Number  # max(GPU, CPU)
+    cpu_bound: Number  # True where the CPU is the slower side even when queued ahead
+    hidden_fraction: Number  # share of the CPU time that queuing ahead hides: min(CPU, GPU) ÷ CPU
 
 
 def launch_hiding(

@@ -14,16 +14,17 @@ user waits: they miss prefill time ÷ decode step time steps.
 >>> round(s.prefill_time_s * 1e3), round(s.stalled_steps)
 (130, 29)
 >>> rl.prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
-295
+317
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Number, Result
 from roofline.data import get_gpu, gpus
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, parameter_count
@@ -37,18 +38,15 @@ PROMPT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
 
 
 @dataclass(frozen=True)
-class PrefillStall:
+class PrefillStall(Result):
     """An unchunked prefill and the streaming users it holds up. Arrays broadcast over P, B and T."""
 
-    prompt_tokens: object  # P, tokens of the pasted prompt
-    batch: object  # B, users streaming meanwhile
-    context_tokens: object  # T, KV tokens each streaming user holds
-    prefill_time_s: object  # how long every stream is frozen
-    decode_step_time_s: object  # one decode step of the B streaming users (NaN if they do not fit)
-    stalled_steps: object  # decode steps each user misses: prefill ÷ step
-
-    def to_dict(self) -> dict:
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+    prompt_tokens: Number  # P, tokens of the pasted prompt
+    batch: Number  # B, users streaming meanwhile
+    context_tokens: Number  # T, KV tokens each streaming user holds
+    prefill_time_s: Number  # how long every stream is frozen
+    decode_step_time_s: Number  # one decode step of the B streaming users (NaN if they do not fit)
+    stalled_steps: Number  # decode steps each user misses: prefill ÷ step
 
 
 def prefill_stall(
@@ -222,7 +220,7 @@ PASTE_CONTEXT_TOKENS = 1000
 
 
 @dataclass(frozen=True)
-class PasteFreeze:
+class PasteFreeze(Result):
     """The one figure for "an 8,000-token paste freezes the streams" (lessons 15 and 44 quote this).
 
     ``freeze_s`` is the library's prefill (``rl.prefill``: layer matmuls for every prompt token, causal

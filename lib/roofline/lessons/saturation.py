@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Label, Number, Result
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import (
@@ -95,7 +96,7 @@ def throughput_ceiling_tokens_per_s(model, gpu, context_tokens=0, *, num_gpus=1,
 
 
 @dataclass(frozen=True)
-class PerKernel:
+class PerKernel(Result):
     """A decode step split into its two kinds of kernel, each on its own roofline (arrays broadcast).
 
     The weight matmuls (QKV/O projections, MLP, LM head) read the weights once for the whole batch; the
@@ -103,20 +104,20 @@ class PerKernel:
     the SUM of their roofline times, not the max of the totals (the whole-step roofline is a lower bound).
     """
 
-    batch: object
-    context_tokens: object
-    matmul_flops: object
-    matmul_bytes: object  # weight bytes read
-    matmul_time_s: object  # max(FLOPs ÷ peak, bytes ÷ bandwidth)
-    matmul_binding: object  # "memory" or "compute"
-    attention_flops: object
-    attention_bytes: object  # KV bytes read
-    attention_time_s: object
-    attention_binding: object
-    attention_intensity_flop_per_byte: object  # a ÷ k: fixed by the architecture, not by the batch
-    per_kernel_step_s: object  # matmuls + attention
-    whole_step_s: object  # one roofline for the whole step (``decode_step``)
-    tokens_per_s: object  # B ÷ per-kernel step
+    batch: Number
+    context_tokens: Number
+    matmul_flops: Number
+    matmul_bytes: Number  # weight bytes read
+    matmul_time_s: Number  # max(FLOPs ÷ peak, bytes ÷ bandwidth)
+    matmul_binding: Label  # "memory" or "compute"
+    attention_flops: Number
+    attention_bytes: Number  # KV bytes read
+    attention_time_s: Number
+    attention_binding: Number
+    attention_intensity_flop_per_byte: Number  # a ÷ k: fixed by the architecture, not by the batch
+    per_kernel_step_s: Number  # matmuls + attention
+    whole_step_s: Number  # one roofline for the whole step (``decode_step``)
+    tokens_per_s: Number  # B ÷ per-kernel step
 
 
 def per_kernel_decode(
@@ -224,15 +225,15 @@ SATURATION_CONCURRENCY = (1, 16, 64, 128, 256, 512, 1024, 2048)
 
 
 @dataclass(frozen=True)
-class SimulatedSaturation:
+class SimulatedSaturation(Result):
     """A concurrency sweep through the serving simulator: throughput and latency per number of clients."""
 
-    concurrency: object
-    throughput_output_tokens_per_s: object
-    tpot_p50_s: object
-    tpot_p99_s: object
-    ttft_p99_s: object
-    mean_running: object  # requests in the system (Little's law: throughput × e2e ÷ output tokens)
+    concurrency: Number
+    throughput_output_tokens_per_s: Number
+    tpot_p50_s: Number
+    tpot_p99_s: Number
+    ttft_p99_s: Number
+    mean_running: Number  # requests in the system (Little's law: throughput × e2e ÷ output tokens)
 
 
 def simulated_saturation(

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Flag, Number, Result
 from roofline.data import get_gpu
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.step import decode_step, prefill
@@ -49,7 +50,7 @@ USER_OPTIONS = [1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 200, 256, 384, 
 
 
 @dataclass(frozen=True)
-class ServingOutcome:
+class ServingOutcome(Result):
     """What users see under one serving policy. Array fields broadcast over users, output tokens, context.
 
     All users arrive at t = 0. "Wait" is the time until a user's first output token; "finish" is the time
@@ -58,17 +59,17 @@ class ServingOutcome:
     """
 
     policy: str
-    users: object  # U
-    output_tokens: object  # n, tokens each request generates
-    context_tokens: object  # T, KV tokens each user holds (typical over the request)
-    step_time_s: object  # s, one decode step under this policy
-    wait_mean_s: object  # s, mean time to first token
-    wait_last_s: object  # s, the last user's time to first token
-    finish_mean_s: object  # s, mean time until the answer is complete
-    finish_last_s: object  # s, until the last user is done
-    tokens_per_s_total: object  # tokens/s the GPU(s) produce while serving
-    tokens_per_s_per_user: object  # tokens/s a user sees while being served
-    fits: object  # bool
+    users: Number  # U
+    output_tokens: Number  # n, tokens each request generates
+    context_tokens: Number  # T, KV tokens each user holds (typical over the request)
+    step_time_s: Number  # s, one decode step under this policy
+    wait_mean_s: Number  # s, mean time to first token
+    wait_last_s: Number  # s, the last user's time to first token
+    finish_mean_s: Number  # s, mean time until the answer is complete
+    finish_last_s: Number  # s, until the last user is done
+    tokens_per_s_total: Number  # tokens/s the GPU(s) produce while serving
+    tokens_per_s_per_user: Number  # tokens/s a user sees while being served
+    fits: Flag  # bool
 
 
 def _inputs(users, output_tokens, context_tokens):

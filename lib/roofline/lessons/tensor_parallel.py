@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._results import Flag, Number, Result
 from roofline.physics.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from roofline.physics.step import decode_step
 
@@ -31,7 +32,7 @@ GPU_COUNTS = np.array([1, 2, 4, 8])
 
 
 @dataclass(frozen=True)
-class TensorParallelScaling:
+class TensorParallelScaling(Result):
     """Decode step time on G GPUs with and without communication, and the speedup over one GPU.
 
     Array fields broadcast over ``num_gpus``, ``batch`` and ``context_tokens``. Times are NaN where the
@@ -39,17 +40,17 @@ class TensorParallelScaling:
     (there is no one-GPU time to compare with).
     """
 
-    num_gpus: object  # G
-    step_time_ideal_s: object  # s, bandwidths and FLOP/s add up, no communication
-    communication_time_s: object  # s, 2 all-reduces per layer
-    step_time_s: object  # s, ideal + communication
-    step_time_one_gpu_s: object  # s, the baseline
-    speedup_ideal: object  # step(1) ÷ ideal step(G): G wherever both fit
-    speedup: object  # step(1) ÷ step(G) with communication
-    efficiency: object  # speedup ÷ G (1 = perfect scaling)
-    communication_fraction: object  # share of the step spent in all-reduces (0–1)
-    fits: object  # bool: weights + KV fit in G GPUs
-    fits_one_gpu: object  # bool: the baseline exists
+    num_gpus: Number  # G
+    step_time_ideal_s: Number  # s, bandwidths and FLOP/s add up, no communication
+    communication_time_s: Number  # s, 2 all-reduces per layer
+    step_time_s: Number  # s, ideal + communication
+    step_time_one_gpu_s: Number  # s, the baseline
+    speedup_ideal: Number  # step(1) ÷ ideal step(G): G wherever both fit
+    speedup: Number  # step(1) ÷ step(G) with communication
+    efficiency: Number  # speedup ÷ G (1 = perfect scaling)
+    communication_fraction: Number  # share of the step spent in all-reduces (0–1)
+    fits: Flag  # bool: weights + KV fit in G GPUs
+    fits_one_gpu: Flag  # bool: the baseline exists
 
 
 def tensor_parallel_scaling(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import roofline as rl
+from roofline._results import Number, Result
 
 from .engine import simulate
 
@@ -68,14 +69,14 @@ def batching_under_arrivals(
 
 
 @dataclass(frozen=True)
-class ChunkSweep:
+class ChunkSweep(Result):
     """Percentiles against chunk size under Poisson arrivals. Arrays over ``chunk_tokens`` (0: unchunked)."""
 
-    chunk_tokens: object
-    ttft_p50_s: object
-    ttft_p99_s: object
-    tpot_p50_s: object
-    tpot_p99_s: object
+    chunk_tokens: Number
+    ttft_p50_s: Number
+    ttft_p99_s: Number
+    tpot_p50_s: Number
+    tpot_p99_s: Number
 
 
 def chunk_size_sweep(
