@@ -159,19 +159,26 @@ class JupyterLabServer(_Server):
 
 
 @pytest.fixture(scope="session")
-def browser():
-    """One Chromium context for the whole run: pages share its HTTP and compiled-script caches, so only
-    the first page pays for parsing Voilà's JavaScript bundle."""
+def chromium():
+    """One Playwright driver and one Chromium per test process (a second sync Playwright in the same
+    process fails: "Sync API inside the asyncio loop")."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        context = b.new_context(viewport={"width": 1400, "height": 1000})
-        yield context
-        context.close()
+        yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    """One Chromium context for the app's pages: they share its HTTP and compiled-script caches, so only
+    the first page pays for parsing Voilà's JavaScript bundle."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    yield context
+    context.close()
 
 
 def open_page(browser, url: str, ready_selector: str, attempts: int = 3):

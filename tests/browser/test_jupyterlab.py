@@ -21,8 +21,6 @@ from roofline.lessons.scenario import Scenario
 
 from .conftest import (
     ARTIFACTS,
-    CHROMIUM,
-    LAUNCH_ARGS,
     JupyterLabServer,
     _is_loopback,
     copy_notebooks,
@@ -40,17 +38,6 @@ def lab(tmp_path_factory):
     server = JupyterLabServer(copy_notebooks(tmp_path_factory.mktemp("lab")), tmp_path_factory.mktemp("home"))
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 KERNEL_IDLE_JS = """() => {
