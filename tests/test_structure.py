@@ -99,3 +99,22 @@ def test_api_reference_is_current():
         [sys.executable, str(ROOT / "tools" / "api_docs.py"), "--check"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+STANDARD_IMPORT_CELL = (
+    "import numpy as np\n\n"
+    "import roofline as rl\n"
+    "from roofline import achievable, lessons, measure, selfcheck, sim, ui, views\n"
+    "from roofline.units import GB, KB, MB, MS, SECONDS_PER_HOUR, TB, TFLOPS, US, GiB, KiB, MiB"
+)
+
+
+def test_every_notebook_opens_with_the_same_import_cell_and_no_private_module():
+    import nbformat
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        assert code[0] == STANDARD_IMPORT_CELL, path.name
+        for source in code[1:]:
+            assert not re.search(r"^\s*(from|import) roofline", source, re.M), (path.name, source[:80])
+            assert not re.search(r"\broofline\.(\w+\.)*_\w", source), (path.name, source[:80])
