@@ -60,7 +60,8 @@ def _signature(obj) -> str:
         sig = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return "(…)"
-    return re.sub(r" at 0x[0-9a-f]+", "", sig)  # no memory addresses: the page must be reproducible
+    # no memory addresses and no checkout path: the page must be the same on every machine
+    return re.sub(r" at 0x[0-9a-f]+", "", sig).replace(str(ROOT), "<repo>")
 
 
 def _members(module) -> list[tuple[str, object]]:
