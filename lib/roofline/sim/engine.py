@@ -62,18 +62,18 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 import roofline as rl
+from roofline.assumptions import assumption
 
 from .cost import StepCostModel, engine_cost_model
 from .workload import LengthSpec, poisson_arrivals_s, sample_lengths
 
 PRIORITIES = ("decode-first", "prefill-first")
-DEFAULT_MAX_BATCH = 256
-DEFAULT_TOKEN_BUDGET = 8192
-# An assumption, not a sourced figure: setting up a KV transfer between nodes (RDMA handshake, scheduling)
-# costs of the order of a millisecond in published disaggregated systems.
-DEFAULT_KV_TRANSFER_LATENCY_S = 1e-3
-DEFAULT_SLO_TTFT_S = 1.0
-DEFAULT_SLO_TPOT_S = 0.050
+# Defaults that are assumptions, not data-sheet figures: each lives in data/assumptions.toml with its reason.
+DEFAULT_MAX_BATCH = int(assumption("engine_max_batch"))
+DEFAULT_TOKEN_BUDGET = int(assumption("engine_token_budget"))
+DEFAULT_KV_TRANSFER_LATENCY_S = assumption("kv_transfer_latency_s")
+DEFAULT_SLO_TTFT_S = assumption("ttft_target_s")
+DEFAULT_SLO_TPOT_S = assumption("tpot_target_s")
 DEFAULT_PRICE_ID = "h100-example-3usd"
 PERCENTILES = (50, 90, 99)
 SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
