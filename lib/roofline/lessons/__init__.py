@@ -6,18 +6,6 @@ plus ``scenario`` (the settings every explorer passes around). Their figures liv
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from roofline._lazy import submodules
 
-_MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
-
-
-def __getattr__(name: str):
-    # ``from roofline import lessons; lessons.phases`` imports the module on first use
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULES])
+__getattr__ = submodules(__name__, __path__)

@@ -5,11 +5,6 @@ Taught in notebooks/measure_your_machine.ipynb. ``bench`` (bandwidth, FLOP/s, ri
 the measurement as a user GPU row) and ``accelerator`` (the same on PyTorch CUDA/MPS, when installed).
 """
 
+from roofline._lazy import submodules
 
-def __getattr__(name: str):  # submodules load on first use: ``from roofline import measure; measure.bench``
-    import importlib
-    import pkgutil
-
-    if name in {m.name for m in pkgutil.iter_modules(__path__)}:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = submodules(__name__, __path__)

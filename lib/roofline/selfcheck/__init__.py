@@ -26,6 +26,7 @@ typed 0 is judged like any number.
 'bytes ÷ FLOP/s'
 """
 
+from roofline._lazy import submodules
 from roofline.selfcheck.cards import QIDS, SPECS, Card, card, cards, default_params, shuffled_card
 from roofline.selfcheck.judge import Result, check, parse_answer
 from roofline.selfcheck.render import results_html
@@ -114,11 +115,4 @@ __all__ = [
     "shuffled_card",
 ]
 
-
-def __getattr__(name: str):  # submodules load on first use: ``from roofline import selfcheck; selfcheck.ui``
-    import importlib
-    import pkgutil
-
-    if name in {m.name for m in pkgutil.iter_modules(__path__)}:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = submodules(__name__, __path__)

@@ -10,6 +10,8 @@ notebooks/serving_validation.ipynb. Numbers only (numpy + standard library); the
 8
 """
 
+from roofline._lazy import submodules
+
 from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
 from .cost import ENGINES, StepCostModel, engine_cost_model
 from .engine import (
@@ -48,11 +50,4 @@ __all__ = [
     "sustainable_rate_per_s",
 ]
 
-
-def __getattr__(name: str):  # submodules load on first use: ``from roofline import sim; sim.validation``
-    import importlib
-    import pkgutil
-
-    if name in {m.name for m in pkgutil.iter_modules(__path__)}:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = submodules(__name__, __path__)

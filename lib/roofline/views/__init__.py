@@ -6,17 +6,6 @@ lesson's figures and readouts (``views.phases``, ``views.kvcache``, ``views.sim`
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from roofline._lazy import submodules
 
-_MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
-
-
-def __getattr__(name: str):  # ``from roofline import views; views.plots`` imports the module on first use
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULES])
+__getattr__ = submodules(__name__, __path__)
