@@ -181,11 +181,15 @@ def browser(chromium):
     context.close()
 
 
+NOTEBOOK_ERROR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
 def open_page(browser, url: str, ready_selector: str, attempts: int = 3):
     """Open ``url`` with outside hosts blocked and wait until ``ready_selector`` is visible.
 
     Voilà occasionally never finishes executing a page (about 1 load in 20 on this machine); a fresh
-    load starts a fresh kernel, so a bounded retry is the guard.
+    load starts a fresh kernel, so a bounded retry is the guard. A notebook that raises shows its
+    traceback (stderr output) instead: that fails at once with the error's text, without retrying.
     """
     outside = []
     last_error = None
@@ -201,12 +205,17 @@ def open_page(browser, url: str, ready_selector: str, attempts: int = 3):
         )
         try:
             page.goto(url, wait_until="domcontentloaded", timeout=60_000)
-            page.wait_for_selector(ready_selector, state="visible", timeout=90_000)
-            page.outside_requests = outside
-            return page
+            page.wait_for_selector(f"{ready_selector}, {NOTEBOOK_ERROR}", state="visible", timeout=90_000)
         except Exception as err:  # noqa: BLE001 - retried, then re-raised
             last_error = err
             page.close()
+            continue
+        if page.locator(NOTEBOOK_ERROR).count() and not page.locator(ready_selector).count():
+            text = page.locator(NOTEBOOK_ERROR).first.inner_text()[-1500:]
+            page.close()
+            pytest.fail(f"the notebook raised while running ({url.split('?')[0]}):\n{text}")
+        page.outside_requests = outside
+        return page
     raise last_error
 
 
