@@ -13,7 +13,7 @@ import pytest
 
 import roofline as rl
 from roofline.apps.cli import main
-from roofline.measure import accelerator, bench, userdata
+from roofline.measure import accelerator, bench, transformer, userdata
 from roofline.measure.bench import Measurement
 from roofline.measure.transformer import (
     SMALL,
@@ -430,3 +430,17 @@ def test_figures_draw_from_hand_made_timings():
         machine_roofline(machine, SMALL, by_batch),
     ):
         assert picture.png_bytes.startswith(b"\x89PNG")
+
+
+def test_decode_keeps_the_model_precision():
+    # numpy 2 promotes float32 arrays to float64 when divided by a numpy float64 scalar; a decode step that
+    # drifted into float64 converted every weight on every product and ran ~20x under the bandwidth floor
+    cfg = transformer.TransformerConfig(
+        layers=2, hidden_size=64, attention_heads=4, kv_heads=2, head_dim=16, intermediate_size=128,
+        vocab_size=50,
+    )  # fmt: skip
+    model = transformer.Transformer(cfg)
+    cache = model.new_cache(batch=2, max_tokens=8)
+    for token in range(3):
+        logits = model.decode_step(np.array([token, token + 1]), cache)
+    assert logits.dtype == np.float32

@@ -29,6 +29,7 @@ the tests compare against.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -247,7 +248,9 @@ class Transformer:
             q = self._rope(q, positions)
             # GQA: the `group` query heads sharing one KV head become rows of one matrix product.
             qg = q.reshape(b, hkv, group * s, hd)
-            scores = qg @ k_cache[:, :, :stop].transpose(0, 1, 3, 2) / np.sqrt(hd)  # (B, H_kv, G·S, T)
+            # a Python float scale: numpy 2 would promote float32 scores to float64 on a numpy scalar,
+            # and every later product would then convert the weights (20x slower)
+            scores = qg @ k_cache[:, :, :stop].transpose(0, 1, 3, 2) / math.sqrt(hd)  # (B, H_kv, G·S, T)
             scores = scores.reshape(b, hkv, group, s, stop)
             scores = np.where(mask, -np.inf, scores)
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
