@@ -261,7 +261,7 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
     """
     import ipywidgets as W
 
-    from roofline.ui.widgets import Explorer
+    from roofline.ui.widgets import Explorer, combine_readouts, decode_readout
 
     s = _chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
     slider = W.SelectionSlider(
@@ -269,7 +269,8 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
         value=s.chunk_tokens,
         description="chunk size C (tokens)",
     )
-    ex = Explorer(figure, ["batch", "prompt_tokens", ("chunk_tokens", slider)], s, chunk_readout)
+    readout = combine_readouts(chunk_readout, decode_readout)  # the decoders' step: floor and a good engine
+    ex = Explorer(figure, ["batch", "prompt_tokens", ("chunk_tokens", slider)], s, readout)
     ex.controls["batch"].description = "decoding users B"
     return ex
 

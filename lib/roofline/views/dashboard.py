@@ -120,7 +120,7 @@ def dashboard_explorer(scenario: Scenario | None = None, **options):
 
     Taught in lesson 59.
     """
-    from roofline.ui.widgets import Explorer, table_html
+    from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
 
     s = scenario or Scenario(batch=64, context_tokens=4096)
     if s.batch < 1:
@@ -131,6 +131,7 @@ def dashboard_explorer(scenario: Scenario | None = None, **options):
         d = live.dashboard
         return table_html([("diagnosis", diagnose(d)), ("source", d.source)])
 
+    readout = combine_readouts(readout, decode_readout)  # one decode step of the running batch, both ways
     ex = Explorer(live, controls=["batch", "context_tokens", "gpu", "model"], scenario=s, readout=readout)
     ex.controls["batch"].description = "concurrent users"
     return ex

@@ -28,7 +28,7 @@ from roofline.physics.speculative import (
     speculative_collapse_batch,
     speculative_step,
 )
-from roofline.ui.widgets import Explorer, table_html
+from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
 from roofline.units import GB, MS, KiB
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, new_figure, nice_limits
 
@@ -148,7 +148,7 @@ def quantization_explorer(scenario: Scenario | None = None) -> Explorer:
         QuantizationVsBatch,
         controls=["model", "gpu", "num_gpus", "weight_precision", "kv_precision", "batch", "context_tokens"],
         scenario=scenario or Scenario(batch=64, context_tokens=128),
-        readout=quantization_readout,
+        readout=combine_readouts(quantization_readout, decode_readout),
     )
 
 
@@ -303,7 +303,7 @@ def speculative_explorer(scenario: Scenario | None = None, **knob_values) -> Exp
         SpeculativeSpeedupVsBatch,
         controls=["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
         scenario=scenario or Scenario(context_tokens=128),
-        readout=speculative_readout,
+        readout=combine_readouts(speculative_readout, decode_readout),
         knobs=speculative_knobs(**knob_values),
     )
 
@@ -411,7 +411,7 @@ def moe_explorer(scenario: Scenario | None = None) -> Explorer:
         MoEReadVsBatch,
         controls=["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
         scenario=scenario or Scenario(model="mixtral-8x7b", num_gpus=2, batch=8),
-        readout=moe_readout,
+        readout=combine_readouts(moe_readout, decode_readout),
     )
 
 
@@ -541,5 +541,5 @@ def attention_explorer(scenario: Scenario | None = None) -> Explorer:
         KvPerUserVsContext,
         controls=["model", "gpu", "num_gpus", "weight_precision", "kv_precision", "batch", "context_tokens"],
         scenario=scenario or Scenario(context_tokens=32768, batch=16),
-        readout=attention_readout,
+        readout=combine_readouts(attention_readout, decode_readout),
     )

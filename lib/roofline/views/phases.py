@@ -370,6 +370,22 @@ def prefill_readout(s: Scenario) -> str:
         (f"one decode step, B=1, T={s.context_tokens:,}", f"{d.step_time_s / MS:.2f} ms ({d.binding}-bound)"),
         ("prefill in decode steps", f"{stalled_decode_steps(exact.time_s, d.step_time_s):,.1f}"),
     ]
+    # what a good engine reaches (the calibrated layer), beside the floors above
+    from roofline import achievable
+
+    engine = achievable.DEFAULT_ENGINE
+    real_prefill = achievable.prefill_times(
+        s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision, engine=engine,
+    )["total"]  # fmt: skip
+    real_step = achievable.decode_step_times(
+        s.model, s.gpu, 1, s.context_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision, engine=engine,
+    )["total"]  # fmt: skip
+    rows += [
+        (f"a good engine ({engine}): prefill", f"{float(real_prefill) / MS:.2f} ms"),
+        (f"a good engine ({engine}): decode step", f"{float(real_step) / MS:.2f} ms"),
+    ]
     return _table(rows)
 
 

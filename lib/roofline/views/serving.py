@@ -165,4 +165,8 @@ def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_t
             layout=layout,
         ),
     }
-    return Explorer(QueueVsBatching, ["context_tokens", "gpu"], scenario, serving_readout, knobs=knobs)
+    from roofline.ui.widgets import combine_readouts, decode_readout
+
+    # the lesson's table, then one decode step of the batched server: the floor beside a good engine
+    readout = combine_readouts(serving_readout, decode_readout)
+    return Explorer(QueueVsBatching, ["context_tokens", "gpu"], scenario, readout, knobs=knobs)
