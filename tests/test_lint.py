@@ -14,7 +14,7 @@ PATHS = ["lib", "tests", "benchmarks", "tools", "exercises", "notebooks"]
 def ruff(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if exe is None:
-        pytest.fail("ruff is missing: it is in the test dependency group, `uv run --group test pytest` installs it")
+        pytest.fail("ruff is missing: it is in the test group, `uv run --group test pytest` installs it")
     return subprocess.run([exe, *args, *PATHS], cwd=ROOT, capture_output=True, text=True)
 
 
