@@ -43,6 +43,12 @@ from .bench import Measurement
 FP32_BYTES = 4
 
 
+def _linear(x, weight):
+    """(…, d_in) @ (d_in, d_out) as ONE 2-D product: numpy's matmul on a (B, S, d) stack runs B separate
+    products and so reads the weights B times; flattening the tokens reads them once, as a GPU kernel does."""
+    return (x.reshape(-1, x.shape[-1]) @ weight).reshape(*x.shape[:-1], weight.shape[1])
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Shapes of a Llama-architecture decoder (names as in the models table)."""
@@ -240,9 +246,9 @@ class Transformer:
         x = self.embedding[tokens]  # (B, S, d): a gather, not a matmul
         for layer, k_cache, v_cache in zip(self.layers, cache.k, cache.v, strict=True):
             a = self._rms_norm(x, layer["attn_norm"])
-            q = (a @ layer["wq"]).reshape(b, s, h, hd).transpose(0, 2, 1, 3)  # (B, H, S, d_h)
-            k = (a @ layer["wk"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)  # (B, H_kv, S, d_h)
-            v = (a @ layer["wv"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)
+            q = _linear(a, layer["wq"]).reshape(b, s, h, hd).transpose(0, 2, 1, 3)  # (B, H, S, d_h)
+            k = _linear(a, layer["wk"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)  # (B, H_kv, S, d_h)
+            v = _linear(a, layer["wv"]).reshape(b, s, hkv, hd).transpose(0, 2, 1, 3)
             k_cache[:, :, start:stop] = self._rope(k, positions)
             v_cache[:, :, start:stop] = v
             q = self._rope(q, positions)
@@ -256,12 +262,12 @@ class Transformer:
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             probs = (scores / scores.sum(axis=-1, keepdims=True)).reshape(b, hkv, group * s, stop)
             attn = (probs @ v_cache[:, :, :stop]).reshape(b, h, s, hd).transpose(0, 2, 1, 3)
-            x = x + attn.reshape(b, s, h * hd) @ layer["wo"]
+            x = x + _linear(attn.reshape(b, s, h * hd), layer["wo"])
             m = self._rms_norm(x, layer["mlp_norm"])
-            gate = m @ layer["w_gate"]
-            x = x + (gate / (1 + np.exp(-gate)) * (m @ layer["w_up"])) @ layer["w_down"]  # SwiGLU
+            gate = _linear(m, layer["w_gate"])
+            x = x + _linear(gate / (1 + np.exp(-gate)) * _linear(m, layer["w_up"]), layer["w_down"])  # SwiGLU
         cache.length = stop
-        return self._rms_norm(x, self.final_norm) @ self.lm_head
+        return _linear(self._rms_norm(x, self.final_norm), self.lm_head)
 
     def decode_step(self, tokens, cache: KVCache) -> np.ndarray:
         """One decode step: one new token per user, ``tokens`` shape (B,); returns logits (B, V)."""
