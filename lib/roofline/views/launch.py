@@ -23,6 +23,11 @@ from roofline.units import MS, TB, US
 from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 
+SHARE_GRID_GPUS = (
+    "l4", "a10g", "rtx-4090", "l40s", "a100-40gb", "a100-80gb-sxm", "h100-pcie", "h100-sxm", "gh200", "h200",
+    "mi300x", "b200",
+)  # fmt: skip
+
 
 def share_grid_figure(
     model_ids=None,
@@ -34,8 +39,9 @@ def share_grid_figure(
 
     Taught in lesson 03.
     """
-    model_ids = list(model_ids or [m for m in models() if not get_model(m).is_moe])
-    gpu_ids = list(gpu_ids or gpus())
+    model_ids = list(model_ids or [m for m in models() if not get_model(m).is_moe][:7])  # the first rows
+    # the data-center and workstation GPUs the course started with: a readable grid (pass gpu_ids for more)
+    gpu_ids = list(gpu_ids or [g for g in SHARE_GRID_GPUS if g in gpus()])
     grid = share_grid(model_ids, gpu_ids, kernels_per_layer, cpu_s_per_launch)
     # sort: models by size (rows), GPUs by bandwidth (columns), so the corner with short steps stands out
     rows = np.argsort([weight_bytes(m) for m in model_ids])
