@@ -40,17 +40,25 @@ COLD = [
 READY = ".roofline-explorer td[data-key], .roofline-explorer .widget-slider, .roofline-explorer img"
 
 
+def _is_kernel(p: psutil.Process) -> bool:
+    try:
+        return any("ipykernel" in part for part in p.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess, psutil.AccessDenied):  # a culled kernel, exiting
+        return False
+
+
 def kernels(server: VoilaServer) -> list[psutil.Process]:
-    return [
-        p
-        for p in psutil.Process(server.proc.pid).children(recursive=True)
-        if any("ipykernel" in part for part in p.cmdline())
-    ]
+    return [p for p in psutil.Process(server.proc.pid).children(recursive=True) if _is_kernel(p)]
 
 
 def kernel_memory_mb(server: VoilaServer) -> tuple[int, float]:
-    ks = kernels(server)
-    return len(ks), sum(k.memory_info().rss for k in ks) / 1e6
+    total, n = 0, 0
+    for k in kernels(server):
+        try:
+            total, n = total + k.memory_info().rss, n + 1
+        except (psutil.ZombieProcess, psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return n, total / 1e6
 
 
 def wait_for_pools(server: VoilaServer, count: int, timeout_s: float = 240) -> float:
