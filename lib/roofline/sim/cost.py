@@ -36,8 +36,8 @@ import numpy as np
 
 import roofline as rl
 
-# Engines the CLI accepts as labels. "ideal" is the roofline; the achievable layer (issue 11) will give the
-# others their fitted efficiencies. Until then a name other than "ideal" only labels the run.
+# Engines the simulator prices: "ideal" is the roofline; the others take the achievable layer's calibration
+# (``engine_cost_model``).
 ENGINES = ("ideal", "vllm", "tensorrt-llm", "sglang", "llama.cpp")
 
 

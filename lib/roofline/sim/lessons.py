@@ -1,8 +1,8 @@
-"""Small simulator entry points for the lessons that still use closed forms (issue 13).
+"""Small simulator entry points for lessons 25, 44, 59 and 61: their closed forms under real arrivals.
 
-Proposed for lessons 25 (batching), 44 (chunked prefill), 59 (the dashboard) and 61 (the saturation wall,
-see ``roofline.sim.latency_vs_load``); taught today in notebooks/slos_and_capacity.ipynb. Each runs a few
-hundred seeded requests, fast enough for an explorer's slider.
+For lessons 25 (batching), 44 (chunked prefill), 59 (the dashboard) and 61 (the saturation wall, see
+``roofline.sim.latency_vs_load``); taught in notebooks/slos_and_capacity.ipynb. Each runs a few hundred
+seeded requests, fast enough for an explorer's slider.
 
 >>> r = batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=2.0, output_tokens=200, requests=100)
 >>> r["continuous batching"]["ttft_p99_s"] < r["one at a time"]["ttft_p99_s"]
