@@ -558,6 +558,20 @@ def _outside_range(params: Params, fam, eng, gpu_id, model_id, b, i, o, n, wp) -
 # --------------------------------------------------------------------------------------------------
 
 
+def _decode_budget(
+    model, gpu, batch, contexts, num_gpus, parallel, weight_precision, kv_precision, engine, params
+):
+    """The itemised decode step (``TimeBudget``) with the engine's calibration, and the model and GPU rows."""
+    params = params or load_calibration()
+    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
+    n = _positive_int(num_gpus, "num_gpus")
+    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
+    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
+    pc = _decode_pieces(m, g, batch, contexts, n, par, weight_precision, kv_precision)
+    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
+    return bd, m, g
+
+
 def gap_budget(
     model,
     gpu,
@@ -582,13 +596,9 @@ def gap_budget(
     >>> abs(sum(b[k] for k in parts) - b["total"]) < 1e-12
     True
     """
-    params = params or load_calibration()
-    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
-    n = _positive_int(num_gpus, "num_gpus")
-    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
-    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
-    pc = _decode_pieces(m, g, batch, context_tokens, n, par, weight_precision, kv_precision)
-    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
+    bd, _, _ = _decode_budget(
+        model, gpu, batch, context_tokens, num_gpus, parallel, weight_precision, kv_precision, engine, params
+    )
     return {
         "floor": float(bd.ideal_s),
         "kernel efficiency": float(bd.kernel_s),
@@ -621,13 +631,10 @@ def decode_step_times(
     >>> bool(np.all(t["total"] > t["floor"]))
     True
     """
-    params = params or load_calibration()
-    m, g, eng = rl.get_model(model), rl.get_gpu(gpu), engine_id(engine)
+    bd, m, g = _decode_budget(
+        model, gpu, batch, context_tokens, num_gpus, parallel, weight_precision, kv_precision, engine, params
+    )
     n = _positive_int(num_gpus, "num_gpus")
-    par = ENGINE_PARALLEL[eng] if parallel is None else parallel
-    _, fb, fc, _, t_step, t_layer, t_seq, _ = _engine_setup(params, g.id, eng)
-    pc = _decode_pieces(m, g, batch, context_tokens, n, par, weight_precision, kv_precision)
-    bd = _budget(pc, fb, fc, t_step, t_layer, t_seq, params.hop_latency_s(eng))
     ok = np.asarray(
         rl.decode_step(
             m,

@@ -89,6 +89,15 @@ def _first_token_s(model, gpu, batch, prompt_tokens, decode_step_s, **options):
     return np.where(p > 0, np.asarray(pre.step_time_s), decode_step_s)
 
 
+def _step_and_first_token_s(model, gpu, batch, context_tokens, prompt_tokens, opts):
+    """One decode step of ``batch`` users (NaN where they do not fit) and the time to their first token
+    (the prefill of ``batch`` prompts of P tokens each; P = T when ``prompt_tokens`` is None) (s)."""
+    step = np.asarray(decode_step(model, gpu, batch, context_tokens, on_overflow="mask", **opts).step_time_s)
+    p = context_tokens if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0)
+    first = _first_token_s(model, gpu, batch, p + 0 * context_tokens, step, **opts)
+    return step, first
+
+
 def serve_one_at_a_time(
     model,
     gpu,
@@ -119,21 +128,8 @@ def serve_one_at_a_time(
     ([0.0, 34.06], [223.0, 223.0])
     """
     u, n, t = _inputs(users, output_tokens, context_tokens)
-    step = np.asarray(
-        decode_step(
-            model,
-            gpu,
-            1,
-            t,
-            num_gpus=num_gpus,
-            weight_precision=weight_precision,
-            kv_precision=kv_precision,
-            on_overflow="mask",
-        ).step_time_s
-    )
     opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
-    p = t if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0) + 0 * t
-    first = _first_token_s(model, gpu, 1, p, step, **opts)
+    step, first = _step_and_first_token_s(model, gpu, 1, t, prompt_tokens, opts)
     request = first + (n - 1) * step
     return ServingOutcome(
         policy="one at a time",
@@ -178,21 +174,8 @@ def serve_continuous_batching(
     ([4.52, 5.26], [221.0, 3800.0])
     """
     u, n, t = _inputs(users, output_tokens, context_tokens)
-    step = np.asarray(
-        decode_step(
-            model,
-            gpu,
-            u,
-            t,
-            num_gpus=num_gpus,
-            weight_precision=weight_precision,
-            kv_precision=kv_precision,
-            on_overflow="mask",
-        ).step_time_s
-    )
     opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
-    p = t if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0) + 0 * t
-    first = _first_token_s(model, gpu, u, p, step, **opts)
+    step, first = _step_and_first_token_s(model, gpu, u, t, prompt_tokens, opts)
     done = first + (n - 1) * step
     return ServingOutcome(
         policy="continuous batching",
