@@ -276,7 +276,7 @@ def per_kernel_figure(
     g = get_gpu(gpu)
     ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, weight_precision), g.memory_bandwidth_bytes_per_s)
     batches = SATURATION_BATCHES
-    fig, (left, right) = new_figure(2, figsize=(10, 4.6))
+    fig, (left, right) = new_figure(2, figsize=(9.5, 4.2))
     left.axhline(ridge, color="black", ls=":", lw=1.5)
     left.text(1.2, ridge * 1.15, f"ridge {ridge:.0f} FLOP/byte", fontsize=10)
     colors = [COLORS["decode"], COLORS["kv"], COLORS["prefill"], COLORS["capacity"]]
@@ -311,7 +311,7 @@ def saturation_wall_figure(s, ceiling_tokens_per_s=None):
     TPOT p50/p99 (right) against the number of concurrent clients. Returns a picture. Lesson 61."""
     from roofline.views.plots import new_figure, show
 
-    fig, (left, right) = new_figure(2, figsize=(10, 4.2))
+    fig, (left, right) = new_figure(2, figsize=(9.5, 4.0))
     c = np.asarray(s.concurrency)
     left.plot(c, s.throughput_output_tokens_per_s, "o-", color=COLORS["decode"], label="simulated")
     if ceiling_tokens_per_s is not None:
