@@ -11,7 +11,12 @@ from roofline.data import get_model
 from roofline.lessons.kvcache import COMPARE_GPUS, COMPARE_KV_PRECISIONS, CONTEXT_SWEEP, kv_table_rows
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token
-from roofline.physics.memory import max_batch, memory_capacity_bytes, memory_needed_bytes
+from roofline.physics.memory import (
+    max_batch,
+    memory_available_bytes,
+    memory_capacity_bytes,
+    memory_needed_bytes,
+)
 from roofline.ui.widgets import decode_readout, table_html
 from roofline.units import GB, KiB
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
@@ -157,7 +162,8 @@ def kv_readout(s: Scenario) -> str:
     per_token = kv_bytes_per_token(s.model, s.kv_precision)
     kv = s.batch * s.context_tokens * per_token
     need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
-    have = memory_capacity_bytes(s.gpu, s.num_gpus)
+    total = memory_capacity_bytes(s.gpu, s.num_gpus)
+    have = memory_available_bytes(s.gpu, s.num_gpus)  # what an engine leaves weights and KV (max_batch's)
     limit = max_batch(
         s.model,
         s.gpu,
@@ -169,7 +175,10 @@ def kv_readout(s: Scenario) -> str:
     rows = [
         ("KV per token", f"{per_token / KiB:,.0f} KiB ({s.kv_precision})"),
         (f"KV for {s.batch} x {s.context_tokens:,} tokens", f"{kv / GB:.1f} GB"),
-        ("weights + KV", f"{need / GB:.1f} GB of {have / GB:.0f} GB"),
+        (
+            "weights + KV",
+            f"{need / GB:.1f} GB of {have / GB:.0f} GB usable ({total / GB:.0f} GB on the GPUs)",
+        ),
         ("largest batch at this context", f"{max(limit, 0):,} users"),
     ]
     # Then the decode step it allows: floor beside achievable, and the cost per 1M tokens.
