@@ -1,15 +1,19 @@
-"""Instructor mode: lesson-switch time and kernel memory, preheated vs not, and culling.
+"""Instructor mode: lesson-switch time and kernel memory, preheated vs not, the kernel cap and culling.
 
-    uv run --group test python -m benchmarks.instructor_switch [--rounds 2] [--cull-idle 30]
+    uv run --group test python -m benchmarks.instructor_switch [--rounds 2] [--cull-idle 30] [--page-loads 30]
 
 Starts the instructor app as an instructor would for a session (``instructor 02 16 28 44 60``: five
-lessons, each given a preheated kernel), then in one Chromium tab goes from lesson to lesson, timing each
-switch from ``page.goto`` to the lesson's explorer being on screen with its readout (the widgets are live:
-the kernel answered). It does the same for five lessons that were not named (no preheated kernel: the
-time a switch used to take). Memory is the resident set (RSS) of every kernel process the server
-started, read from /proc via psutil: after preheating, after visiting the lessons, and after the pages
-are closed and the culler has run (idle timeout shortened to ``--cull-idle`` seconds for the benchmark).
-Goal: a switch to a named lesson within 2 s.
+lessons, each given a preheated kernel), then in one Chromium window goes from lesson to lesson, timing
+each switch from ``page.goto`` to the lesson's explorer being on screen with its readout (the widgets are
+live: the kernel answered), then closing the tab as a browser does (which runs the page's unload handler:
+Voilà's "page closed" request). It does the same for five lessons that were not named (no preheated
+kernel). Memory is the resident set (RSS) of every kernel process the server started, read from /proc via
+psutil: after preheating, after visiting the lessons, and after the culler has run (idle timeout shortened
+to ``--cull-idle`` seconds for the benchmark).
+
+Then the worst case for memory: ``--page-loads`` loads of one lesson over plain HTTP (no browser, so no
+page ever closes or connects: every load leaves an idle kernel), once with the default kernel cap and once
+without (``--max-kernels=0``, the app before the cap). Goal: a switch to a named lesson within 2 s.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from __future__ import annotations
 import argparse
 import re
 import time
+import urllib.request
 
 import numpy as np
 import psutil
 
+from roofline.apps.instructor import MAX_KERNELS
 from tests.browser.conftest import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, ROOT, VoilaServer, open_page
 
 PREHEATED = [
@@ -59,6 +65,11 @@ def kernel_memory_mb(server: VoilaServer) -> tuple[int, float]:
         except (psutil.ZombieProcess, psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return n, total / 1e6
+
+
+def memory_line(server: VoilaServer, what: str) -> str:
+    n, mb = kernel_memory_mb(server)
+    return f"{what}: {n} kernels, {mb:.0f} MB RSS" + (f" ({mb / n:.0f} MB each)" if n else "")
 
 
 def wait_for_pools(server: VoilaServer, count: int, timeout_s: float = 240) -> float:
@@ -102,7 +113,7 @@ def switch_times(context, server: VoilaServer, lessons: list[str], cached: bool 
                 FAILED_LOADS.append(name)
                 continue
             times.append(time.perf_counter() - start)
-            page.close()  # the tab is closed: its kernel is idle and disconnected, a candidate for culling
+            page.close(run_before_unload=True)  # as a tab closes: Voilà's page asks to shut its kernel down
             break
     return times
 
@@ -113,32 +124,44 @@ class _Report(list):
         super().append(line)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2, help="passes over the preheated lessons")
-    parser.add_argument(
-        "--cull-idle", type=int, default=30, help="idle seconds before a closed page's kernel goes"
-    )
-    parser.add_argument("--settle", type=float, default=20, help="seconds to let preheated pages render")
-    parser.add_argument("--cull-wait", type=float, default=120, help="longest wait for the culler, seconds")
-    args = parser.parse_args()
+def load_page(url: str, deadline_s: float = 180) -> bool:
+    """Read a whole page over plain HTTP; False if it does not finish within ``deadline_s`` (a page whose
+    notebook never finishes keeps the connection open with Voilà's heartbeats: no read ever times out)."""
+    start = time.monotonic()
+    with urllib.request.urlopen(url, timeout=60) as response:
+        while response.read1(65536):
+            if time.monotonic() - start > deadline_s:
+                return False
+    return True
+
+
+def page_load_memory(lesson: str, loads: int, max_kernels: int) -> tuple[int, float, float, int]:
+    """Kernels, their RSS (MB), the wall time (s) and the loads that never finished, after ``loads``
+    plain-HTTP loads of ``lesson``."""
+    server = VoilaServer(ROOT / "notebooks", extra=(f"--max-kernels={max_kernels}",))
+    try:
+        start = time.monotonic()
+        unfinished = sum(not load_page(server.page_url(lesson)) for _ in range(loads))
+        n, mb = kernel_memory_mb(server)
+        return n, mb, time.monotonic() - start, unfinished
+    finally:
+        server.stop()
+
+
+def switching(args, report: list[str]) -> None:
+    """Preheated and cold lesson switches in one browser, with kernel memory along the way."""
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     server = VoilaServer(
         ROOT / "notebooks",
         lessons=tuple(PREHEATED),
         extra=(f"--cull-idle-seconds={args.cull_idle}", "--MappingKernelManager.cull_interval=5"),
     )
-    report = _Report()
     try:
         t_fill = wait_for_pools(server, len(PREHEATED))
-        n, mb = kernel_memory_mb(server)
-        report.append(
-            f"preheating {len(PREHEATED)} lessons took {t_fill:.0f} s: {n} kernels, {mb:.0f} MB RSS "
-            f"({mb / max(n, 1):.0f} MB each)"
-        )
+        report.append(memory_line(server, f"preheating {len(PREHEATED)} lessons took {t_fill:.0f} s"))
         time.sleep(args.settle)  # the class has not started yet: let the preheated pages finish rendering
+        report.append(memory_line(server, "  once rendered"))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -150,19 +173,11 @@ def main() -> None:
                 times = switch_times(context, server, PREHEATED)
                 report.append(f"round {r + 1}, preheated lessons: " + ", ".join(f"{t:.2f} s" for t in times))
                 warm += times
-            n, mb = kernel_memory_mb(server)
-            report.append(
-                f"after opening and closing the {len(PREHEATED)} lessons {args.rounds}x: {n} kernels, "
-                f"{mb:.0f} MB RSS"
-            )
+            report.append(memory_line(server, f"after opening and closing the lessons {args.rounds}x"))
             cold = switch_times(context, server, COLD)
             report.append("lessons without a preheated kernel: " + ", ".join(f"{t:.2f} s" for t in cold))
-            n_cold, mb_cold = kernel_memory_mb(server)
             browser.close()
-        report.append(
-            f"after also opening {len(COLD)} lessons without preheating: {n_cold} kernels, "
-            f"{mb_cold:.0f} MB RSS ({mb_cold / max(n_cold, 1):.0f} MB each)"
-        )
+        report.append(memory_line(server, f"after also opening and closing {len(COLD)} cold lessons"))
         w, c = np.array(warm), np.array(cold)
         report.append(
             f"switch to a preheated lesson: median {np.median(w):.2f} s, max {w.max():.2f} s "
@@ -180,12 +195,38 @@ def main() -> None:
             if n <= len(PREHEATED):
                 break
             time.sleep(1)  # waiting for the server's culler
-        report.append(
-            f"{time.monotonic() - start:.0f} s later (culling idle > {args.cull_idle} s): {n} kernels, "
-            f"{mb:.0f} MB RSS"
-        )
+        waited = time.monotonic() - start
+        report.append(memory_line(server, f"{waited:.0f} s later (culling idle > {args.cull_idle} s)"))
     finally:
         server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2, help="passes over the preheated lessons")
+    parser.add_argument(
+        "--cull-idle", type=int, default=30, help="idle seconds before a closed page's kernel goes"
+    )
+    parser.add_argument("--settle", type=float, default=20, help="seconds to let preheated pages render")
+    parser.add_argument("--cull-wait", type=float, default=120, help="longest wait for the culler, seconds")
+    parser.add_argument(
+        "--page-loads", type=int, default=30, help="plain-HTTP loads for the memory test (0: skip)"
+    )
+    parser.add_argument("--skip-switching", action="store_true", help="only the memory test")
+    args = parser.parse_args()
+    ARTIFACTS.mkdir(exist_ok=True)
+    report = _Report()
+    if not args.skip_switching:
+        switching(args, report)
+    if args.page_loads:
+        lesson = "16_step_time.ipynb"
+        for cap in (MAX_KERNELS, 0):
+            n, mb, wall, unfinished = page_load_memory(lesson, args.page_loads, cap)
+            label = f"--max-kernels {cap}" if cap else "no cap (--max-kernels 0)"
+            report.append(
+                f"{args.page_loads} loads of {lesson}, {label}: {n} kernels, {mb:.0f} MB RSS "
+                f"({wall:.0f} s; {unfinished} loads never finished)"
+            )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     uv run python benchmarks/serving_sim.py              # about 10 s on a quiet 2-core machine
     uv run python benchmarks/serving_sim.py --naive-requests 10000   # the naive loop on all of them (minutes)
+    uv run python benchmarks/serving_sim.py --million    # also 10^6 requests: time and peak memory (~1 min)
 
 Workload: Llama 3 8B on one H100 SXM (ideal roofline), Poisson arrivals at 50 requests/s (about 70% of the
 closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first continuous batching, seed 0.
@@ -13,12 +14,17 @@ closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first co
    Run on the first ``--naive-requests`` requests of the same arrival trace (default 1,000), then
    extrapolated linearly to 10,000; the fast simulator is also timed on exactly that subset, and the two
    must agree on every first-token and finish time (relative 1e-12).
+3. With ``--million``: 10^6 requests of the same load once (goal: under a minute, memory bounded: per-request
+   arrays plus a timeline capped at ``roofline.sim.loop.TIMELINE_LIMIT`` steps), with the process's peak
+   resident memory.
+4. Each engine's scheduler (``roofline.sim.engine_policy``) on the ideal step times, 10,000 requests.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import time
 
@@ -46,6 +52,7 @@ def timed(fn, repeats=1):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--naive-requests", type=int, default=1000)
+    ap.add_argument("--million", action="store_true", help="also time 10^6 requests once")
     args = ap.parse_args(argv)
 
     fast_s, fast_cpu_s, r = timed(
@@ -74,6 +81,11 @@ def main(argv=None) -> int:
         s, cs, rr = timed(lambda kw=kw: sim.simulate(MODEL, GPU, requests=REQUESTS, input_tokens=INPUT,
                                                  output_tokens=OUTPUT, **kw))  # fmt: skip
         print(f"  other load, {label}: {s:.3f} s wall, {cs:.3f} s CPU ({rr.steps:,} iterations)")
+    load = dict(rate_per_s=RATE, input_tokens=INPUT, output_tokens=OUTPUT, seed=0)
+    for engine in sim.policies.engine_ids_with_policies():
+        s, cs, rr = timed(lambda e=engine: sim.simulate(MODEL, GPU, requests=REQUESTS, policy=e, **load))
+        print(f"  {engine}'s scheduler: {s:.3f} s wall, {cs:.3f} s CPU ({rr.steps:,} iterations, "
+              f"p99 TTFT {rr.ttft_s_percentiles['p99'] * 1e3:.1f} ms)")  # fmt: skip
 
     k = min(args.naive_requests, REQUESTS)
     trace = dict(
@@ -102,6 +114,15 @@ def main(argv=None) -> int:
         f"speed-up at {k:,} requests: {naive_s / fast_k_s:.1f}x wall, {naive_cpu / fast_k_cpu:.1f}x CPU; "
         f"at {REQUESTS:,}: {naive_10k_s / fast_s:.1f}x wall, {naive_10k_cpu / fast_cpu_s:.1f}x CPU"
     )
+    if args.million:
+        # 10^6 requests at 50 req/s arrive over ~20,000 s: lift the 3,600 s bound on simulated time
+        s, cs, rr = timed(lambda: sim.simulate(MODEL, GPU, requests=10**6, max_sim_time_s=1e5, **load))
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
+        kept = rr.timeline_t_s.size
+        print(
+            f"10^6 requests: {s:.1f} s wall, {cs:.1f} s CPU ({rr.steps:,} iterations, {kept:,} timeline "
+            f"steps kept, {rr.requests_completed:,} completed); peak resident memory {peak_mb:,.0f} MB"
+        )
     return 0
 
 

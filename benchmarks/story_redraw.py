@@ -24,7 +24,7 @@ from roofline.lessons.dashboard import simulated_latency  # noqa: E402
 from roofline.lessons.saturation import simulated_saturation  # noqa: E402
 from roofline.lessons.scenario import Scenario  # noqa: E402
 from roofline.lessons.serving import latency_against_load  # noqa: E402
-from roofline.views.dashboard import dashboard_explorer  # noqa: E402
+from roofline.ui.explorers import dashboard_explorer  # noqa: E402
 
 M, G = "llama-3-8b", "h100-sxm"
 USERS = (1, 8, 32, 64, 128, 300)

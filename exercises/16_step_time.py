@@ -24,6 +24,13 @@ FLOP, FLOP/s, seconds. The card's case: 16 GB of BF16 weights on an H100 (3.35 T
 user gets about 167 tokens/s (25 % slower than alone) while the GPU makes about 5,300 tokens/s, some
 25x what one user gets, not 32x, because the step also got 1.25x longer.
 
+Why ``roofline step`` gives a little less than this exercise: the card simplifies. It counts all 8e9
+parameters as read every step (16 GB), embedding table included, and 128 KB as 128,000 bytes. A real
+decode step gathers one row of the 128,256 x 4,096 embedding table per user instead of reading all of it
+(1.05 GB less), and Llama 3 8B's KV is 131,072 bytes per token. So for one user at 4,096 tokens this
+exercise says (16 + 0.52) GB / 3.35 TB/s = 4.93 ms and ``roofline step --model llama-3-8b --gpu h100-sxm
+--context 4096`` says (15.01 + 0.54) GB / 3.35 TB/s = 4.64 ms. Same physics, different bookkeeping.
+
 Run it:
 
     uv run exercises/16_step_time.py                         # the card: 32 users x 1,000 tokens

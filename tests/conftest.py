@@ -6,10 +6,13 @@ them saved, so the whole session (and every kernel it starts: they inherit the e
 ``SPEED_PHYSICS_HOME`` at an empty temporary directory. Tests of the user table set their own.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp(prefix="speed-physics-test-home-")
+atexit.register(shutil.rmtree, os.environ["SPEED_PHYSICS_HOME"], ignore_errors=True)  # leave no folder behind
 
 # Hypothesis: one named profile. CI (and anyone who wants repeatable runs) gets "ci": derandomized, so a
 # failure found once is found on every run, with no per-example deadline on a shared 2-core machine.

@@ -18,7 +18,7 @@ from roofline.lessons.benchmarking import (
     simulated_latencies_s,
     time_decode,
 )
-from roofline.views.benchmarking import plausibility_explorer
+from roofline.ui.explorers import plausibility_explorer
 
 
 def test_launch_returns_before_the_work_is_done():

@@ -13,7 +13,8 @@ from roofline.lessons.chunked_prefill import (
     prompt_arrival_timeline,
 )
 from roofline.physics.step import mixed_step
-from roofline.views.chunked_prefill import ChunkTradeoffChart, PrefillTimeline, chunk_explorer, chunk_readout
+from roofline.ui.explorers import chunk_explorer
+from roofline.views.chunked_prefill import ChunkTradeoffChart, PrefillTimeline, chunk_readout
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12

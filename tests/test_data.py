@@ -65,8 +65,10 @@ def test_gpu_figures_are_in_physical_ranges(gpu):
     assert 0.2e12 <= gpu.memory_bandwidth_bytes_per_s <= 10e12
     table = gpu.dense_flops_per_s
     if gpu.vendor == "apple":
-        # Apple publishes no tensor-core rate: only the GPU's FP32 shader figure, never an invented one.
-        assert set(table) == {"fp32"} and 5e12 <= table["fp32"] <= 40e12
+        # Apple GPUs have no tensor cores: the FP32 shader rate, and FP16 at the same rate (no double-rate
+        # FP16, no native BF16), never an invented matrix figure.
+        assert set(table) == {"fp32", "fp16"} and table["fp16"] == table["fp32"]
+        assert 5e12 <= table["fp32"] <= 40e12
         return
     assert "bf16" in table or "fp16" in table
     for precision, flops in table.items():
@@ -85,12 +87,16 @@ def test_gpu_figures_are_in_physical_ranges(gpu):
 @pytest.mark.parametrize("gpu", ["m2-ultra", "m3-max", "m4-max", "m4-pro"])
 def test_apple_gpus_lack_tensor_math_and_say_so(gpu):
     # The rule (data/README.md): a precision a row lacks raises UnsupportedPrecisionError, naming what
-    # the GPU supports; Apple rows support only FP32 (shader) math.
-    with pytest.raises(rl.UnsupportedPrecisionError, match="fp32"):
+    # the GPU supports; Apple rows support FP32 and FP16 shader math, no BF16/FP8 tensor math.
+    with pytest.raises(rl.UnsupportedPrecisionError, match="fp32.*fp16|fp16.*fp32"):
         rl.peak_flops_per_s(rl.get_gpu(gpu), "bf16")
-    assert rl.peak_flops_per_s(rl.get_gpu(gpu), "fp32") == rl.get_gpu(gpu).dense_flops_per_s["fp32"]
-    # Decode at batch 1 needs no tensor figure in FP32: Llama 3.2 1B on an M4 Max is memory-bound.
-    s = rl.decode_step("llama-3.2-1b", gpu, weight_precision="fp32", memory="ideal")
+    with pytest.raises(rl.UnsupportedPrecisionError, match="fp8"):
+        rl.peak_flops_per_s(rl.get_gpu(gpu), "fp8")
+    fp32 = rl.get_gpu(gpu).dense_flops_per_s["fp32"]
+    assert rl.peak_flops_per_s(rl.get_gpu(gpu), "fp32") == fp32
+    assert rl.peak_flops_per_s(rl.get_gpu(gpu), "fp16") == fp32  # no double-rate FP16 on Apple GPUs
+    # Decode at batch 1 needs no tensor figure: Llama 3.2 1B on an M4 Max is memory-bound.
+    s = rl.decode_step("llama-3.2-1b", gpu, weight_precision="fp16", memory="ideal")
     assert s.binding == "memory"
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.lessons.launch import kernels_per_step_estimate, launch_budget, overhead_share, share_grid
-from roofline.views.launch import launch_explorer
+from roofline.ui.explorers import launch_explorer
 
 W_8B = 16_060_522_496  # Llama 3 8B BF16 weight bytes (8,030,261,248 parameters x 2)
 EMB_8B = 128_256 * 4096 * 2  # its embedding table, 1,050,673,152 bytes: a decode step looks up one row of it
@@ -134,16 +134,20 @@ def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound(
     assert small.hidden_fraction == pytest.approx(small.gpu_time_s / small.cpu_time_s)
 
 
-def test_readout_shows_the_queued_step_and_the_cost():
+def test_readout_shows_the_queued_step_and_the_engine_column_prices_the_step_with_its_launches():
     from roofline.lessons.scenario import Scenario
-    from roofline.views.launch import launch_readout
+    from roofline.views.launch import launch_case, launch_readout
+    from roofline.views.readouts import case_readout
 
     # 8B on an H100: 300 × 4 µs = 1.2 ms of launches under a 4.48 ms GPU step; queued ahead, 4.48 ms a step;
     # one user's 1 / 5.68 ms = 176 tokens/s at $3 per GPU-hour costs 3 / (176 × 3,600) × 1e6 = $4.73 per 1M
-    html = launch_readout(
-        Scenario(context_tokens=0, usd_per_gpu_hour=3.0),
-        {"kernels_per_step": 300, "cpu_s_per_launch": 4e-6, "cuda_graphs": False},
-    )
+    s = Scenario(context_tokens=0, usd_per_gpu_hour=3.0)
+    options = {"kernels_per_step": 300, "cpu_s_per_launch": 4e-6, "cuda_graphs": False}
+    html = launch_readout(s, options)
     assert "step if the CPU queues ahead" in html and "4.48 ms" in html
-    assert "cost per 1M tokens" in html and "$4.73" in html
-    assert "cost per 1M tokens (achievable)" in launch_explorer().readout.value  # ideal beside achievable
+    case = case_readout(s, launch_case(s, options))  # the lesson's step: the floor plus the launches
+    assert "with 300 launches of 4 µs" in case and "5.68 ms" in case and "$4.73" in case
+    text = launch_explorer().readout.value
+    assert (
+        "cost per 1M tokens (achievable)" in text and "with 300 launches" in text
+    )  # ideal beside achievable

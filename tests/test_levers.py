@@ -11,6 +11,7 @@ import pytest
 import roofline as rl
 from roofline.lessons.scenario import Scenario
 from roofline.physics.speculative import speculative_step
+from roofline.ui import explorers as E
 from roofline.units import MS, KiB
 from roofline.views import levers as L
 
@@ -70,7 +71,7 @@ def test_speculative_figure_marks_the_collapse_and_follows_the_knobs():
 
 
 def test_speculative_explorer_knobs_move_the_readout():
-    ex = L.speculative_explorer()
+    ex = E.speculative_explorer()
     before = _cells(ex.readout.value)["tokens per verify step"]
     ex.set(acceptance=1.0, draft_tokens=2)
     assert _cells(ex.readout.value)["tokens per verify step"] == "3.00" != before
@@ -113,7 +114,7 @@ def test_kv_bar_figure_builds():
 
 
 @pytest.mark.parametrize(
-    "factory", [L.quantization_explorer, L.speculative_explorer, L.moe_explorer, L.attention_explorer]
+    "factory", [E.quantization_explorer, E.speculative_explorer, E.moe_explorer, E.attention_explorer]
 )
 def test_explorers_show_an_error_instead_of_a_wrong_figure(factory):
     ex = factory()

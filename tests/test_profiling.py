@@ -13,7 +13,7 @@ from roofline.lessons.profiling import (
     profile_fractions,
     speedup_of_each_part,
 )
-from roofline.views.profiling import amdahl_explorer
+from roofline.ui.explorers import amdahl_explorer
 
 
 def test_card_one_optimization():
@@ -82,5 +82,7 @@ def test_explorer():
     ex = amdahl_explorer()
     assert "1.82x" in ex.readout.value
     ex.set(p2=0.9)
-    assert "Not possible" in ex.message.value and "1.82x" in ex.readout.value
+    # the message says why; no stale number stays under it
+    assert "Not possible" in ex.message.value and "1.82x" not in ex.readout.value
+    assert "No numbers for this choice" in ex.readout.value
     assert np.isfinite(ex.live.options["p2"])

@@ -73,6 +73,7 @@ def test_shuffled_cards_check_their_own_answers(seed, qid):
     assert len(card.traps) == card.trap_count_built  # every trap stays distinguishable
     results = sc.check(card, card.expected())
     assert all(r.status == "right" for r in results)
+    assert all(r.status == "right" for r in sc.check(card, card.exact()))  # the lessons' exact figures too
     for trap in card.traps:
         (r,) = [r for r in sc.check(card, {trap.answer: trap.value}) if r.name == trap.answer]
         assert r.status == "trap" and trap.name in r.trap_names

@@ -9,7 +9,8 @@ import roofline as rl
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.serving import gpu_upgrade_vs_batching, serve_continuous_batching, serve_one_at_a_time
-from roofline.views.serving import QueueVsBatching, serving_explorer, serving_readout
+from roofline.ui.explorers import serving_explorer
+from roofline.views.serving import QueueVsBatching, serving_readout
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
 ROW = 4096 * 2  # one embedding row: a decode step looks up one per user, not the 1,050,673,152-byte table
@@ -125,7 +126,11 @@ def test_figure_and_explorer():
     ex = serving_explorer()
     ex.set(users=64, output_tokens=100, context_tokens=500)
     assert ex.live.options == {"users": 64, "output_tokens": 100}
-    assert "64 users" not in ex.readout.value and "batched: everyone done" in ex.readout.value
+    assert "batched: everyone done" in ex.readout.value
+    # the engine column describes the lesson's case: the batched server's step of all 64 users
+    assert "the batched server: one decode step of 64 users at 500 tokens each" in ex.readout.value
+    step = serve_continuous_batching("llama-3-8b", "h100-sxm", 64, 100, 500).step_time_s
+    assert f'data-key="step time"><b>{step * 1e3:.2f} ms' in ex.readout.value
     assert "does not fit" in serving_readout(
         Scenario(context_tokens=32768), {"users": 100, "output_tokens": 10}
     )

@@ -14,12 +14,17 @@ import roofline as rl
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "roofline"
-NUMBER_PACKAGES = ["roofline.physics", "roofline.lessons", "roofline.sim", "roofline.measure"]
+NUMBER_PACKAGES = [
+    "roofline.physics",
+    "roofline.lessons",
+    "roofline.sim",
+    "roofline.measure",
+    "roofline.engines",
+]
 NUMBER_MODULES = [
     "roofline",
     "roofline.data",
     "roofline.assumptions",
-    "roofline.achievable",
     "roofline.units",
 ]
 UI_ONLY = {"roofline.selfcheck.ui"}  # the self-check's widget; the rest of the package is numbers and HTML
@@ -77,7 +82,9 @@ def test_every_lesson_a_docstring_names_exists():
 
 
 # Shared infrastructure every lesson uses; each of their functions still names its lesson where it has one.
-INFRASTRUCTURE = {"assumptions.py", "errors.py", "units.py", "data.py", "widgets.py", "plots.py"}
+INFRASTRUCTURE = {
+    "assumptions.py", "errors.py", "units.py", "data.py", "widgets.py", "plots.py", "readouts.py",
+}  # fmt: skip
 
 
 def test_every_module_says_which_lesson_teaches_it():
@@ -104,7 +111,7 @@ def test_api_reference_is_current():
 STANDARD_IMPORT_CELL = (
     "import numpy as np\n\n"
     "import roofline as rl\n"
-    "from roofline import achievable, lessons, measure, selfcheck, sim, ui, views\n"
+    "from roofline import engines, lessons, measure, selfcheck, sim, ui, views\n"
     "from roofline.units import GB, KB, MB, MS, SECONDS_PER_HOUR, TB, TFLOPS, US, GiB, KiB, MiB"
 )
 

@@ -5,16 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import roofline as rl
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.ui.explorers import tensor_parallel_explorer
 from roofline.ui.widgets import Explorer
-from roofline.views.tensor_parallel import (
-    SpeedupVsGPUs,
-    scaling_comparison_figure,
-    tensor_parallel_explorer,
-    tensor_parallel_readout,
-)
+from roofline.views.tensor_parallel import SpeedupVsGPUs, scaling_comparison_figure, tensor_parallel_readout
 
 
 def test_card_70b_fp8_on_two_h100s():
@@ -120,10 +117,22 @@ def test_comparison_figure_shows_absolute_time_beside_the_speedup():
     assert 4.0 < line.get_ydata()[0] < 5.0
 
 
-def test_readout_has_the_cost_and_the_explorer_shows_ideal_beside_achievable():
+def test_the_engine_column_prices_the_step_with_its_all_reduces_as_the_knob_says():
+    from roofline.views.readouts import case_readout
+    from roofline.views.tensor_parallel import tensor_parallel_case
+
     # 8B BF16 on 2 H100s, 1 user: 2.74 ms per step -> 365 tokens/s; 2 GPUs × $3 / (365 × 3,600) × 1e6 = $4.57
     s = Scenario(num_gpus=2, context_tokens=0, usd_per_gpu_hour=3.0)
-    html = tensor_parallel_readout(s)
     step = tensor_parallel_scaling("llama-3-8b", "h100-sxm", 2).step_time_s
-    assert "cost per 1M tokens" in html and f"${2 * 3 / (1 / step * 3600) * 1e6:.2f}" in html
-    assert "cost per 1M tokens (achievable)" in tensor_parallel_explorer().readout.value
+    with_comm = case_readout(s, tensor_parallel_case(s, {"communication": True}))
+    assert "with their all-reduces" in with_comm and f"${2 * 3 / (1 / step * 3600) * 1e6:.2f}" in with_comm
+    floor = rl.decode_step("llama-3-8b", "h100-sxm", num_gpus=2).step_time_s  # 15.01 GB / 6.7 TB/s = 2.24 ms
+    without = case_readout(s, tensor_parallel_case(s, {"communication": False}))
+    assert "without all-reduces" in without and f"{floor * 1e3:.2f} ms" in without
+    assert tensor_parallel_case(s, {"communication": False}).communication is False  # the engine too
+    ex = tensor_parallel_explorer()
+    assert (
+        "cost per 1M tokens (achievable)" in ex.readout.value and "with their all-reduces" in ex.readout.value
+    )
+    ex.set(communication=False)
+    assert "without all-reduces" in ex.readout.value

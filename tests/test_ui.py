@@ -6,23 +6,40 @@ reset, the pinned baseline, the projector scale and the text an unrun explorer s
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
 
 import ipywidgets as W
+import matplotlib.colors
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
+from roofline import engines
 from roofline.lessons.scenario import Scenario, listed_price
-from roofline.ui.widgets import RUN_HINT, Explorer, NumberControl, Reveal, combine_readouts, decode_readout
-from roofline.views.plots import CostVsBatch, StepTimeVsBatch
+from roofline.measure import userdata
+from roofline.measure.bench import Measurement
+from roofline.ui import explorers
+from roofline.ui.widgets import RUN_HINT, Explorer, NumberControl, Prediction, Reveal
+from roofline.views.plots import CostVsBatch, StepTimeVsBatch, alt_text
+from roofline.views.readouts import combine_readouts, decode_readout
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+OTHERS_NOTEBOOKS = {"slos_and_capacity"}  # owned by others: their cells may differ
 ALL = ["batch", "context_tokens", "model", "gpu", "num_gpus", "weight_precision", "kv_precision"]
+MY_BOX = Measurement(  # a measured machine: 200 GB/s, 2 TFLOP/s of FP32, 64 GB of memory
+    memory_bandwidth_bytes_per_s=200e9,
+    matmul_flops_per_s=2e12,
+    ridge_flop_per_byte=10.0,
+    call_overhead_s=1e-6,
+    matmul_fp64_flops_per_s=1e12,
+    threads={"cpu_count": 2, "blas": "test", "blas_threads": None},
+    details={"ram_bytes": 64e9, "quick": True, "stream": {}},
+)
 
 
 def cell(html_text: str, key: str) -> str:
@@ -139,12 +156,45 @@ def test_a_typed_price_is_used_until_the_gpu_changes(explorer):
     assert explorer.scenario.usd_per_gpu_hour == rl.get_price("lambda-a100-40gb").usd_per_gpu_hour
 
 
-def test_a_gpu_without_a_listed_price_shows_no_cost_until_one_is_typed(explorer):
-    explorer.controls["gpu"].value = "h200"
-    assert explorer.scenario.usd_per_gpu_hour is None
-    assert "no price" in cell(explorer.readout.value, "cost per 1M tokens")
-    explorer.controls["usd_per_gpu_hour"].value = 4.0
-    assert cell(explorer.readout.value, "cost per 1M tokens").startswith("$")
+@pytest.fixture
+def my_machine(tmp_path, monkeypatch):
+    """A machine the learner measured and saved (``roofline measure --save``): a GPU row with no price."""
+    monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
+    userdata.save_user_gpu("my-box", MY_BOX)  # reloads the tables
+    yield "my-box"
+    monkeypatch.undo()
+    userdata.reload_tables()
+
+
+def test_a_gpu_without_a_listed_price_shows_no_cost_until_one_is_typed(my_machine):
+    ex = Explorer(
+        StepTimeVsBatch, controls=[*ALL, "usd_per_gpu_hour"], scenario=Scenario(model="llama-3.2-1b")
+    )
+    ex.controls["gpu"].value = my_machine
+    assert ex.scenario.gpu == my_machine and ex.scenario.usd_per_gpu_hour is None
+    assert "no price" in cell(ex.readout.value, "cost per 1M tokens")
+    ex.controls["usd_per_gpu_hour"].value = 4.0
+    assert cell(ex.readout.value, "cost per 1M tokens").startswith("$")
+
+
+def test_every_gpu_in_the_tables_brings_a_price_and_a_cost():
+    ex = Explorer(StepTimeVsBatch, controls=["gpu", "weight_precision", "usd_per_gpu_hour"],
+                  scenario=Scenario(model="llama-3.2-1b", context_tokens=128))  # fmt: skip
+    for gpu in rl.gpus():
+        ex.controls["gpu"].value = gpu
+        assert ex.scenario.gpu == gpu and ex.scenario.usd_per_gpu_hour > 0, gpu
+        assert cell(ex.readout.value, "cost per 1M tokens").startswith("$"), (gpu, ex.message.value)
+
+
+def test_a_gpu_without_the_weights_precision_switches_to_the_nearest_it_has():
+    ex = Explorer(
+        StepTimeVsBatch, controls=["gpu", "weight_precision"], scenario=Scenario(model="llama-3.2-1b")
+    )
+    ex.controls["gpu"].value = "m4-max"  # Apple GPUs compute FP16, not BF16
+    assert ex.scenario.weight_precision == "fp16" and ex.controls["weight_precision"].value == "fp16"
+    assert "no bf16 math" in ex.message.value and "Not possible" not in ex.message.value
+    labels = dict((value, label) for label, value in ex.controls["weight_precision"].options)
+    assert labels["bf16"] == "bf16 (not on m4-max)" and labels["fp16"] == "fp16"
 
 
 def test_cost_is_shown_for_the_ideal_and_the_achievable_step():
@@ -156,8 +206,8 @@ def test_cost_is_shown_for_the_ideal_and_the_achievable_step():
     assert "a good engine (vllm)" in text
 
 
-def test_the_cost_figure_draws_no_cost_without_a_price():
-    fig = CostVsBatch(Scenario(gpu="h200", batch=8))
+def test_the_cost_figure_draws_no_cost_without_a_price(my_machine):
+    fig = CostVsBatch(Scenario(model="llama-3.2-1b", gpu=my_machine, weight_precision="fp32", batch=8))
     assert np.all(np.isnan(fig.curves[0].get_ydata()))
     assert "no listed price" in fig.fig.get_suptitle()
 
@@ -249,8 +299,8 @@ def test_an_unrun_explorer_says_how_to_use_it(explorer):
 
 def test_the_readout_wraps_below_the_figure_when_narrow(explorer):
     row = explorer.children[-1]
-    assert row.layout.flex_flow == "row wrap"
-    assert explorer.image.layout.max_width == "900px"
+    assert row is explorer.figure_row and row.layout.flex_flow == "row wrap"
+    assert explorer.image.layout.max_width == "720px"  # beside a readout, within a 1440 px screen
 
 
 def test_building_and_moving_an_explorer_prints_nothing(capsys):
@@ -303,7 +353,7 @@ NO_EXPLORER_QUESTION = {("06_benchmarks_that_lie", "latency_summary"), ("60_amda
 @pytest.mark.parametrize("lesson", MY_LESSONS)
 def test_every_question_has_a_setup_button_and_a_hidden_answer(lesson):
     nb = json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())
-    answers = [c for c in nb["cells"] if c["cell_type"] == "code" and "Reveal(" in "".join(c["source"])]
+    answers = [c for c in nb["cells"] if c["cell_type"] == "code" and "Prediction(" in "".join(c["source"])]
     assert answers
     for c in answers:
         source = "".join(c["source"])
@@ -334,3 +384,145 @@ def test_a_setup_with_a_gpu_and_a_price_keeps_the_price(explorer):
     assert explorer.scenario.gpu == "l4" and explorer.scenario.usd_per_gpu_hour == 1.25
     explorer.controls["gpu"].value = "h100-sxm"  # a later GPU change by hand brings the listed price again
     assert explorer.scenario.usd_per_gpu_hour == rl.get_price("h100-example-3usd").usd_per_gpu_hour
+
+
+# ---- the engine column describes the lesson's case (issue 24) ------------------------------------------
+
+
+def _engine_ms(s, *parts, communication=None):
+    """What a good engine takes for the lesson's step(s), computed here from the engine itself: each
+    (physics step, times it runs) timed by ``StepTimer.of_step``."""
+    timer = engines.StepTimer(
+        "vllm", s.model, s.gpu, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
+        communication=communication,
+    )  # fmt: skip
+    return sum(float(timer.of_step(step).total_s) * n for step, n in parts) * 1e3
+
+
+def test_the_engine_column_describes_each_lessons_case():
+    # lesson 25: the batched server's step of all U users, not the scenario's batch of 1
+    ex = explorers.serving_explorer()
+    s = ex.scenario
+    assert s.batch == 1 and "one decode step of 20 users" in ex.readout.value
+    want = _engine_ms(s, (rl.decode_step(s.model, s.gpu, 20, s.context_tokens), 1))
+    assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
+
+    # lesson 24: the step on G GPUs with its all-reduces, or without them when the knob is off
+    ex = explorers.tensor_parallel_explorer()
+    s = ex.scenario
+    with_comm = rl.decode_step(
+        s.model, s.gpu, 1, 0, num_gpus=2, weight_precision="fp8", include_communication=True
+    )
+    assert ms(cell(ex.readout.value, "step time")) == pytest.approx(with_comm.step_time_s * 1e3, abs=0.006)
+    want = _engine_ms(s, (with_comm, 1), communication=True)
+    assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
+    ex.set(communication=False)
+    want_off = _engine_ms(s, (rl.decode_step(s.model, s.gpu, 1, 0, num_gpus=2, weight_precision="fp8"), 1),
+                          communication=False)  # fmt: skip
+    assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want_off, abs=0.006)
+    assert want_off < want  # the all-reduces cost a real engine time too
+
+    # lesson 44: the mixed step (the decoders plus one prompt chunk), not plain decode
+    ex = explorers.chunk_explorer()
+    s = ex.scenario
+    mixed = rl.mixed_step(s.model, s.gpu, s.batch, s.context_tokens, s.chunk_tokens)
+    assert "the mixed step" in ex.readout.value
+    assert ms(cell(ex.readout.value, "step time")) == pytest.approx(mixed.step_time_s * 1e3, abs=0.006)
+    want = _engine_ms(s, (mixed, 1))
+    assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
+
+    # the speculative lesson: a cycle of k drafts at r plain steps each, then the verify step of k + 1 tokens
+    ex = explorers.speculative_explorer()
+    s, o = ex.scenario, ex.live.options
+    k, r = o["draft_tokens"], o["draft_cost_ratio"]
+    verify = rl.forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=k + 1)
+    plain = rl.forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=1)
+    assert "then the verify step" in ex.readout.value
+    want = _engine_ms(s, (verify, 1), (plain, k * r))
+    assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
+
+    # lesson 61: its own batch, past the flip (compute-bound), not batch 1
+    ex = explorers.saturation_explorer()
+    assert ex.scenario.batch > rl.compute_bound_batch("llama-3-8b", "h100-sxm", ex.scenario.context_tokens)
+    assert "(compute-bound)" in cell(ex.readout.value, "step time")
+
+
+def test_an_impossible_choice_leaves_no_stale_number_under_the_message():
+    ex = explorers.utilization_explorer()  # lesson 09, where the reviewer found stale numbers
+    ex.controls["gpu"].value = "a100-80gb-sxm"
+    ex.controls["weight_precision"].value = "fp8"  # no FP8 math on an A100
+    assert "Not possible" in ex.message.value
+    assert "data-key" not in ex.readout.value and "No numbers for this choice" in ex.readout.value
+    assert "roofline-stale" in ex.image._dom_classes
+    ex.controls["weight_precision"].value = "bf16"
+    assert "Not possible" not in ex.message.value and "roofline-stale" not in ex.image._dom_classes
+    assert cell(ex.readout.value, "cost per 1M tokens").startswith("$")
+
+
+def test_a_setup_button_asks_the_page_to_bring_the_explorer_into_view(explorer):
+    explorer.setup_button("Set up question 1", batch=64).click()
+    assert 'class="roofline-scroll-request"' in explorer.message.value
+    explorer.setup_button("Set up question 2", batch=8).click()  # a new request each time
+    assert explorer.message.value.count("roofline-scroll-request") == 1
+
+
+def test_a_prediction_must_be_written_before_the_answer_opens(explorer):
+    p = Prediction(
+        "Check your prediction", "<p>14.7 ms</p>", setup=(explorer, {"batch": 64}, "Set up question 1")
+    )
+    button, row, answer = p.children
+    assert button.description == "Set up question 1"
+    assert p.open_button.disabled and "14.7 ms" not in answer.value  # the answer is not in the page yet
+    p.open_answer()  # nothing written: nothing opens
+    assert "14.7 ms" not in answer.value
+    p.box.value = "  "
+    assert p.open_button.disabled
+    p.box.value = "about 15 ms"
+    p.open_button.click()
+    assert "14.7 ms" in answer.value and "about 15 ms" in answer.value
+    bundle = p._repr_mimebundle_()  # unrun: the folded answer for a static viewer, a hint for JupyterLab
+    assert (
+        bundle["text/html"].startswith('<details class="roofline-reveal">')
+        and "Run the notebook" in bundle["text/plain"]
+    )
+
+
+def test_figures_carry_alt_text_and_controls_mark_the_four_axes():
+    ex = explorers.step_time_explorer()
+    assert alt_text(ex.live).startswith("Figure (StepTimeVsBatch):") and "B=32" in alt_text(ex.live)
+    assert html.escape(alt_text(ex.live)) in ex.alt.value
+    ex.set(batch=64)
+    assert "B=64" in ex.alt.value  # the description follows the figure
+    axes = {c for w in ex.controls.values() for c in w._dom_classes if c.startswith("roofline-axis-")}
+    assert axes == {"roofline-axis-B", "roofline-axis-T", "roofline-axis-P", "roofline-axis-G"}
+    bundle = StepTimeVsBatch(
+        Scenario()
+    )._repr_mimebundle_()  # a static figure in a notebook: an image with alt
+    assert bundle["text/html"].startswith('<img alt="Figure (StepTimeVsBatch):')
+
+
+def test_every_lesson_notebook_builds_its_explorers_from_the_registry():
+    for lesson, makers in explorers.LESSON_EXPLORERS.items():
+        source = "".join(
+            "".join(c["source"]) for c in json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())["cells"]
+        )
+        called = set(re.findall(r"ui\.(\w+_explorer)\(", source))
+        assert called == {m.__name__ for m in makers}, lesson
+        if lesson not in OTHERS_NOTEBOOKS:
+            assert "ui.Explorer(" not in source, f"{lesson} builds an explorer inline"
+
+
+def test_the_dashboards_latency_gauges_are_colour_blind_safe():
+    from roofline.views.dashboard import GAUGE_OK, GAUGE_OVER, DashboardFigure
+
+    okabe_ito = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"}
+    assert {
+        GAUGE_OK,
+        GAUGE_OVER,
+    } <= okabe_ito  # blue and vermillion: told apart by every kind of colour vision
+    # 300 users at 4,096 tokens: 198 wait for a slot, so TTFT is far past its 1 s target; TPOT is not
+    fig = DashboardFigure(Scenario(batch=300, context_tokens=4096))
+    ttft, tpot = fig.bars["ttft"][0], fig.bars["tpot"][0]
+    assert fig.dashboard.ttft_p50_s > 1.0 and fig.dashboard.tpot_p99_s < 0.05
+    assert matplotlib.colors.to_hex(ttft.get_facecolor()).upper() == GAUGE_OVER.upper() and ttft.get_hatch()
+    assert matplotlib.colors.to_hex(tpot.get_facecolor()).upper() == GAUGE_OK.upper() and not tpot.get_hatch()

@@ -13,7 +13,7 @@ from roofline.lessons.utilization import (
     sample_busy,
     timeline_metrics,
 )
-from roofline.views.utilization import utilization_explorer
+from roofline.ui.explorers import utilization_explorer
 
 
 def test_sampler_by_hand():
@@ -48,16 +48,23 @@ def test_card_q5():
     assert np.allclose(m.kernel_mbu, m.mbu)
 
 
-def test_default_step_is_roofline_over_efficiency():
+def test_default_step_is_a_real_engines_step():
+    # By default a step lasts what a good engine takes (the readouts' vLLM step), never less than the floor
+    # 15,009,857,536 B ÷ 3.35e12 B/s = 4.48 ms; engine="ideal" gives the floor itself.
+    from roofline.engines import decode_step_times
+
     t = decode_timeline("llama-3-8b", "h100-sxm")
-    assert t.step_time_s == pytest.approx(15_009_857_536 / 3.35e12 / 0.8)  # 5.60 ms
+    assert t.step_time_s == pytest.approx(float(decode_step_times("llama-3-8b", "h100-sxm")["total"]))
+    assert t.step_time_s > 15_009_857_536 / 3.35e12
+    floor = decode_timeline("llama-3-8b", "h100-sxm", engine="ideal")
+    assert floor.step_time_s == pytest.approx(15_009_857_536 / 3.35e12)
 
 
 def test_gaps_lower_util_batch_raises_mfu():
     gap = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, gap_s=6e-3), 1e-3)
     assert gap.gpu_util == pytest.approx(0.5)  # 6 busy windows of every 12
-    b1 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=1), 1e-3)
-    b64 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=64), 1e-3)
+    b1 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=1, engine="ideal"), 1e-3)
+    b64 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=64, engine="ideal"), 1e-3)
     assert b1.gpu_util == b64.gpu_util == 1.0
     # 64x the FLOPs in (almost) the same step: memory-bound at T=0, the step only gathers 63 more embedding
     # rows (63 x 4,096 x 2 bytes = 516 KB of 15 GB)
@@ -69,8 +76,8 @@ def test_bad_input():
         gpu_util([1.0], [0.5], 0.1)
     with pytest.raises(rl.InvalidConfigurationError):
         gpu_util([0.0], [0.5], 0.0)
-    with pytest.raises(rl.InvalidConfigurationError):
-        decode_timeline("llama-3-8b", "h100-sxm", memory_efficiency=1.5)
+    with pytest.raises(rl.UnknownNameError):
+        decode_timeline("llama-3-8b", "h100-sxm", engine="vlm")
 
 
 @given(

@@ -3,8 +3,9 @@
     uv run python tools/fit_calibration.py            # fit, cross-validate, write the file
     uv run python tools/fit_calibration.py --check    # exit 1 if the stored fit differs from a refit
 
-The physics and the fit live in ``roofline.achievable`` (numpy least squares); this tool only runs them and
-writes the TOML with its provenance (datasets, rows, date, tool, split, residual summaries).
+The model and the fit live in ``roofline.engines`` (numpy least squares); this tool only runs them and
+writes the TOML with its provenance (datasets, rows, date, tool, split, residual summaries), and every row's
+held-out prediction (``data/calibration_held_out.csv``, which the validation notebook reads).
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline import achievable as ach
+from roofline.data import table_path
+from roofline.engines.fit import fit
+from roofline.engines.params import (
+    CALIBRATION_FILE,
+    FITTED_FRACTIONS,
+    OVERHEADS,
+    Calibration,
+    load_calibration,
+)
+from roofline.engines.store import calibration_toml, fit_provenance
+from roofline.engines.validation import HELD_OUT, held_out_csv, validate
 
 TOOL = "tools/fit_calibration.py"
 
 
-def compare(stored: ach.Params, fresh: ach.Params, rtol: float = 1e-3) -> list[str]:
+def compare(stored: Calibration, fresh: Calibration, rtol: float = 1e-3) -> list[str]:
     """Differences between two fits beyond ``rtol`` (relative), as readable lines; empty if they agree."""
     diffs = []
 
@@ -27,16 +38,15 @@ def compare(stored: ach.Params, fresh: ach.Params, rtol: float = 1e-3) -> list[s
     if set(stored.fractions) != set(fresh.fractions):
         diffs.append(f"fitted pairs differ: {sorted(stored.fractions)} vs {sorted(fresh.fractions)}")
     for key in set(stored.fractions) & set(fresh.fractions):
-        for name, a, b in zip(
-            ("bandwidth", "compute"), stored.fractions[key], fresh.fractions[key], strict=True
-        ):
+        for name in FITTED_FRACTIONS:
+            a, b = stored.fractions[key][name], fresh.fractions[key][name]
             if not close(a, b):
                 diffs.append(f"{key} {name}: stored {a:.6g}, refit {b:.6g}")
-    for table in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "allreduce_hop_latency_s"):
-        s, f = getattr(stored, table), getattr(fresh, table)
-        for eng in set(s) | set(f):
-            if eng not in s or eng not in f or not close(s[eng], f[eng]):
-                diffs.append(f"{table}[{eng}]: stored {s.get(eng)}, refit {f.get(eng)}")
+    for eng in set(stored.overheads) | set(fresh.overheads):
+        s, f = stored.overheads.get(eng, {}), fresh.overheads.get(eng, {})
+        for name in OVERHEADS:
+            if name not in s or name not in f or not close(s[name], f[name]):
+                diffs.append(f"engine {eng} {name}: stored {s.get(name)}, refit {f.get(name)}")
     return diffs
 
 
@@ -45,15 +55,16 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="compare the stored fit with a refit")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (by group)")
     args = parser.parse_args(argv)
-    params = ach.fit()
+    params = fit()
     if args.check:
-        diffs = compare(ach.load_calibration(), params)
+        diffs = compare(load_calibration(), params)
         print("\n".join(diffs) if diffs else "stored calibration matches a refit")
         return 1 if diffs else 0
-    validation = ach.validate(k=args.folds)
-    prov = ach.fit_provenance(params, validation, TOOL)
-    path = ach.DATA_DIR / ach.CALIBRATION_FILE
-    path.write_text(ach.calibration_toml(params, prov))
+    validation = validate(k=args.folds)
+    prov = fit_provenance(params, validation, TOOL)
+    path = table_path(CALIBRATION_FILE)
+    path.write_text(calibration_toml(params, prov))
+    table_path(HELD_OUT).write_text(held_out_csv(validation))
     print(f"wrote {path}")
     for r in validation.table("regime") + validation.table("engine"):
         print(

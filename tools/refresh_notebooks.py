@@ -5,8 +5,10 @@
 
 Stored outputs are what nbval compares against in the test run, so refresh after changing the library.
 Widget state (random model ids) is dropped: the saved notebook shows its static figures, and a live
-kernel brings the explorers back. The notebook's kernelspec is written as the installed kernel describes
-itself (name, display name, language), so JupyterLab does not mark a notebook modified on opening it.
+kernel brings the explorers back. So is the accessibility script each explorer shows before itself
+(``roofline.ui.accessibility``): a saved notebook never runs it, and it would repeat in every explorer
+cell. The notebook's kernelspec is written as the installed kernel describes itself (name, display name,
+language), so JupyterLab does not mark a notebook modified on opening it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def refresh(path: Path) -> float:
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {"application/javascript"}]
     nbformat.write(nb, path)
     return time.perf_counter() - start
 

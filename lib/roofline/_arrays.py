@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.errors import InvalidConfigurationError
+from roofline._constraints import Real
 
 
 def checked(
@@ -16,20 +16,15 @@ def checked(
     maximum: float | None = None,
     allow_inf: bool = False,
 ) -> np.ndarray:
-    """``value`` as a float array, after checking bounds; the error names the parameter and the rule."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidConfigurationError(f"{name} must be a number, got {value!r}") from None
-    if np.any(np.isnan(arr)) or (not allow_inf and np.any(np.isinf(arr))):
-        raise InvalidConfigurationError(f"{name} must be a finite number, got {value!r}")
-    if minimum is not None and np.any(arr < minimum):
-        raise InvalidConfigurationError(f"{name} must be >= {minimum:g}, got {value!r}")
-    if above is not None and np.any(arr <= above):
-        raise InvalidConfigurationError(f"{name} must be > {above:g}, got {value!r}")
-    if maximum is not None and np.any(arr > maximum):
-        raise InvalidConfigurationError(f"{name} must be <= {maximum:g}, got {value!r}")
-    return arr
+    """``value`` as a float array, after checking bounds; the error names the parameter and the rule.
+
+    Shorthand for ``roofline._constraints.check(value, name, Real(least=minimum, above=above,
+    most=maximum))``: one mechanism for every range check.
+
+    >>> checked([0.5, 1], "acceptance", minimum=0, maximum=1)
+    array([0.5, 1. ])
+    """
+    return Real(least=minimum, above=above, most=maximum, allow_inf=allow_inf).check(value, name)
 
 
 def out(arr):

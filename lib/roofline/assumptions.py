@@ -1,7 +1,12 @@
 """The assumptions table: every number the library uses that is not from a data sheet.
 
-Each one lives once, in ``data/assumptions.toml``, with its unit, meaning and the reason for its value;
-code reads it here and never types a copy. The README lists them.
+Each one lives once, in ``data/assumptions.toml``, with its unit, its kind (which fixes its physical range:
+a fraction in (0, 1], an overhead at least 0, …), meaning and the reason for its value; code reads it here
+and never types a copy. The README lists them.
+
+The table is read on first use, never at import: ``import roofline`` works with a broken or missing table,
+and the first lookup raises ``DataTableError`` naming the file (``roofline.data.load_assumptions`` checks
+it like every other table). ``roofline.data.clear_cache()`` re-reads it.
 
 >>> assumption("allreduce_latency_s")
 1e-05
@@ -11,39 +16,38 @@ code reads it here and never types a copy. The README lists them.
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass
+from collections.abc import Iterator, MutableMapping
 
-from roofline.data import DATA_DIR
-from roofline.errors import RooflineError, UnknownNameError
+from roofline.data import Assumption, assumptions
+from roofline.errors import UnknownNameError
 
-
-@dataclass(frozen=True)
-class Assumption:
-    """One assumed number: ``value`` in ``unit``, what it means and why it has this value."""
-
-    id: str
-    value: float
-    unit: str
-    meaning: str
-    reason: str
-    used_by: str
+__all__ = ["ASSUMPTIONS", "Assumption", "assumption"]
 
 
-def _load() -> dict[str, Assumption]:
-    path = DATA_DIR / "assumptions.toml"
-    rows = tomllib.loads(path.read_text())["assumption"]
-    table: dict[str, Assumption] = {}
-    for row in rows:
-        missing = {"id", "value", "unit", "meaning", "reason", "used_by"} - row.keys()
-        if missing or row.get("id") in table:
-            problem = f"missing {sorted(missing)}" if missing else "a duplicate id"
-            raise RooflineError(f"{path}: assumption {row.get('id')!r} has {problem}")
-        table[row["id"]] = Assumption(**{**row, "value": float(row["value"])})
-    return table
+class _Table(MutableMapping):
+    """The cached assumptions table as a mapping, loaded on first access (writable, for tests that patch
+    one value; ``clear_cache`` undoes a patch)."""
+
+    def __getitem__(self, key: str) -> Assumption:
+        return assumptions()[key]
+
+    def __setitem__(self, key: str, value: Assumption) -> None:
+        assumptions()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del assumptions()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(assumptions())
+
+    def __len__(self) -> int:
+        return len(assumptions())
+
+    def __repr__(self) -> str:
+        return f"<assumptions table: {', '.join(self)}>"
 
 
-ASSUMPTIONS: dict[str, Assumption] = _load()
+ASSUMPTIONS: MutableMapping[str, Assumption] = _Table()
 
 
 def assumption(assumption_id: str) -> float:
@@ -51,8 +55,13 @@ def assumption(assumption_id: str) -> float:
 
     >>> assumption("kernels_per_decode_step")
     300.0
+    >>> assumption("engine_memory_fractoin")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.UnknownNameError: Unknown assumption ...Did you mean 'engine_memory_fraction'...
     """
+    table = assumptions()
     try:
-        return ASSUMPTIONS[assumption_id].value
+        return table[assumption_id].value
     except KeyError:
-        raise UnknownNameError("assumption", assumption_id, sorted(ASSUMPTIONS)) from None
+        raise UnknownNameError("assumption", assumption_id, sorted(table)) from None

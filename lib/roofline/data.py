@@ -1,4 +1,5 @@
-"""The GPU, model and price tables (``gpus.toml``, ``models.toml``, ``prices.toml``), validated on load.
+"""The data tables (``gpus.toml``, ``models.toml``, ``prices.toml``, ``assumptions.toml``, ``engines.toml``),
+validated on load.
 
 The TOML files keep the units spec sheets print (GB, TB/s, TFLOPS); this module converts them once, here,
 so everything downstream works in bytes, bytes/s and FLOP/s. Derived figures (ridge point, parameter
@@ -6,12 +7,12 @@ counts) are computed by the library, never stored. ``data/README.md`` documents 
 in lesson 02 (notebooks/02_decode_floor.ipynb), the first to read the tables; later lessons all use them.
 
 **Validation.** Each table is described by one declarative schema (``GPU_SCHEMA``, ``MODEL_SCHEMA``,
-``PRICE_SCHEMA``): one ``Field`` per key with its type, the unit the file writes it in, the factor to SI
-and its allowed range. Loading checks every row against it: types (a quoted ``"false"`` is not a
-boolean, ``true`` is not a number), ranges (no negative memory), unknown keys (with the closest known
-key), missing keys, duplicate ids and a missing ``source`` or ``note``. Any problem raises
-``DataTableError`` naming the file, the row id and the field. A new optional field is one line in the
-schema plus one attribute in the dataclass (a test checks the two agree).
+``PRICE_SCHEMA``, ``ASSUMPTION_SCHEMA``, ``ENGINE_SCHEMA``): one ``Field`` per key with its type, the
+unit the file writes it in, the factor to SI and its allowed range. Loading checks every row against it:
+types (a quoted ``"false"`` is not a boolean, ``true`` is not a number), ranges (no negative memory),
+unknown keys (with the closest known key), missing keys, duplicate ids and a missing ``source`` or
+``note``. Any problem raises ``DataTableError`` naming the file, the row id and the field. A new optional
+field is one line in the schema plus one attribute in the dataclass (a test checks the two agree).
 
 **Where the tables are found** (``data_dir()``), first match wins:
 
@@ -20,7 +21,8 @@ schema plus one attribute in the dataclass (a test checks the two agree).
    ``pip install .`` or ``uv build`` carries a copy of ``data/*.toml`` there);
 3. the repository's ``data/`` folder (the editable install used for the course).
 
-The tables are read once and cached; ``clear_cache()`` re-reads them (after changing
+The tables are read once, on first use (importing ``roofline`` reads none), and cached; ``clear_cache()``
+re-reads them (after changing
 ``ROOFLINE_DATA_DIR``). ``load_gpus(directory)`` and friends read a directory without the cache.
 
 >>> gpu = get_gpu("h100-sxm")
@@ -77,7 +79,8 @@ def _table_error(file: str, row_id: str | None, field: str | None, problem: str)
 
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
-TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml")
+TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml", "engines.toml")
+MEASURED_DIR = "measured"  # third-party measurements (CSV), read by roofline.engines.measurements
 
 # The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
 COMPUTE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -167,6 +170,7 @@ class Model:
     router_bias: bool = False  # the router has a bias of E values per MoE layer
     checkpoint_format: str = "bf16"  # the native release format, a weight-format id of physics.precision
     published_active_excludes_embedding: bool = False  # gpt-oss's active count leaves out the input table
+    hf_ids: tuple[str, ...] = ()  # Hugging Face repositories with this shape (how measured studies name it)
 
     @property
     def is_moe(self) -> bool:
@@ -180,16 +184,74 @@ class Model:
 
 @dataclass(frozen=True)
 class Price:
-    """An example rental price for one GPU, with its date and source."""
+    """What one GPU-hour of ``gpu`` costs, with its date and source.
+
+    ``kind`` ``"rent"``: a listed on-demand price (``usd_per_gpu_hour`` as the provider prints it, per GPU).
+    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and the loader derives
+    ``usd_per_gpu_hour`` with ``roofline.physics.cost.ownership_usd_per_hour`` from the ownership
+    assumptions (``assumptions.toml``: lifetime, hours of use a day, power, electricity price).
+    """
 
     id: str
     gpu: str
-    usd_per_gpu_hour: float
+    usd_per_gpu_hour: float  # for an "own" row: derived on load, never stored in the file
     provider: str
     offering: str
     date: str
     source: str
     note: str
+    kind: str = "rent"  # "rent" (a listed hourly price) or "own" (bought: purchase price + running costs)
+    purchase_usd: float | None = None  # "own" rows: the price paid for the GPU (or the machine), USD
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One assumed number (``assumptions.toml``): ``value`` in ``unit``, what it means and why this value.
+
+    ``kind`` names its physical bound (``ASSUMPTION_KINDS``): a fraction is in (0, 1], an overhead is at
+    least 0, a count a whole number of at least 1, and so on. ``roofline.assumptions`` reads it.
+    """
+
+    id: str
+    value: float
+    unit: str
+    kind: str
+    meaning: str
+    reason: str
+    used_by: str
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One inference engine as the library models it (``engines.toml``); ``roofline.engines`` looks it up.
+
+    ``kind`` is ``"ideal"`` (the roofline floor: no calibration) or ``"calibrated"`` (fitted parameters in
+    ``calibration.toml`` under this id). ``version`` names the software the calibration represents.
+    ``parallel`` is how it splits a model over GPUs: ``"tensor"`` (every matrix) or ``"pipeline"`` (layers).
+    The scheduler fields are the engine's documented serving defaults (``data/README.md`` lists them);
+    ``roofline.sim.engine_policy`` turns them into the simulator's ``SchedulerPolicy``.
+    """
+
+    id: str
+    name: str
+    kind: str
+    parallel: str
+    version: str
+    aliases: tuple[str, ...]
+    scheduler: str  # "decode-first" (chunked prefill rides in decode steps) or "prefill-first"
+    token_budget: int  # tokens one step may carry (max_num_batched_tokens and the like)
+    max_sequences: int  # sequences one step may carry (max_num_seqs)
+    chunk_tokens: int  # largest prompt chunk per step, when chunked prefill is on
+    scheduler_source: str
+    source: str
+    note: str
+    chunked_prefill: bool = True  # False: every prompt runs whole in one step
+    whole_prompt_must_fit: bool = False  # unchunked: a prompt waits until the step's budget holds all of it
+    kv_reservation: str = "prompt"  # "prompt" (grows; a full cache preempts) or "prompt+output" (never)
+    pass_tokens: int = 0  # a step runs in physical passes of at most this many tokens; 0: one pass
+    # Whose kernel timings (data/measured/kernels/) describe this engine's GEMMs and attention: an engine id
+    # with timings ("vllm", "tensorrt-llm", "sglang"), or "" when its kernels are fitted end to end.
+    kernels: str = ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,7 +270,10 @@ def _describe(value: Any) -> str:
     """A value as the TOML author wrote it, with its TOML type: ``true (a boolean)``, ``'80' (a string)``."""
     kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table"}
     kind = next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)
-    shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    try:
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    except RecursionError:  # a value nested hundreds deep (a corrupted or hostile file)
+        shown = "a deeply nested value"
     if len(shown) > 60:
         shown = shown[:57] + "..."
     return f"{shown} ({kind})"
@@ -289,6 +354,17 @@ def parse_integer(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadValue(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
     return value
+
+
+def parse_text_list(value: Any) -> tuple[str, ...]:
+    """A list of non-empty strings, as a tuple (may be empty).
+
+    >>> parse_text_list(["meta-llama/Meta-Llama-3-8B"])
+    ('meta-llama/Meta-Llama-3-8B',)
+    """
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise BadValue(f"expected a list of non-empty strings, got {_describe(value)}")
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -448,17 +524,109 @@ MODEL_SCHEMA: tuple[Field, ...] = (
     Field("router_bias", parse_bool, default=False),
     Field("checkpoint_format", parse_id, default="bf16"),
     Field("published_active_excludes_embedding", parse_bool, default=False),
+    Field("hf_ids", parse_text_list, default=()),
 )
+
+
+def _one_of(*options: str) -> Callable[[Any], str]:
+    """A parser accepting exactly one of ``options`` (strings)."""
+
+    def parse(value: Any) -> str:
+        if value not in options:
+            raise BadValue(f"expected one of {', '.join(map(repr, options))}, got {_describe(value)}")
+        return value
+
+    return parse
+
+
+PRICE_KINDS = ("rent", "own")
 
 PRICE_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("gpu", parse_id),
-    _positive("usd_per_gpu_hour", "USD per GPU-hour", most=1e4),
+    _positive("usd_per_gpu_hour", "USD per GPU-hour", most=1e4, default=None),  # "rent" rows only
     Field("provider", parse_text),
     Field("offering", parse_text),
     Field("date", parse_date),
     Field("source", parse_url),
     Field("note", parse_text),
+    Field("kind", _one_of(*PRICE_KINDS), default="rent"),
+    _positive("purchase_usd", "USD", most=1e7, default=None),  # "own" rows only
+)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range an assumption of one kind may take, in the row's unit: ``minimum``/``above``/``maximum``
+    (inclusive, exclusive, inclusive), ``whole`` for a count; ``says`` is the rule in words."""
+
+    says: str
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    whole: bool = False
+
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` breaks the bound, or None.
+
+        >>> ASSUMPTION_KINDS["fraction"].problem(5.0)
+        'a fraction must be more than 0 and at most 1, got 5'
+        """
+        low = (self.minimum is not None and value < self.minimum) or (
+            self.above is not None and value <= self.above
+        )
+        high = self.maximum is not None and value > self.maximum
+        if low or high or (self.whole and not float(value).is_integer()):
+            return f"{self.says}, got {value:g}"
+        return None
+
+
+# Each assumption names its kind; the kind fixes the physical range (a corrupted or what-if table cannot
+# widen it: the bound lives here, not in the row).
+ASSUMPTION_KINDS: dict[str, Bound] = {
+    "fraction": Bound("a fraction must be more than 0 and at most 1", above=0, maximum=1),
+    "duration_s": Bound("an overhead or latency must be from 0 to 3600 s", minimum=0, maximum=3600),
+    "target_s": Bound("a latency target must be more than 0 and at most 3600 s", above=0, maximum=3600),
+    "bytes": Bound("a memory reservation must be from 0 to 1e15 bytes", minimum=0, maximum=1e15),
+    "element_bytes": Bound("bytes per value must be more than 0 and at most 8", above=0, maximum=8),
+    "count": Bound("a count must be a whole number from 1 to 1e9", minimum=1, maximum=1e9, whole=True),
+    "years": Bound("a lifetime must be more than 0 and at most 50 years", above=0, maximum=50),
+    "hours_per_day": Bound("hours of use a day must be more than 0 and at most 24", above=0, maximum=24),
+    "usd_per_kwh": Bound(
+        "an electricity price must be more than 0 and at most 10 USD/kWh", above=0, maximum=10
+    ),
+}
+
+ASSUMPTION_SCHEMA: tuple[Field, ...] = (
+    Field("id", parse_id),
+    Field("value", parse_number),
+    Field("unit", parse_text),
+    Field("kind", _one_of(*ASSUMPTION_KINDS)),
+    Field("meaning", parse_text),
+    Field("reason", parse_text),
+    Field("used_by", parse_text),
+)
+
+
+ENGINE_SCHEMA: tuple[Field, ...] = (
+    Field("id", parse_id),
+    Field("name", parse_text),
+    Field("kind", _one_of("ideal", "calibrated")),
+    Field("parallel", _one_of("tensor", "pipeline")),
+    Field("version", parse_text),
+    Field("aliases", parse_text_list, default=()),
+    Field("scheduler", _one_of("decode-first", "prefill-first")),
+    _count("token_budget", most=10**7),
+    _count("max_sequences", most=10**6),
+    _count("chunk_tokens", most=10**7),
+    Field("chunked_prefill", parse_bool, default=True),
+    Field("whole_prompt_must_fit", parse_bool, default=False),
+    Field("kv_reservation", _one_of("prompt", "prompt+output"), default="prompt"),
+    _count("pass_tokens", least=0, most=10**7, default=0),
+    Field("scheduler_source", parse_url),
+    Field("source", parse_url),
+    Field("note", parse_text),
+    Field("kernels", _one_of("", "vllm", "tensorrt-llm", "sglang"), default=""),
 )
 
 
@@ -467,6 +635,10 @@ def _model_rules(row: Model) -> list[tuple[str, str]]:
     problems = []
     if row.kv_heads > row.attention_heads:
         problems.append(("kv_heads", f"{row.kv_heads} KV heads exceed {row.attention_heads} attention heads"))
+    elif row.attention_heads % row.kv_heads:  # GQA: each KV head serves a whole group of query heads
+        problems.append(
+            ("kv_heads", f"{row.kv_heads} KV heads do not divide {row.attention_heads} attention heads")
+        )
     if row.experts_per_token > row.experts:
         problems.append(("experts_per_token", f"{row.experts_per_token} exceeds experts = {row.experts}"))
     if row.sliding_window_layers > row.layers:
@@ -482,6 +654,33 @@ def _model_rules(row: Model) -> list[tuple[str, str]]:
             ("kv_lora_rank", "an MLA row needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
         )
     return problems
+
+
+def _price_rules(row: Price) -> list[tuple[str, str]]:
+    """A rented row lists its hourly price; an owned row gives what it cost and never an hourly figure."""
+    if row.kind == "rent":
+        if row.usd_per_gpu_hour is None:
+            return [("usd_per_gpu_hour", "missing: a rented (kind 'rent') row needs its listed price")]
+        if row.purchase_usd is not None:
+            return [("purchase_usd", 'only an owned (kind = "own") row has a purchase price')]
+    else:
+        if row.purchase_usd is None:
+            return [("purchase_usd", "missing: an owned (kind 'own') row needs the price paid (in USD)")]
+        if row.usd_per_gpu_hour is not None:
+            return [
+                (
+                    "usd_per_gpu_hour",
+                    "an owned row's hourly cost is derived (purchase, lifetime, power, electricity), "
+                    "never stored: remove it",
+                )
+            ]
+    return []
+
+
+def _assumption_rules(row: Assumption) -> list[tuple[str, str]]:
+    """The value lies in its kind's range."""
+    problem = ASSUMPTION_KINDS[row.kind].problem(row.value)
+    return [("value", problem)] if problem else []
 
 
 @dataclass(frozen=True)
@@ -501,9 +700,21 @@ class Table:
 
 GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
 MODEL_TABLE = Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
-PRICE_TABLE = Table("prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",))
+PRICE_TABLE = Table(
+    "prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",), rules=_price_rules
+)
+ASSUMPTION_TABLE = Table(
+    "assumptions.toml", "assumption", "assumption", ASSUMPTION_SCHEMA, Assumption, rules=_assumption_rules
+)
+ENGINE_TABLE = Table("engines.toml", "engine", "engine", ENGINE_SCHEMA, Engine)
 # A learner's own GPU rows (``roofline measure --save``): the same checks, but the source may be a sentence
 # ("measured on this machine …"): a measurement has no URL.
+USER_ENGINE_TABLE = dataclasses.replace(
+    ENGINE_TABLE,
+    schema=tuple(
+        Field(f.key, parse_text) if f.key in ("source", "scheduler_source") else f for f in ENGINE_SCHEMA
+    ),
+)  # a learner's calibrated engines: their source is a sentence ("calibrated on …"), not a URL
 USER_GPU_TABLE = dataclasses.replace(
     GPU_TABLE, schema=tuple(Field("source", parse_text) if f.key == "source" else f for f in GPU_SCHEMA)
 )
@@ -512,7 +723,8 @@ USER_GPU_TABLE = dataclasses.replace(
 def schema_matches_dataclass(table: Table) -> bool:
     """Whether the schema fills exactly the dataclass's fields (a test keeps the two in step).
 
-    >>> all(schema_matches_dataclass(t) for t in (GPU_TABLE, MODEL_TABLE, PRICE_TABLE))
+    >>> tables = (GPU_TABLE, MODEL_TABLE, PRICE_TABLE, ASSUMPTION_TABLE, ENGINE_TABLE)
+    >>> all(schema_matches_dataclass(t) for t in tables)
     True
     """
     names = [f.name for f in table.schema]
@@ -579,6 +791,8 @@ def _read(directory: Traversable, table: Table) -> tuple[str, dict]:
         return label, tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise _table_error(label, None, None, f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level: ~1,000 levels exhaust the stack
+        raise _table_error(label, None, None, "nested too deeply to be a table") from None
 
 
 def read_rows(directory: Traversable, table: Table) -> list:
@@ -658,15 +872,17 @@ def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
 
 
 def load_prices(
-    directory: Traversable | str | None = None, gpu_ids: Mapping[str, Any] | None = None
+    directory: Traversable | str | None = None, gpu_ids: Mapping[str, GPU] | None = None
 ) -> dict[str, Price]:
-    """Read and check ``prices.toml``; every row's ``gpu`` must be a GPU id (of ``gpu_ids`` if given).
+    """Read and check ``prices.toml``; every row's ``gpu`` must be a GPU of ``gpu_ids`` (default: that
+    directory's ``gpus.toml``). An owned row gets its derived ``usd_per_gpu_hour`` (``owned_usd_per_hour``).
 
     >>> load_prices()["h100-example-3usd"].usd_per_gpu_hour
     3.0
     """
     d = data_dir() if directory is None else _as_dir(directory)
     known = load_gpus(d) if gpu_ids is None else gpu_ids
+    owning = None
     table = {}
     for p in read_rows(d, PRICE_TABLE):
         if p.gpu not in known:
@@ -676,8 +892,104 @@ def load_prices(
                 "gpu",
                 f"unknown GPU {p.gpu!r}{_did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
             )
+        if p.kind == "own":
+            if owning is None:  # the assumptions next to this prices.toml, else the ones in use
+                owning = load_assumptions(d) if (d / ASSUMPTION_TABLE.file).is_file() else assumptions()
+            hourly = owned_usd_per_hour(p.purchase_usd, known[p.gpu], owning)
+            p = dataclasses.replace(p, usd_per_gpu_hour=hourly)
         table[p.id] = p
     return table
+
+
+# The ownership assumptions an owned price row is costed with (ids in assumptions.toml).
+OWNERSHIP_ASSUMPTIONS = (
+    "ownership_lifetime_years",
+    "ownership_hours_per_day",
+    "ownership_power_fraction",
+    "electricity_usd_per_kwh",
+)
+
+
+def owned_usd_per_hour(purchase_usd: float, gpu: GPU, table: Mapping[str, Assumption] | None = None) -> float:
+    """USD per hour of use of a ``gpu`` bought for ``purchase_usd``, under the ownership assumptions of
+    ``table`` (default: the assumptions in use): ``roofline.physics.cost.ownership_usd_per_hour`` with the
+    GPU row's ``power_w`` times ``ownership_power_fraction`` as the power drawn.
+
+    >>> round(owned_usd_per_hour(1599.0, get_gpu("rtx-4090")), 3)  # 1,599 / (3 x 365.25 x 8) + 0.45 x 0.187
+    0.267
+    """
+    from roofline.physics.cost import ownership_usd_per_hour  # formulas sit above the tables
+
+    a = assumptions() if table is None else table
+    lifetime, hours, share, usd_per_kwh = (a[k].value for k in OWNERSHIP_ASSUMPTIONS)
+    return float(ownership_usd_per_hour(purchase_usd, lifetime, hours, gpu.power_w * share, usd_per_kwh))
+
+
+def load_assumptions(directory: Traversable | str | None = None) -> dict[str, Assumption]:
+    """Read and check ``assumptions.toml`` (default: ``table_dir("assumptions.toml")``); assumptions by id,
+    each value within its kind's bound (``ASSUMPTION_KINDS``).
+
+    >>> load_assumptions()["engine_memory_fraction"].kind
+    'fraction'
+    """
+    d = table_dir(ASSUMPTION_TABLE.file) if directory is None else _as_dir(directory)
+    return {a.id: a for a in read_rows(d, ASSUMPTION_TABLE)}
+
+
+def load_engines(directory: Traversable | str | None = None) -> dict[str, Engine]:
+    """Read and check ``engines.toml`` (default: ``table_dir("engines.toml")``); engines by id. An alias
+    must name one engine only and must not be another engine's id.
+
+    >>> load_engines()["vllm"].parallel
+    'tensor'
+    """
+    d = table_dir(ENGINE_TABLE.file) if directory is None else _as_dir(directory)
+    table = {e.id: e for e in read_rows(d, ENGINE_TABLE)}
+    owner: dict[str, str] = {}
+    for e in table.values():
+        for alias in e.aliases:
+            key = alias.strip().lower()
+            clash = owner.get(key) or (key if key in table and key != e.id else None)
+            if clash:
+                raise _table_error(
+                    str(d / ENGINE_TABLE.file), repr(e.id), "aliases", f"{alias!r} already names {clash!r}"
+                )
+            owner[key] = e.id
+    return table
+
+
+def table_dir(name: str) -> Traversable:
+    """The folder to read the table or folder ``name`` from: ``data_dir()`` if it has it, else the shipped
+    tables (a ``$ROOFLINE_DATA_DIR`` for what-if GPUs need not copy the engines, calibration or
+    measurements). Every path into ``data/`` is built here.
+
+    >>> (table_dir("calibration.toml") / "calibration.toml").is_file()
+    True
+    """
+    own = data_dir()
+    here = own / name
+    return own if (here.is_file() or here.is_dir()) else shipped_dir()
+
+
+def table_path(name: str) -> Traversable:
+    """``table_dir(name) / name``: a table file (``calibration.toml``) or the ``measured`` folder."""
+    return table_dir(name) / name
+
+
+def read_toml(name: str) -> tuple[str, dict]:
+    """The parsed TOML file ``name`` (found by ``table_dir``) and its path for messages; a missing file or
+    a syntax error is a ``DataTableError`` naming the file."""
+    source = table_path(name)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        raise _table_error(str(source), None, None, f"cannot read the table: {exc.strerror or exc}") from None
+    try:
+        return str(source), tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _table_error(str(source), None, None, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise _table_error(str(source), None, None, "nested too deeply to be a table") from None
 
 
 def _as_dir(directory: Traversable | str) -> Traversable:
@@ -724,13 +1036,68 @@ def models() -> dict[str, Model]:
 
 @functools.cache
 def prices() -> dict[str, Price]:
-    """All example prices by id."""
+    """All prices by id (rented and owned), in file order."""
     return load_prices(gpu_ids=gpus())
+
+
+@functools.cache
+def assumptions() -> dict[str, Assumption]:
+    """All assumptions by id (``roofline.assumptions.assumption`` reads one)."""
+    return load_assumptions()
+
+
+def default_price(gpu: str | GPU) -> Price | None:
+    """The price a lesson uses for ``gpu`` when the learner gives none: the first row of ``prices.toml``
+    for it (the table lists the course's round example first where there is one). None for a GPU the
+    table does not price (a learner's own measured machine): there is then no cost until one is typed.
+
+    >>> default_price("h100-sxm").id, default_price("l4").usd_per_gpu_hour
+    ('h100-example-3usd', 0.8048)
+    >>> default_price("rtx-4090").kind
+    'own'
+    """
+    gpu_id = get_gpu(gpu).id
+    return next((p for p in prices().values() if p.gpu == gpu_id), None)
+
+
+@functools.cache
+def engines() -> dict[str, Engine]:
+    """All engines by id, in file order (``roofline.engines.get_engine`` looks one up by id or alias), then
+    the user's own calibrated engines (``user_data_dir()/engines.toml``, written by ``roofline
+    calibrate``; same schema, a sentence may stand for a URL); a user id that repeats a project id is an
+    error naming both files."""
+    table = load_engines()
+    user_dir = user_data_dir()
+    if (user_dir / ENGINE_TABLE.file).is_file():
+        for e in read_rows(user_dir, USER_ENGINE_TABLE):
+            if e.id in table:
+                raise DataTableError(
+                    f"{user_dir / ENGINE_TABLE.file}, row {e.id!r}: the project's engines.toml has this id "
+                    "too; rename your engine"
+                )
+            table[e.id] = e
+    return table
+
+
+@functools.cache
+def _hf_ids() -> dict[str, str]:
+    return {hf.lower(): m.id for m in models().values() for hf in m.hf_ids}
+
+
+def model_for_hf_id(hf_id: str) -> Model | None:
+    """The model row whose ``hf_ids`` lists the Hugging Face repository ``hf_id`` (case-insensitive), or
+    None: the one map from the names measured studies use to this library's models.
+
+    >>> model_for_hf_id("meta-llama/Llama-3.1-8B-Instruct").id
+    'llama-3.1-8b'
+    """
+    key = _hf_ids().get(str(hf_id).strip().lower())
+    return models()[key] if key else None
 
 
 def clear_cache() -> None:
     """Forget the loaded tables, so the next lookup re-reads them (e.g. after setting ROOFLINE_DATA_DIR)."""
-    for loader in (gpus, models, prices):
+    for loader in (gpus, models, prices, assumptions, engines, _hf_ids):
         loader.cache_clear()
 
 

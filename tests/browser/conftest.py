@@ -5,10 +5,10 @@ No browser is downloaded: Playwright launches /usr/bin/chromium (``apt-get insta
 request to a host other than loopback is aborted, so the tests also prove the app works offline.
 Screenshots land in test-artifacts/ (kept by CI as artifacts).
 
-By default the lesson-by-lesson tests open a few lessons that between them hold every kind of explorer
-(``DEFAULT_LESSONS``), which keeps the whole test command within about three minutes on two cores; set
-``SPEED_PHYSICS_ALL_LESSONS=1`` to open every lesson. Each server starts once per test process (session
-scope): one Voilà per pytest-xdist worker that needs it, one JupyterLab for the JupyterLab tests.
+By default the lesson-by-lesson app tests open two lessons (``DEFAULT_LESSONS``), and every lesson's
+explorer is driven on one JupyterLab page (``ALL_EXPLORERS_NOTEBOOK``), which keeps the whole test command
+within about three minutes on two cores; set ``SPEED_PHYSICS_ALL_LESSONS=1`` to open every lesson as an app.
+Each server starts once per test process (session scope), on each pytest-xdist worker that needs it.
 """
 
 from __future__ import annotations
@@ -233,21 +233,60 @@ Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context
          scenario=Scenario(batch=32))
 """
 
-# The numbered lessons (the Pack 01 self-check has its own test: its controls are answer boxes). By default
-# a few that between them hold every kind of explorer; SPEED_PHYSICS_ALL_LESSONS=1 opens every one.
+# The numbered lessons run as apps (the Pack 01 self-check has its own test: its controls are answer boxes).
+# By default two, one per test file, so both test processes share the work: every lesson's explorer is driven
+# on one JupyterLab page (test_lesson_explorers.py), which costs one page load instead of one per lesson.
+# SPEED_PHYSICS_ALL_LESSONS=1 opens every lesson as an app.
 ALL_LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
-DEFAULT_LESSONS = ["02_decode_floor.ipynb", "16_step_time.ipynb", "28_kv_cache.ipynb", "60_amdahl.ipynb"]
+DEFAULT_LESSONS = ["16_step_time.ipynb", "60_amdahl.ipynb"]
 LESSONS = ALL_LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") == "1" else DEFAULT_LESSONS
 
 
+# Every lesson's explorer, built with the lesson's starting scenario in one kernel on one page (one page
+# load instead of one per lesson), each marked with its notebook's name; then one more explorer for the GPU
+# menu test, which moves its GPU through every GPU (8 users at 1,000 tokens, so every GPU has a step to
+# price). Built in the order of ``LESSON_EXPLORERS``.
+ALL_EXPLORERS_NOTEBOOK = """
+from IPython.display import HTML, display
+from roofline.lessons.scenario import Scenario
+from roofline.ui.explorers import LESSON_EXPLORERS, cost_explorer
+for lesson, makers in LESSON_EXPLORERS.items():
+    for i, make in enumerate(makers):
+        ex = make()
+        ex.add_class("roofline-lesson")
+        ex.add_class(f"roofline-lesson-{lesson}--{i}")
+        display(ex)
+gpu_menu = cost_explorer(Scenario(batch=8, context_tokens=1000))  # fits on every GPU of the tables
+gpu_menu.add_class("roofline-gpu-menu")
+display(gpu_menu)
+display(HTML('<div class="roofline-all-built">every explorer is built</div>'))
+"""
+
+
+def _write_notebook(path: Path, source: str) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
 def copy_notebooks(directory: Path) -> Path:
-    """A temporary copy of the notebooks plus one explorer with every kind of control."""
+    """A temporary copy of the notebooks plus one explorer with every kind of control, and a page with
+    every lesson's explorer."""
     for path in (ROOT / "notebooks").glob("*.ipynb"):
         shutil.copy(path, directory / path.name)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_NOTEBOOK)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, directory / "explorer_controls.ipynb")
+    _write_notebook(directory / "explorer_controls.ipynb", EXPLORER_NOTEBOOK)
+    _write_notebook(directory / "all_explorers.ipynb", ALL_EXPLORERS_NOTEBOOK)
     return directory
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """JupyterLab serving a temporary copy of the notebooks (once per test process, shared by the JupyterLab
+    test files it runs)."""
+    require_browser()
+    srv = JupyterLabServer(copy_notebooks(tmp_path_factory.mktemp("lab")), tmp_path_factory.mktemp("home"))
+    yield srv
+    srv.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The instructor's kit in the app's pages (template ``speed-physics``): the presenter view shows one
-explorer and one question per screen with keyboard navigation, and the projector scale enlarges the
-widgets' labels and the text."""
+explorer and one question per screen with keyboard navigation, the projector scale enlarges the widgets'
+labels, the text and the figures; and the start page lists the lessons by title."""
 
 from __future__ import annotations
 
@@ -48,12 +48,17 @@ def test_presenter_view_shows_one_explorer_and_one_question_per_screen(browser, 
     page.close()
 
 
-def test_projector_scale_enlarges_labels_values_and_text(browser, server):
+def test_projector_scale_enlarges_labels_values_text_and_the_figure(browser, server):
+    """At 150 % on a 1440-px screen the explorer's figure used to shrink (830 -> 585 px) beside a readout
+    grown 1.5x; now it grows with the text and the readout moves below it."""
     page = open_page(browser, server.page_url(LESSON, "scale=1"), ".roofline-explorer td[data-key]")
+    page.set_viewport_size({"width": 1440, "height": 900})
     sizes_js = """() => {
       const px = sel => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize);
+      const figure = document.querySelector('.roofline-explorer .widget-image').getBoundingClientRect();
       return {label: px('.roofline-explorer .widget-label'), value: px('.roofline-explorer td[data-key]'),
-              text: px('.jp-RenderedHTMLCommon p')};
+              text: px('.jp-RenderedHTMLCommon p'), figure: figure.width,
+              room: document.querySelector('#rendered_cells').clientWidth};
     }"""
     before = page.evaluate(sizes_js)
     page.locator("#roofline-kit .roofline-scale-up").click()
@@ -62,9 +67,25 @@ def test_projector_scale_enlarges_labels_values_and_text(browser, server):
     after = page.evaluate(sizes_js)
     for part in ("label", "value", "text"):
         assert after[part] >= 1.4 * before[part], (part, before, after)
+    assert after["figure"] >= min(1.4 * before["figure"], 0.9 * after["room"]), (before, after)
+    assert page.url.endswith("?scale=1")  # the token left the address bar (the login cookie carries it)
     page.locator(".roofline-explorer").first.scroll_into_view_if_needed()
     page.screenshot(path=ARTIFACTS / "projector-scale-150.png")
     page.locator("#roofline-kit .roofline-scale-down").click()
     page.locator("#roofline-kit .roofline-scale-down").click()
     assert page.evaluate(sizes_js) == before
+    page.close()
+
+
+def test_start_page_lists_the_lessons_by_title_and_opens_them(browser, server):
+    """The start page (the app's "/") used to be Voilà's list of file names; a lesson opened from it
+    runs with the login cookie alone (its link carries no token)."""
+    page = open_page(browser, f"{server.url}/?token={server.token}", "ol.roofline-lessons a")
+    titles = page.locator("ol.roofline-lessons a").all_inner_texts()
+    assert "The step-time model" in titles and not any(t.endswith(".ipynb") for t in titles)
+    assert "token" not in page.url
+    # The test copy's one-explorer notebook (no heading: listed by its name) is the quickest to run.
+    page.locator("ol.roofline-lessons a", has_text="explorer_controls").click()
+    page.wait_for_selector(".roofline-explorer td[data-key]", state="visible", timeout=90_000)
+    assert page.url.endswith("/voila/render/explorer_controls.ipynb")
     page.close()

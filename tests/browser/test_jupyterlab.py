@@ -4,9 +4,11 @@ At 1280×800 and 1440×900 the file browser leaves about 1,000 px for the notebo
 explorer laid out as figure + readout side by side used to clip its readout. For each size: open lesson 16
 as a learner does, run all cells,
 move each kind of control (a number typed in a box, a slider by keyboard, a dropdown), read the readout
-from the page and compare it with the library, check every readout value's box lies inside the window and
-is not covered, and save screenshots (test-artifacts/jupyterlab-<W>x<H>-*.png). Separately: the lesson
-opens unmodified (its stored kernelspec is the installed one).
+from the page and compare it with the library, check every headline readout value's box lies inside the
+window and is not covered, press a question's set-up button below the explorer (the explorer comes back
+into view), write a prediction to open its answer, and save screenshots
+(test-artifacts/jupyterlab-<W>x<H>-*.png). Separately: the lesson opens unmodified (its stored kernelspec is
+the installed one).
 
 Synchronization is by condition (Playwright waits for a page-side predicate), never sleeps.
 """
@@ -21,23 +23,12 @@ from roofline.lessons.scenario import Scenario
 
 from .conftest import (
     ARTIFACTS,
-    JupyterLabServer,
     _is_loopback,
-    copy_notebooks,
-    require_browser,
 )
 
 LESSON = "16_step_time.ipynb"
 SIZES = [(1280, 800), (1440, 900)]
 EXPLORER = ".jp-Notebook .roofline-explorer"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    require_browser()
-    server = JupyterLabServer(copy_notebooks(tmp_path_factory.mktemp("lab")), tmp_path_factory.mktemp("home"))
-    yield server
-    server.stop()
 
 
 KERNEL_IDLE_JS = """() => {
@@ -49,9 +40,11 @@ KERNEL_IDLE_JS = """() => {
   return !!kernel && kernel.status === 'idle';
 }"""
 
-# Every readout value (td[data-key]): scroll the notebook vertically (never sideways) until it is in the
-# middle of the window, then report its box and whether it is the element actually drawn at its centre.
-READOUT_BOXES_JS = """(root) => Array.from(document.querySelectorAll(root + ' td[data-key]')).map(td => {
+# Every headline readout value (td[data-key] not folded in the details): scroll the notebook vertically
+# (never sideways) until it is in the middle of the window, then report its box and whether it is the
+# element actually drawn at its centre.
+READOUT_BOXES_JS = """(root) => Array.from(document.querySelectorAll(root + ' td[data-key]'))
+    .filter(td => !td.closest('details')).map(td => {
   let r = td.getBoundingClientRect();
   let scroller = td.parentElement;
   while (scroller && !(scroller.scrollHeight > scroller.clientHeight
@@ -62,6 +55,22 @@ READOUT_BOXES_JS = """(root) => Array.from(document.querySelectorAll(root + ' td
           bottom: r.bottom, width: innerWidth, height: innerHeight,
           drawn: !!hit && (hit === td || td.contains(hit))};
 })"""
+
+
+# Where the explorer's top sits against the top of the notebook's visible area (px; negative: above it).
+EXPLORER_TOP_JS = """(root) => {
+  const frame = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').getBoundingClientRect();
+  return document.querySelector(root).getBoundingClientRect().top - frame.top;
+}"""
+
+
+# Scroll the notebook to the first cell whose source contains a text (JupyterLab draws only the cells near
+# the view, so a cell far below the explorer is not in the page until then).
+SCROLL_TO_CELL_JS = """async (text) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const index = notebook.widgets.findIndex(c => c.model.sharedModel.getSource().includes(text));
+  await notebook.scrollToItem(index, 'center');
+}"""
 
 
 def step_ms(text: str) -> float:
@@ -183,11 +192,40 @@ def test_lesson_in_jupyterlab_with_the_file_browser_open(lab, chromium, width, h
         s = s.with_(gpu="h200")
         assert step_ms(text) == expected_ms(s)
 
-        # Every value of the readout is on screen, not cut off or covered, with the file browser open.
+        # Every value of the readout's headline is on screen, not cut off or covered, with the file browser
+        # open.
         boxes = assert_readout_inside_window(page, f"{width}x{height}")
         assert {"step time"} <= {b["key"] for b in boxes}
         page.locator(EXPLORER).first.scroll_into_view_if_needed()
         page.screenshot(path=ARTIFACTS / f"{shot}-2-after-controls.png")
+
+        # 4. A question below the explorer: its set-up button sets the explorer and brings it back into view
+        # (the explorer's top at the top of the notebook), rather than leaving it scrolled away above.
+        page.evaluate(
+            SCROLL_TO_CELL_JS, "Set up question 1"
+        )  # a windowed notebook draws only cells near view
+        setup = page.locator(".jp-Notebook .roofline-setup").first
+        setup.scroll_into_view_if_needed()
+        assert page.evaluate(EXPLORER_TOP_JS, EXPLORER) < -50  # the explorer is above, out of view
+        text = readout(page, "step time")
+        setup.click()
+        wait_for_readout_change(page, "step time", text)
+        page.wait_for_function(
+            f"(root) => Math.abs(({EXPLORER_TOP_JS})(root)) < 40", arg=EXPLORER, timeout=30_000
+        )
+        assert step_ms(readout(page, "step time")) == expected_ms(Scenario(batch=64, context_tokens=4096))
+
+        # 5. Its answer opens only once a prediction is written.
+        question = page.locator(".jp-Notebook .roofline-predict").first
+        button = question.locator(".roofline-open-answer")
+        question.scroll_into_view_if_needed()
+        assert button.is_disabled() and "Your prediction" not in question.inner_text()
+        question.locator("textarea").fill("about 15 ms")
+        page.wait_for_function("(b) => !b.disabled", arg=button.element_handle(), timeout=30_000)
+        button.click()
+        question.locator("details.roofline-reveal[open]").wait_for(timeout=30_000)
+        assert "Your prediction: about 15 ms" in question.inner_text()
+        page.screenshot(path=ARTIFACTS / f"{shot}-3-question.png")
         assert context.outside == []  # nothing left loopback
     finally:
         context.close()

@@ -5,112 +5,58 @@
 
 B requests, each with I prompt tokens and O output tokens, run together: one prefill of the B × I prompt
 tokens (TTFT), then O decode steps with each request's context growing from I to I + O. The numbers come
-from ``roofline.achievable.generate``; this module only parses and formats. docs/cli.md lists every field.
-With ``--json`` every failure prints ``{"error": {"type": ..., "message": ...}}`` and exits non-zero.
+from ``roofline.engines.generate``; this module only parses, checks what a real engine would refuse (a
+request longer than the model's window, a tensor-parallel size that does not divide the heads, more
+pipeline stages than layers) and formats. docs/cli.md lists every field. Errors go through
+``roofline.apps.cli.main``: one ``error:`` line on stderr, and with ``--json`` the JSON error object.
+
+>>> import contextlib, io, json
+>>> from roofline.apps.cli import main
+>>> buf = io.StringIO()
+>>> with contextlib.redirect_stdout(buf):
+...     code = main(["generate", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1", "--input", "1",
+...                  "--output", "1", "--json"])
+>>> code, round(json.loads(buf.getvalue())["ideal"]["tpot_s"] * 1e3, 2)     # 15.01 GB ÷ 3.35 TB/s
+(0, 4.48)
 """
 
 from __future__ import annotations
 
-import json
-import math
-import sys
-
-from roofline import achievable as ach
-from roofline.errors import RooflineError, UnknownNameError
+from roofline import engines
+from roofline.apps import cli
 from roofline.units import fmt_time
 
 EXIT_OK = 0
-EXIT_ERROR = 2
-
-TIMING_FIELDS = ("ttft_s", "tpot_s", "latency_s", "output_tokens_per_s", "total_tokens_per_s")
 
 
-def add_parser(subparsers, parent=None) -> None:
-    """Add the ``generate`` subcommand to an argparse ``subparsers`` object. With ``parent`` (the top-level
-    parser), its usage errors on a ``generate ... --json`` command line are printed as JSON too."""
+def add_parser(subparsers) -> None:
+    """Add the ``generate`` subcommand to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "generate",
         help="a static batch: TTFT, time per output token, latency and tokens/s, ideal and achievable",
         description="A static batch of B requests, each with I prompt tokens and O output tokens: the ideal "
         "floor and what a calibrated engine achieves (see docs/cli.md).",
     )
-    # Numbers are read as text and checked in run(), so that a bad value gets the JSON error too.
-    p.add_argument("--model", default=None, help="model id (see `roofline list models`)")
-    p.add_argument("--gpu", default=None, help="GPU id (see `roofline list gpus`)")
-    p.add_argument("--gpus", default="1", metavar="N", help="GPUs (default 1)")
+    cli.add_common_arguments(p)
     p.add_argument(
         "--parallel",
+        choices=("tensor", "pipeline"),
+        type=str.lower,
         default=None,
-        metavar="tensor|pipeline",
         help="tensor: every layer split over the GPUs; pipeline: layers split, a token visits the GPUs in "
         "turn (default: how the engine runs; llama.cpp pipeline, the others tensor)",
     )
-    p.add_argument("--batch", default=None, metavar="B", help="requests in the static batch")
-    p.add_argument("--input", default=None, metavar="I", help="prompt tokens per request")
-    p.add_argument("--output", default=None, metavar="O", help="output tokens per request")
-    p.add_argument("--weights", default="bf16", metavar="PRECISION", help="weight precision (default bf16)")
-    p.add_argument("--kv", default="bf16", metavar="PRECISION", help="KV-cache precision (default bf16)")
-    p.add_argument(
-        "--engine",
-        default=ach.DEFAULT_ENGINE,
-        help=f"engine whose calibration to use: {', '.join(sorted(ach.ENGINE_PARALLEL))} "
-        f"(default {ach.DEFAULT_ENGINE})",
-    )
-    p.add_argument("--json", action="store_true", help="print a JSON object (SI units)")
+    p.add_argument("--batch", type=cli.BATCH, required=True, metavar="B", help="requests in the static batch")
+    p.add_argument("--input", type=cli.TOKENS, required=True, metavar="I", help="prompt tokens per request")
+    p.add_argument("--output", type=cli.TOKENS, required=True, metavar="O", help="output tokens per request")
+    cli.add_engine_argument(p)
     p.set_defaults(handler=run)
-    p.error = lambda message: _argparse_error(p, message)
-    if parent is not None:
-        plain = parent.error
-
-        def parent_error(message):
-            if "generate" in sys.argv[1:] and "--json" in sys.argv[1:]:
-                _print_error("UsageError", message)
-                raise SystemExit(EXIT_ERROR)
-            plain(message)
-
-        parent.error = parent_error
 
 
-def _argparse_error(parser, message: str):
-    if "--json" in sys.argv[1:]:
-        _print_error("UsageError", message)
-        raise SystemExit(EXIT_ERROR)
-    parser.print_usage(sys.stderr)
-    print(f"{parser.prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(EXIT_ERROR)
-
-
-def _print_error(kind: str, message: str, **extra) -> None:
-    print(json.dumps({"error": {"type": kind, "message": message, **extra}}, ensure_ascii=False))
-
-
-class _UsageError(RooflineError):
-    pass
-
-
-def _int(value, name: str) -> int:
-    if value is None:
-        raise _UsageError(f"--{name} is required")
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise _UsageError(f"--{name} must be a whole number, got {value!r}") from None
-
-
-def _finite(obj):
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def result_dict(r: ach.GenerateResult) -> dict:
+def result_dict(r: engines.GenerateResult) -> dict:
     """The JSON object of one result (the CLI contract; SI units)."""
     d = r.to_dict()
-    return _finite(
+    return cli.jsonable(
         {
             "command": "generate",
             "model": d["model_id"],
@@ -123,7 +69,7 @@ def result_dict(r: ach.GenerateResult) -> dict:
             "weights": d["weight_precision"],
             "kv": d["kv_precision"],
             "engine": d["engine"],
-            "default_engine": ach.DEFAULT_ENGINE,
+            "default_engine": engines.DEFAULT_ENGINE,
             "fits": d["fits"],
             "ideal": d["ideal"],
             "achievable": d["achievable"],
@@ -133,47 +79,32 @@ def result_dict(r: ach.GenerateResult) -> dict:
 
 
 def run(args) -> int:
-    """Run ``generate`` from parsed ``args``; return the exit code."""
-    try:
-        r = ach.generate(
-            (args.model or _missing("model")).strip().lower(),
-            (args.gpu or _missing("gpu")).strip().lower(),
-            batch=_int(args.batch, "batch"),
-            input_tokens=_int(args.input, "input"),
-            output_tokens=_int(args.output, "output"),
-            num_gpus=_int(args.gpus, "gpus"),
-            parallel=args.parallel,
-            weight_precision=args.weights.strip().lower(),
-            kv_precision=args.kv.strip().lower(),
-            engine=args.engine,
-        )
-    except RooflineError as exc:
-        kind = "UsageError" if isinstance(exc, _UsageError) else type(exc).__name__
-        extra = {"suggestions": exc.suggestions} if isinstance(exc, UnknownNameError) else {}
-        if args.json:
-            _print_error(kind, str(exc), **extra)
-        else:
-            print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except (OSError, ValueError) as exc:  # a missing or broken data/calibration file
-        if args.json:
-            _print_error(type(exc).__name__, f"could not read the data or calibration: {exc}")
-        else:
-            print(f"error: could not read the data or calibration: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    d = result_dict(r)
+    """Run ``generate`` from parsed ``args``; return the exit code (errors raise, ``cli.main`` reports)."""
+    cli.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+    parallel = args.parallel or engines.get_engine(args.engine).parallel
+    if parallel == "pipeline":
+        cli.check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
+    cli.check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
+    r = engines.generate(
+        args.model,
+        args.gpu,
+        batch=args.batch,
+        input_tokens=args.input,
+        output_tokens=args.output,
+        num_gpus=args.gpus,
+        parallel=args.parallel,
+        weight_precision=args.weights,
+        kv_precision=args.kv,
+        engine=args.engine,
+    )
     if args.json:
-        print(json.dumps(d, indent=2, ensure_ascii=False))
-        return EXIT_OK
-    print(_human(r))
+        cli.print_json(result_dict(r))
+    else:
+        print(_human(r, cli.weights_defaulted(args)))
     return EXIT_OK
 
 
-def _missing(name: str):
-    raise _UsageError(f"--{name} is required")
-
-
-def _human(r: ach.GenerateResult) -> str:
+def _human(r: engines.GenerateResult, weights_defaulted: bool = False) -> str:
     c = r.calibration
     rows = [
         ("TTFT (prefill of the batch)", fmt_time(r.ideal.ttft_s), fmt_time(r.achievable.ttft_s)),
@@ -190,7 +121,8 @@ def _human(r: ach.GenerateResult) -> str:
     w1 = max(len("ideal"), *(len(x[1]) for x in rows))
     lines = [
         f"{r.model_id} on {r.num_gpus} × {r.gpu_id} ({r.parallel} parallel), {r.batch} requests × "
-        f"{r.input_tokens:,} in / {r.output_tokens:,} out, weights {r.weight_precision}, KV {r.kv_precision}",
+        f"{r.input_tokens:,} in / {r.output_tokens:,} out, weights "
+        f"{cli.weights_text(r.weight_precision, weights_defaulted)}, KV {r.kv_precision}",
         "",
         f"{'':<{w0}}  {'ideal':>{w1}}  achievable ({r.engine})",
         *(f"{a:<{w0}}  {b:>{w1}}  {c_}" for a, b, c_ in rows),

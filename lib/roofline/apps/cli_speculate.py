@@ -4,10 +4,12 @@ Taught in notebooks/speculative_decoding.ipynb; the numbers are ``roofline.physi
 documents the command and every JSON field.
 
     roofline speculate --model M --gpu G [--gpus N] [--draft D | --draft-cost-ratio r] --draft-tokens k
-                       --acceptance a [--batch B] [--context T] [--weights P] [--kv P] [--json]
+                       --acceptance a [--batch B] [--context T] [--weights P] [--kv P] [--engine E] [--json]
 
+Beside the ideal, the same cycle on a real engine (``--engine``, default ``vllm``): the draft, verify and
+plain steps each timed by the engine (``roofline.engines.StepTimer``) on the same FLOPs and bytes.
 Errors (unknown names, out-of-range numbers, a configuration that does not fit) go through the framework
-in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"error": {"type": ..., "message": ...}}``.
+in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"command", "error": {"type", "message"}}``.
 
 >>> import contextlib, io, json
 >>> buf = io.StringIO()
@@ -21,6 +23,7 @@ in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"error": {"type":
 
 from __future__ import annotations
 
+from roofline.apps import cli
 from roofline.apps.cli import (
     BATCH,
     CONTEXT,
@@ -30,7 +33,9 @@ from roofline.apps.cli import (
     real_number,
     whole_number,
 )
+from roofline.engines import StepTimer, decode_step_times
 from roofline.physics.speculative import speculative_collapse_batch, speculative_step
+from roofline.physics.step import forward_step
 from roofline.units import GB, MS
 
 EXIT_OK = 0
@@ -79,6 +84,43 @@ def add_parser(subparsers) -> None:
         metavar="T",
         help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})",
     )
+    cli.add_engine_argument(p, "the achievable cycle")
+
+
+def achievable(args, s) -> dict:
+    """The same cycle on ``args.engine``: draft, verify and plain steps timed by the engine (SI units)."""
+    timer = StepTimer(args.engine, args.model, args.gpu, num_gpus=args.gpus, weight_precision=args.weights)
+    k, b, t = args.draft_tokens, args.batch, args.context
+    common = dict(num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv,
+                  on_overflow="ignore", parallelism=timer.parallel)  # fmt: skip
+    verify = float(
+        timer.of_step(forward_step(args.model, args.gpu, b, t, new_tokens=k + 1, **common)).total_s
+    )
+    plain = float(timer.of_step(forward_step(args.model, args.gpu, b, t, new_tokens=1, **common)).total_s)
+    if args.draft:
+        draft = decode_step_times(
+            args.draft, args.gpu, b, t, num_gpus=args.gpus, weight_precision=args.weights,
+            kv_precision=args.kv, engine=args.engine,
+        )  # fmt: skip
+        one = float(draft["total"])
+    else:
+        one = float(s.draft_cost_ratio) * plain
+    cycle = k * one + verify
+    per_user = float(s.expected_tokens_per_step) / cycle
+    return {
+        "engine": timer.engine.id,
+        "draft_time_s": k * one,
+        "verify_time_s": verify,
+        "step_time_s": cycle,
+        "plain_step_time_s": plain,
+        "tokens_per_s_per_user": per_user,
+        "plain_tokens_per_s_per_user": 1.0 / plain,
+        "tokens_per_s_total": b * per_user,
+        "speedup": per_user * plain,
+        **cli.coverage_fields(
+            args.engine, args.model, args.gpu, b, args.gpus, args.weights, context_tokens=t
+        ),
+    }
 
 
 def result_dict(s) -> dict:
@@ -104,12 +146,14 @@ def run(args) -> int:
     collapse = speculative_collapse_batch(args.model, args.gpu, args.context, **options)
     out = result_dict(s)
     out["collapse_batch"] = None if collapse != collapse else int(collapse)
+    out["achievable"] = real = achievable(args, s)
     if args.json:
         print_json(out)
         return EXIT_OK
     rows = [
-        ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, {s.weight_precision} weights, "
-                  f"{s.kv_precision} KV; B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
+        ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, weights "
+                  f"{cli.weights_text(s.weight_precision, cli.weights_defaulted(args))}, "
+                  f"KV {s.kv_precision}; B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
         ("proposer", f"{s.proposer}: k={s.draft_tokens:.0f} drafts, acceptance α={s.acceptance:g}"),
         ("tokens per verify step", f"{s.expected_tokens_per_step:.3f}  (1 − α^(k+1)) ÷ (1 − α)"),
         ("draft time", f"{s.draft_time_s / MS:.3f} ms  ({s.draft_cost_ratio:.3f} target steps per draft)"),
@@ -120,6 +164,13 @@ def run(args) -> int:
         ("tokens/s per user",
          f"{s.tokens_per_s_per_user:,.1f}  (plain {s.plain_tokens_per_s_per_user:,.1f})"),
         ("speedup per user", f"{s.speedup:.2f}x"),
+        (f"achievable ({real['engine']})",
+         f"cycle {real['step_time_s'] / MS:.3f} ms (draft {real['draft_time_s'] / MS:.3f} + verify "
+         f"{real['verify_time_s'] / MS:.3f}), plain step {real['plain_step_time_s'] / MS:.3f} ms"),
+        ("  tokens/s per user", f"{real['tokens_per_s_per_user']:,.1f}  (plain "
+                                f"{real['plain_tokens_per_s_per_user']:,.1f}), "
+                                f"speedup {real['speedup']:.2f}x"),
+        *cli.extrapolation_rows(real),
         ("speedup < 1 from batch", "never up to 4,096 users (or memory runs out first)"
          if out["collapse_batch"] is None else f"{out['collapse_batch']:,}"),
         ("memory", f"{s.memory_needed_bytes / GB:.1f} GB of {s.memory_capacity_bytes / GB:.0f} GB"),

@@ -1,24 +1,29 @@
 """Instructor mode: serve the lessons as a clean app (narrative, figures and controls; no code) with Voilà.
 
-    uv run instructor                        # every lesson: a page listing them
+    uv run instructor                        # every lesson, listed by title on a start page
     uv run instructor 16                     # lesson 16, its kernel started in advance (preheated)
-    uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated: a switch takes ~2 s
+    uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated, listed on the start page
     uv run instructor --port=8870 --scale 1.5 --presenter
 
-It prints the URLs to open, each with its access token. The app
+It prints the URLs to open, each with its access token. The app (``roofline.apps.instructor_server``)
 
-- binds to 127.0.0.1 only, refuses requests whose Host header is not 127.0.0.1/localhost (a web page
-  using DNS rebinding cannot reach it), and asks for a token (random per start; ``--no-token`` for none);
+- binds to 127.0.0.1 only, refuses requests whose Host header is not 127.0.0.1/localhost on every route
+  (a web page using DNS rebinding cannot reach it), and asks for a token (random per start; ``--no-token``
+  for none) on every route but the public scripts and styles; a page opened with the token keeps it in a
+  login cookie and takes it out of the address bar (a projector shows the address bar to the room);
+- refuses the options that would undo that (``--Voila.ip``, ``--Voila.token``, ``--Voila.tornado_settings``,
+  ...: ``REFUSED``), and refuses to start when a Jupyter config file sets them;
 - hides the code cells and sends a Content-Security-Policy that keeps the page on this machine
   (``connect-src 'self'``: websockets only back to this server; ``form-action 'self'``);
 - starts a kernel for each named lesson in advance (Voilà's preheated kernels, one per lesson, ~125 MB
-  each), so the server sends the rendered page at once and the explorer is live in about 2 s (the
+  each), so the server sends the rendered page at once and the explorer is live in about 1.6 s (the
   browser loading Voilà's scripts and drawing the widgets; benchmarks/instructor_switch.py); other
-  lessons start and run their kernel on opening (about 5 s);
-- culls kernels whose page was closed (idle and disconnected for ``--cull-idle-seconds``, 300 by
-  default): a lesson's kernel is ~125 MB, and without culling every page view kept one until the end;
+  lessons run on a spare kernel started in advance with their modules imported (about 3.2 s);
+- shuts a page's kernel down when the page is closed, culls kernels left idle and disconnected for
+  ``--cull-idle-seconds`` (300 by default), and keeps at most ``--max-kernels`` (12) alive: one more
+  page first shuts down the least recently used idle kernel (30 page loads held 4.1 GB, now 1.5 GB);
 - adds the instructor's kit to every page (template ``speed-physics``): a projector scale (A+ / A-, or
-  ``?scale=1.5``) that enlarges the widgets' labels, values and the text, and a presenter view (button or
+  ``?scale=1.5``) that enlarges the text, the widgets and the figures, and a presenter view (button or
   key ``P``, or ``?view=presenter``): one question with its explorer below it per screen, PageDown /
   PageUp (a clicker) or the arrow keys to move between them. Both settings are remembered across lessons.
 
@@ -44,6 +49,12 @@ TEMPLATE = "speed-physics"
 DEFAULT_PORT = 8866
 CULL_IDLE_SECONDS = 300
 CULL_INTERVAL_SECONDS = 60
+# About 125 MB each: 12 kernels hold ~1.5 GB (five preheated lessons, the pages open on them, and a few
+# more), where 30 page loads without a cap held 30 kernels, 4.1 GB (benchmarks/instructor_switch.py).
+MAX_KERNELS = 12
+# Seconds between a page taking a lesson's preheated kernel and the pool starting its next one: starting
+# a kernel and running the lesson takes both cores for seconds, which slowed the very page that took it.
+POOL_REFILL_DELAY_S = 10
 
 # Only this machine: inline styles and scripts as Voilà's page uses them; data:/blob: images; network
 # connections (XHR, websockets) only back to the page's own origin; forms post only to it.
@@ -53,6 +64,23 @@ CONTENT_SECURITY_POLICY = (
 )
 # Host names the server answers to (an IP address is accepted when it is a loopback address).
 LOCAL_HOSTNAMES = ["localhost"]
+
+# Voilà options that would undo what instructor mode promises (where it listens, the token, the Host check,
+# the Content-Security-Policy), each with what to use instead. Matched on the option's name, any case.
+REFUSED = {
+    "voila.ip": "instructor mode listens on 127.0.0.1 only; to serve a network, run `voila` itself",
+    "ip": "instructor mode listens on 127.0.0.1 only; to serve a network, run `voila` itself",
+    "voila.port": "use --port N",
+    "voila.port_retries": "the printed URLs name one port",
+    "voila.token": "use --token T, or --no-token",
+    "voila.auto_token": "use --token T, or --no-token",
+    "identityprovider.token": "use --token T, or --no-token",
+    "passwordidentityprovider.token": "use --token T, or --no-token",
+    "voila.identity_provider_class": "it would replace the token check",
+    "voila.authorizer_class": "it would replace the token check",
+    "voila.tornado_settings": "it would replace the Host check and the Content-Security-Policy",
+    "voila.allow_remote_access": "instructor mode answers to 127.0.0.1 and localhost only",
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +93,7 @@ class Plan:
     token : the access token ("" when switched off).
     config : Voilà's settings (traitlets config); options given on the command line override them.
     argv : Voilà's command line: the directory, then the options passed through.
+    query : added to every printed URL (``scale=1.5``, ``view=presenter``).
     """
 
     root: Path
@@ -137,13 +166,24 @@ def parser() -> argparse.ArgumentParser:
     token = p.add_mutually_exclusive_group()
     token.add_argument("--token", help="access token (default: a random one, printed in the URLs)")
     token.add_argument("--no-token", action="store_true", help="no token: any local user can open the app")
-    p.add_argument("--no-preheat", action="store_true", help="start no kernel in advance")
+    p.add_argument(
+        "--no-preheat",
+        action="store_true",
+        help="start no kernel in advance (no preheated lessons, no spare)",
+    )
     p.add_argument(
         "--cull-idle-seconds",
         type=int,
         default=CULL_IDLE_SECONDS,
         help="shut down a kernel whose page is closed after this many idle seconds "
         f"(default {CULL_IDLE_SECONDS}; 0: never)",
+    )
+    p.add_argument(
+        "--max-kernels",
+        type=int,
+        default=MAX_KERNELS,
+        help=f"most kernels alive at once, about 125 MB each (default {MAX_KERNELS}; 0: no cap); one more "
+        "page first shuts down the least recently used idle kernel",
     )
     p.add_argument(
         "--scale", type=float, help="projector scale for the pages, e.g. 1.5 (adds ?scale= to URLs)"
@@ -154,6 +194,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def refused_option(arg: str) -> str | None:
+    """Why a Voilà option passed through would break instructor mode's promises (``REFUSED``), or None.
+
+    >>> refused_option("--Voila.ip=0.0.0.0")
+    'instructor mode listens on 127.0.0.1 only; to serve a network, run `voila` itself'
+    >>> refused_option("--VoilaConfiguration.show_tracebacks=True") is None
+    True
+    """
+    name = arg.lstrip("-").split("=", 1)[0].replace("-", "_").lower()
+    return REFUSED.get(name)
+
+
 def build_plan(args: list[str]) -> Plan:
     """Parse the command line into a Plan; ``--port N`` and ``--port=N`` are the same.
 
@@ -162,24 +214,25 @@ def build_plan(args: list[str]) -> Plan:
     >>> plan = build_plan(["16", "28", "--port=8870", "--no-token"])
     >>> plan.root == NOTEBOOKS, plan.lessons, plan.token
     (True, ['16_step_time.ipynb', '28_kv_cache.ipynb'], '')
+    >>> build_plan(["16", "--Voila.ip=0.0.0.0"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: instructor: refusing --Voila.ip=0.0.0.0: instructor mode listens on 127.0.0.1 only; ...
     """
     ns, passthrough = parser().parse_known_args(args)
     stray = [a for a in passthrough if not a.startswith("-")]
     if stray:
         raise SystemExit(f"instructor: unexpected argument(s) {stray}: pass Voilà options as --name=value")
-    paths = [resolve_lesson(name) for name in ns.lessons]
-    directories = [p for p in paths if p.is_dir()]
-    if directories and len(paths) > 1:
-        raise SystemExit("instructor: give either one directory or lesson names, not both")
-    if directories:
-        root, lessons = directories[0], []
-    elif paths:
-        roots = {p.parent for p in paths}
-        if len(roots) > 1:
-            raise SystemExit("instructor: the lessons named must sit in one directory")
-        root, lessons = roots.pop(), [p.name for p in paths]
-    else:
-        root, lessons = NOTEBOOKS.resolve(), []
+    for arg in passthrough:
+        if reason := refused_option(arg):
+            raise SystemExit(f"instructor: refusing {arg}: {reason}")
+    root, lessons = _root_and_lessons(ns.lessons)
+    preheat = bool(lessons) and not ns.no_preheat
+    if ns.max_kernels < 0 or (ns.max_kernels and preheat and ns.max_kernels <= len(lessons)):
+        raise SystemExit(
+            f"instructor: --max-kernels {ns.max_kernels} leaves no kernel for a page beside the "
+            f"{len(lessons)} preheated lesson(s): give at least {len(lessons) + 1}, or 0 for no cap"
+        )
     token = "" if ns.no_token else (ns.token or secrets.token_urlsafe(18))
     query = "&".join(
         q for q in (f"scale={ns.scale:g}" if ns.scale else "", "view=presenter" if ns.presenter else "") if q
@@ -198,12 +251,14 @@ def build_plan(args: list[str]) -> Plan:
             "cull_interval": CULL_INTERVAL_SECONDS,
             "cull_connected": False,  # a projector tab left open keeps its kernel
         },
+        # A kernel started in advance for the next lesson opened without a preheated kernel of its own.
+        "CourseKernelManager": {"max_kernels": ns.max_kernels, "spare_kernel": not ns.no_preheat},
     }
-    if lessons and not ns.no_preheat:
+    if preheat:
         config["VoilaConfiguration"]["preheat_kernel"] = True
         config["VoilaKernelManager"] = {
             "kernel_pools_config": {"default": {"pool_size": 0}, **{n: {"pool_size": 1} for n in lessons}},
-            "fill_delay": 0,  # refill a lesson's pool at once when its kernel is taken
+            "fill_delay": POOL_REFILL_DELAY_S,
         }
     return Plan(
         root=root,
@@ -216,47 +271,32 @@ def build_plan(args: list[str]) -> Plan:
     )
 
 
+def _root_and_lessons(names: list[str]) -> tuple[Path, list[str]]:
+    """The directory to serve and the lessons named in it (notebook file names)."""
+    paths = [resolve_lesson(name) for name in names]
+    directories = [p for p in paths if p.is_dir()]
+    if directories and len(paths) > 1:
+        raise SystemExit("instructor: give either one directory or lesson names, not both")
+    if directories:
+        return directories[0], []
+    if paths:
+        roots = {p.parent for p in paths}
+        if len(roots) > 1:
+            raise SystemExit("instructor: the lessons named must sit in one directory")
+        return roots.pop(), [p.name for p in paths]
+    return NOTEBOOKS.resolve(), []
+
+
 def tornado_settings() -> dict:
-    """Headers and Host check for every response (applied over Voilà's own settings)."""
+    """Headers, the Host check and caching for every response (applied over Voilà's own settings)."""
     return {
         "headers": {"Content-Security-Policy": CONTENT_SECURITY_POLICY},
         "allow_remote_access": False,  # Jupyter's handlers then check the Host header ...
         "local_hostnames": LOCAL_HOSTNAMES,  # ... against these names and loopback addresses
+        # The lab extensions' files are named by their content's hash: the browser may keep them rather
+        # than ask again on every page (Voilà marks them no-cache; the round trips slowed every switch).
+        "static_immutable_cache": ["/voila/labextensions/"],
     }
-
-
-def keep_taken_kernels_from_the_culler() -> bool:
-    """Patch Voilà so a preheated kernel counts as active at the moment a page takes it; True if done.
-
-    A kernel waiting in the pool is exempt from culling, but its idle time runs from when it finished
-    rendering. Once a page takes it, the page needs a few seconds to load before its websocket connects;
-    a culler pass in that gap found a kernel "idle" for longer than the timeout with no connection and
-    shut it down under the page (the page then never shows its widgets). Marking the kernel active when
-    it is taken gives the page the full idle timeout to connect.
-    """
-    import voila.app
-    from jupyter_server._tz import utcnow
-
-    factory = voila.app.voila_kernel_manager_factory
-    if getattr(factory, "_course_patched", False):
-        return True
-
-    def course_factory(*args, **kwargs):
-        base = factory(*args, **kwargs)
-        if not hasattr(base, "get_rendered_notebook"):  # preheating off: nothing is taken from a pool
-            return base
-
-        class VoilaKernelManager(base):
-            async def get_rendered_notebook(self, *a, **k):
-                render_task, rendered, kernel_id = await super().get_rendered_notebook(*a, **k)
-                self.get_kernel(kernel_id).last_activity = utcnow()
-                return render_task, rendered, kernel_id
-
-        return VoilaKernelManager
-
-    course_factory._course_patched = True
-    voila.app.voila_kernel_manager_factory = course_factory
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,11 +306,9 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         p for p in (str(JUPYTER_DATA), os.environ.get("JUPYTER_PATH", "")) if p
     )
-    from traitlets.config import Config
-    from voila.app import Voila
+    from roofline.apps.instructor_server import launch
 
     enable_tcp_nodelay()
-    keep_taken_kernels_from_the_culler()
     urls = plan.urls()
     print("Speed Physics, instructor mode. Open:", *(f"    {u}" for u in urls), sep="\n", flush=True)
     if plan.lessons:
@@ -278,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
             f"Preheating {len(plan.lessons)} lesson kernel(s); each page opens at once when ready.",
             flush=True,
         )
-    Voila.launch_instance(argv=plan.argv, config=Config(plan.config), tornado_settings=tornado_settings())
+    launch(plan)
 
 
 if __name__ == "__main__":

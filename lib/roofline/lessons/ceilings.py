@@ -15,7 +15,7 @@ start has no speed. Only the weights are counted (context 0, no KV cache), so "f
 
 >>> t = batch1_ceiling_table("llama-3-8b", gpus=["h100-sxm", "l4"], precisions=["fp32", "bf16", "int4"])
 >>> t.ceiling_tokens_per_s.round().tolist()
-[[112.0, 223.0, 866.0], [nan, 20.0, 78.0]]
+[[112.0, 223.0, 720.0], [nan, 20.0, 65.0]]
 >>> t.status("l4", "fp32")
 'does not fit'
 """
@@ -28,11 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Integer, constrained
 from roofline.data import get_gpu, get_model
 from roofline.data import gpus as _gpu_table
-from roofline.errors import InvalidConfigurationError
-from roofline.physics.architecture import parameter_count, weight_bytes_read
-from roofline.physics.precision import PRECISIONS, bytes_per_element, get_precision
+from roofline.errors import InvalidConfigurationError, UnsupportedPrecisionError
+from roofline.physics.architecture import weight_bytes, weight_bytes_read
+from roofline.physics.precision import PRECISIONS, compute_precision, get_precision
 
 # Colour scale of the heatmap, fixed so that a colour means the same speed for every model (tokens/s).
 CEILING_COLOR_RANGE_TOKENS_PER_S = (10.0, 1e4)
@@ -101,6 +102,17 @@ class CeilingTable:
         return float(self.floor_s[i, j])
 
 
+def _has_math(gpu, precision: str) -> bool:
+    """Whether ``gpu`` has math for weights in ``precision`` (``compute_precision``: a weight-only INT4 runs
+    in BF16, or FP16 where the GPU lacks BF16)."""
+    try:
+        compute_precision(gpu, precision)
+    except UnsupportedPrecisionError:
+        return False
+    return True
+
+
+@constrained(num_gpus=Integer(least=1, scalar=True))
 def batch1_ceiling_table(
     model,
     gpus: Sequence[str] | None = None,
@@ -119,35 +131,34 @@ def batch1_ceiling_table(
     Taught in lesson 02.
 
     >>> t = batch1_ceiling_table("llama-3-70b", gpus=["h100-sxm"], precisions=["bf16", "fp8"], num_gpus=2)
-    >>> (t.floor_s * 1e3).round(1).tolist()    # 139 GB (BF16) or 70 GB read (FP8) over 2 x 3.35 TB/s
-    [[20.7, 10.4]]
+    >>> (t.floor_s * 1e3).round(2).tolist()    # 139 GB (BF16) or 70.6 GB read (FP8) over 2 x 3.35 TB/s
+    [[20.75, 10.53]]
     >>> batch1_ceiling_table("llama-3-8b", gpus=["a100-80gb-sxm"], precisions=["fp8"]).status(
     ...     "a100-80gb-sxm", "fp8")
     'unsupported'
     """
     m = get_model(model)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    if n.ndim != 0 or n != int(n):
-        raise InvalidConfigurationError(f"num_gpus must be one whole number, got {num_gpus!r}")
+    n = int(num_gpus)
     g_objs = [get_gpu(g) for g in (gpus if gpus is not None else list(_gpu_table()))]
     p_objs = [get_precision(p) for p in (precisions if precisions is not None else list(PRECISIONS))]
     if not g_objs or not p_objs:
         raise InvalidConfigurationError("Need at least one GPU and one precision.")
 
-    bytes_each = np.array([bytes_per_element(p) for p in p_objs])  # [P] bytes per weight
-    # Parameters one batch-1 token reads (all of a dense model; shared part + k experts of an MoE).
-    params_read = weight_bytes_read(m, "bf16", 1) / bytes_per_element("bf16")
-    stored = parameter_count(m) * bytes_each  # [P]
-    read = params_read * bytes_each  # [P]
-    bandwidth = float(n) * np.array([g.memory_bandwidth_bytes_per_s for g in g_objs])  # [G]
-    capacity = float(n) * np.array([g.memory_bytes for g in g_objs])  # [G]
-    supported = np.array([[p.compute in g.dense_flops_per_s for p in p_objs] for g in g_objs])
+    # Each precision as the library's weight format (a narrow id quantizes the matmul weights; the
+    # embedding, LM head and norms stay 16-bit, as real checkpoints do): bytes stored, and the bytes one
+    # batch-1 token reads (all of a dense model but the embedding rows it skips; shared part + k experts
+    # of an MoE).
+    stored = np.array([weight_bytes(m, p.id) for p in p_objs])  # [P]
+    read = np.array([float(weight_bytes_read(m, p.id, 1)) for p in p_objs])  # [P]
+    bandwidth = n * np.array([g.memory_bandwidth_bytes_per_s for g in g_objs])  # [G]
+    capacity = n * np.array([g.memory_bytes for g in g_objs])  # [G]
+    supported = np.array([[_has_math(g, p.id) for p in p_objs] for g in g_objs])
     fits_ = stored[None, :] <= capacity[:, None]  # [G, P]
     ok = supported & fits_
     floor = np.where(ok, read[None, :] / bandwidth[:, None], np.nan)
     return CeilingTable(
         model_id=m.id,
-        num_gpus=int(n),
+        num_gpus=n,
         gpu_ids=tuple(g.id for g in g_objs),
         precisions=tuple(p.id for p in p_objs),
         weight_bytes_stored=stored,

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Integer, Real, check, constrained
 from roofline._results import Flag, Number, Result
 from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
@@ -103,6 +104,14 @@ def _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
     )
 
 
+@constrained(
+    decode_batch=Integer(least=1),
+    context_tokens=Integer(least=0),
+    prompt_tokens=Integer(least=1),
+    chunk_tokens=Integer(least=1, allow_none=True),
+    steps_before=Integer(least=0),
+    steps_after=Integer(least=0),
+)
 def prompt_arrival_timeline(
     model,
     gpu,
@@ -137,11 +146,8 @@ def prompt_arrival_timeline(
     Taught in lesson 44.
     """
     m, g = get_model(model), get_gpu(gpu)
-    b = int(checked(decode_batch, "decode_batch", minimum=1))
-    t = int(checked(context_tokens, "context_tokens", minimum=0))
-    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
-    before = int(checked(steps_before, "steps_before", minimum=0))
-    after = int(checked(steps_after, "steps_after", minimum=0))
+    b, t, p = int(decode_batch), int(context_tokens), int(prompt_tokens)
+    before, after = int(steps_before), int(steps_after)
     if not _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
         need = memory_needed_bytes(m, b, t + p / b, weight_precision, kv_precision)
         raise DoesNotFitError(
@@ -152,7 +158,7 @@ def prompt_arrival_timeline(
         chunks = np.array([p])
         decoders_during = 0  # the prefill step runs alone
     else:
-        c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
+        c = int(chunk_tokens)
         n_chunks = -(-p // c)
         chunks = np.minimum(c, p - c * np.arange(n_chunks))
         decoders_during = b
@@ -226,6 +232,12 @@ class ChunkTradeoff(Result):
     fits: Flag  # bool: B × T + P tokens of KV fit beside the weights
 
 
+@constrained(
+    decode_batch=Real(least=1),
+    context_tokens=Real(least=0),
+    prompt_tokens=Integer(least=1),
+    chunk_tokens=Integer(least=1),
+)
 def chunk_size_tradeoff(
     model,
     gpu,
@@ -254,12 +266,9 @@ def chunk_size_tradeoff(
     Taught in lesson 44.
     """
     m, g = get_model(model), get_gpu(gpu)
-    b = checked(decode_batch, "decode_batch", minimum=1)
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    p = checked(prompt_tokens, "prompt_tokens", minimum=1)
-    c = checked(chunk_tokens, "chunk_tokens", minimum=1)
-    b, t, p, c = np.broadcast_arrays(b, t, p, c)
-    p, c = np.round(p), np.round(c)
+    b, t, p, c = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (decode_batch, context_tokens, prompt_tokens, chunk_tokens))
+    )
     n = np.ceil(p / c)
     depth = int(n.max())
     if depth * max(p.size, 1) > _MAX_GRID_CELLS:
@@ -344,6 +353,12 @@ class ChunkUnderLoad(Result):
     throughput_output_tokens_per_s: Number
 
 
+@constrained(
+    rate_per_s=Real(above=0),
+    output_tokens=Integer(least=1),
+    requests=Integer(least=1),
+    max_batch=Integer(least=1),
+)
 def chunk_tradeoff_under_arrivals(
     model,
     gpu,
@@ -381,7 +396,7 @@ def chunk_tradeoff_under_arrivals(
     )
     runs = []
     for c in chunks:
-        budget = 8192 if c is None else int(checked(c, "chunk_tokens", minimum=1)) + int(max_batch)
+        budget = 8192 if c is None else int(check(c, "chunk_tokens", Integer(least=1))) + int(max_batch)
         runs.append(
             sim.simulate(
                 model, gpu, rate_per_s=float(rate_per_s), requests=int(requests), input_tokens=lengths,

@@ -17,16 +17,19 @@ that decodes one user as well as for one that decodes two hundred.
 The load is a closed loop: ``concurrent_users`` users each hold ``context_tokens`` (T) of KV (their
 conversation), send a ``prompt_tokens`` (P) turn, receive about ``output_tokens`` (O) tokens, and send the
 next turn at once. The server batches continuously, admits users while their KV fits (``max_batch``), and
-prefills new turns in chunks riding with the decode steps (lesson 44). Real kernels do not reach the
-roofline: every step takes the roofline time ÷ ``kernel_efficiency`` (an assumption, 0.8 by default: the
-card's 6 ms measured against a 4.8 ms floor).
+prefills new turns in chunks riding with the decode steps (lesson 44). Every step is timed by a real
+engine (``engine``, default vLLM; ``roofline.engines``): its kernels' efficiency, its per-step, per-layer
+and per-sequence costs and its all-reduces, as every readout of the course times a step. ``engine="ideal"``
+gives the roofline itself (with the all-reduces).
 
 Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percentiles) and ``dashboard``
 (a seeded step-by-step simulation of one configuration, with TTFT and TPOT percentiles).
 
->>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=1, context_tokens=1000)
->>> round(d.mbu, 2), round(d.mfu, 3), d.running, d.waiting
-(0.8, 0.007, 1.0, 0.0)
+>>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=1, context_tokens=1000, engine="ideal")
+>>> round(d.mbu, 2), d.running, d.waiting       # the roofline keeps memory busy all the time
+(1.0, 1.0, 0.0)
+>>> dashboard("llama-3-8b", "h100-sxm", 1, 1000).mbu < 0.8     # a real engine's per-step costs do not
+True
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from roofline._arrays import checked, out
 from roofline._results import Number, Result
 from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
+from roofline.engines.model import StepTimer
+from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     active_parameter_count,
@@ -49,13 +54,8 @@ from roofline.physics.architecture import (
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_available_bytes
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import achieved_step_time_s, decode_step, mixed_step
+from roofline.physics.step import decode_step, mixed_step
 from roofline.units import GB, MS
-
-DEFAULT_KERNEL_EFFICIENCY = assumption(
-    "achieved_bandwidth_fraction"
-)  # measured step = roofline step ÷ this(card Q1/Q5: 4.8 ms floor, ~6 ms real)
-
 
 DEFAULT_TTFT_TARGET_S = assumption(
     "ttft_target_s"
@@ -65,12 +65,18 @@ DEFAULT_TTFT_TARGET_S = assumption(
 DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")  # 20 tokens/s, faster than people read
 
 
-def _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency):
+def _common(model, gpu, num_gpus, weight_precision, kv_precision):
     m, g = get_model(model), get_gpu(gpu)
     n = checked(num_gpus, "num_gpus", minimum=1)
-    eff = checked(kernel_efficiency, "kernel_efficiency", above=0, maximum=1)
     free = np.asarray(memory_available_bytes(g, n)) - weight_bytes(m, weight_precision)
-    return m, g, n, eff, free, kv_bytes_per_token(m, kv_precision)
+    return m, g, n, free, kv_bytes_per_token(m, kv_precision)
+
+
+def step_timer(model, gpu, num_gpus, weight_precision, engine=DEFAULT_ENGINE, params=None) -> StepTimer:
+    """How the dashboard times a step: ``engine`` (with ``params`` to override its numbers), all-reduces
+    included even for the ideal (a server on G GPUs pays them)."""
+    return StepTimer(engine, model, gpu, num_gpus=int(num_gpus), parallel="tensor",
+                     weight_precision=weight_precision, communication=True, params=params)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ class SteadyState(Result):
     running: Number  # min(users, max batch)
     waiting: Number  # users queued for a KV slot
     prompt_tokens_per_step: Number  # running × P ÷ O, spread over the steps by chunked prefill
-    step_time_s: Number  # roofline ÷ kernel efficiency
+    step_time_s: Number  # the engine's step
     tokens_per_s: Number  # output tokens/s, all users
     mbu: Number
     mfu: Number
@@ -103,23 +109,26 @@ def steady_state(
     num_gpus=1,
     weight_precision="bf16",
     kv_precision="bf16",
-    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+    engine=DEFAULT_ENGINE,
+    params=None,
 ) -> SteadyState:
     """Average dashboard values for ``concurrent_users`` (U) at ``context_tokens`` (T) each, analytically.
 
     R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens
-    (each turn of O output tokens brings one P-token prompt). Step = ``mixed_step`` ÷ kernel efficiency.
-    Units: users, tokens, seconds; fractions 0–1. Where the weights alone do not fit, values are NaN.
+    (each turn of O output tokens brings one P-token prompt). Each step is ``mixed_step``'s work timed by
+    ``engine`` (``step_timer``). Units: users, tokens, seconds; fractions 0–1. Where the weights alone do
+    not fit, values are NaN.
 
     >>> s = steady_state("llama-3-8b", "h100-sxm", [1, 64, 300], 4096)
-    >>> s.running.tolist(), s.waiting.tolist()
-    ([1, 64, 102], [0, 0, 198])
-    >>> np.round(s.tokens_per_s).tolist(), np.round(s.kv_use_fraction, 2).tolist()
-    ([167.0, 3436.0, 3886.0], [0.01, 0.62, 0.99])
+    >>> s.running.tolist(), s.waiting.tolist(), np.round(s.kv_use_fraction, 2).tolist()
+    ([1, 64, 102], [0, 0, 198], [0.01, 0.62, 0.99])
+    >>> ideal = steady_state("llama-3-8b", "h100-sxm", 1, 4096, engine="ideal")
+    >>> bool(ideal.tokens_per_s > s.tokens_per_s[0])
+    True
 
     Taught in lesson 59.
     """
-    m, g, n, eff, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency)
+    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
     u = np.round(checked(concurrent_users, "concurrent_users", minimum=1)).astype(int)
     t = checked(context_tokens, "context_tokens", above=0)
     p = checked(prompt_tokens, "prompt_tokens", minimum=0)
@@ -134,9 +143,8 @@ def steady_state(
     per_user_kv = np.asarray(sequence_kv_bytes(m, t, kv_precision))  # T tokens, sliding windows included
     step = mixed_step(
         m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
-        include_communication=True,
     )  # fmt: skip
-    time = np.asarray(achieved_step_time_s(step, eff))
+    time = np.asarray(step_timer(m, g, n, weight_precision, engine, params).of_step(step).total_s)
     safe = np.where(ok & (time > 0), time, np.nan)
     bw = n * g.memory_bandwidth_bytes_per_s
     peak = n * peak_flops_per_s(g, weight_precision)
@@ -178,6 +186,7 @@ class Dashboard(Result):
 
     model: str
     gpu: str
+    engine: str
     num_gpus: int
     concurrent_users: int
     context_tokens: int
@@ -220,7 +229,8 @@ def dashboard(
     weight_precision="bf16",
     kv_precision="bf16",
     chunk_tokens=512,
-    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+    engine=DEFAULT_ENGINE,
+    params=None,
     usd_per_gpu_hour=3.0,
     steps=1200,
     seed=0,
@@ -231,7 +241,7 @@ def dashboard(
     ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean ``output_tokens`` (O;
     seeded by ``seed``), and send the next turn at once. The server runs at most ``max_batch`` users (the
     rest wait, first come first served), prefills up to ``chunk_tokens`` (C) prompt tokens per step alongside
-    the decoders, and every step takes ``mixed_step`` ÷ ``kernel_efficiency``. The run starts in steady state
+    the decoders, and every step is ``mixed_step``'s work timed by ``engine``. The run starts in steady state
     and measures after its first quarter; it lengthens itself so queued requests are served in the window.
     One configuration per call (use ``steady_state`` for sweeps). Times in s, fractions 0–1.
 
@@ -243,7 +253,8 @@ def dashboard(
 
     Taught in lesson 59.
     """
-    m, g, n, eff, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision, kernel_efficiency)
+    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
+    eng = get_engine(engine)
     u = int(checked(concurrent_users, "concurrent_users", minimum=1))
     t = int(checked(context_tokens, "context_tokens", above=0))
     p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
@@ -261,6 +272,7 @@ def dashboard(
     common = dict(
         model=m.id,
         gpu=g.id,
+        engine=eng.id,
         num_gpus=n,
         concurrent_users=u,
         context_tokens=t,
@@ -351,9 +363,8 @@ def dashboard(
         num_gpus=n,
         weight_precision=weight_precision,
         kv_precision=kv_precision,
-        include_communication=True,  # the all-reduces of tensor parallel (lessons 02 and 24)
     )
-    step_s = np.asarray(achieved_step_time_s(run, eff), float)
+    step_s = np.asarray(step_timer(m, g, n, weight_precision, eng, params).of_step(run).total_s, float)
     end = np.cumsum(step_s)
     window = slice(warmup, steps)
     elapsed = end[-1] - end[warmup - 1]
@@ -375,7 +386,8 @@ def dashboard(
             num_gpus=n,
             weight_precision=weight_precision,
             kv_precision=kv_precision,
-            kernel_efficiency=eff,
+            engine=eng,
+            params=params,
         ).tokens_per_s
     )
     best_rate = max(float(best_rate), float(tokens_per_s))
@@ -383,7 +395,7 @@ def dashboard(
     lat = simulated_latency(
         m, g, u, t, prompt_tokens=p, output_tokens=int(round(o)), batch_limit=limit, num_gpus=n,
         weight_precision=weight_precision, kv_precision=kv_precision, chunk_tokens=c,
-        kernel_efficiency=eff, seed=seed,
+        engine=eng, params=params, seed=seed,
     )  # fmt: skip
     return Dashboard(
         **common,
@@ -411,9 +423,9 @@ def dashboard(
         best_cost_per_million_usd=float(cost_per_million_tokens_usd(price, best_rate, n))
         if price == price
         else price,
-        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}; step time = "
-        f"physics.step.achieved_step_time_s: memory at {float(eff):.0%} of peak bandwidth "
-        "(achieved_bandwidth_fraction), math and all-reduces as in the ideal",
+        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}; each step timed by "
+        f"{eng.name} ({eng.id}, roofline.engines): its kernels' efficiency, per-step, per-layer and "
+        "per-sequence costs and all-reduces",
         latency_source=lat["source"],
     )
 
@@ -431,7 +443,8 @@ def simulated_latency(
     weight_precision="bf16",
     kv_precision="bf16",
     chunk_tokens=512,
-    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+    engine=DEFAULT_ENGINE,
+    params=None,
     seed=0,
     requests=None,
 ) -> dict:
@@ -443,14 +456,13 @@ def simulated_latency(
     ``chunk_tokens``, and an answer of lognormal length with mean ``output_tokens`` (O; log-spread 1, so
     users fall out of step as on a real server). At most ``batch_limit`` users run (default: those
     whose T tokens of KV fit); the KV capacity is set so the batch cap, not KV, limits admission (as in
-    ``dashboard``). Each step is priced like
-    ``dashboard``'s: the roofline with memory at ``kernel_efficiency`` of peak bandwidth, with the
-    all-reduces. The first U requests all arrive at t = 0 (a start-up burst no running server sees) and are
-    left out of the percentiles. ``requests`` defaults to max(300, 4U), at most 2,000 (fast enough to redraw).
+    ``dashboard``). Each step is priced like ``dashboard``'s: by ``engine``, with the all-reduces. The
+    first U requests all arrive at t = 0 (a start-up burst no running server sees) and are left out of
+    the percentiles. ``requests`` defaults to max(300, 4U), at most 2,000 (fast enough to redraw).
 
-    >>> lat = simulated_latency("llama-3-8b", "h100-sxm", 1, 1000)   # one user: no queue, no neighbours
-    >>> round(lat["tpot_s"]["p50"] * 1e3, 1), lat["tpot_s"]["p50"] <= lat["tpot_s"]["p99"]
-    (5.7, True)
+    >>> lat = simulated_latency("llama-3-8b", "h100-sxm", 1, 1000, engine="ideal")   # no queue, no neighbours
+    >>> round(lat["tpot_s"]["p50"] * 1e3, 2), lat["tpot_s"]["p50"] <= lat["tpot_s"]["p99"]
+    (4.52, True)
 
     Taught in lesson 59.
     """
@@ -472,8 +484,8 @@ def simulated_latency(
         return {"ttft_s": nan, "tpot_s": nan, "source": "weights do not fit in memory", "result": None}
     k = int(requests) if requests is not None else int(min(max(300, 4 * u), 2000))
     cost = sim.StepCostModel(
-        m, g, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
-        include_communication=True, bandwidth_fraction=float(kernel_efficiency),
+        m, g, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision, engine=engine,
+        include_communication=True, params=params,
     )  # fmt: skip
     answers = sim.LengthSpec("lognormal", mean=float(o), sigma=1.0, minimum=2)  # spread: no lock-step waves
     held = max(t, p)  # the user's context after sending the turn: T tokens, of which P are new
@@ -513,13 +525,13 @@ def card_to_dashboard(
     prompt_tokens=500,
     output_tokens=250,
     usd_per_gpu_hour=3.0,
-    kernel_efficiency=DEFAULT_KERNEL_EFFICIENCY,
+    engine=DEFAULT_ENGINE,
 ) -> CardToDashboard:
     """Why the dashboard shows fewer tokens/s (and a higher price) than card Q6 for the same 64 users.
 
     1. the card: weights + 64 × 4,096 × KV over the bandwidth, decode only, the ideal roofline;
     2. the library's exact bytes (``decode_step``: only the embedding rows the batch looks up are read);
-    3. memory at ``kernel_efficiency`` of peak (``achieved_step_time_s``): real kernels, the dashboard's step;
+    3. the same step on a real engine (``engine``, ``roofline.engines``): the dashboard's step;
     4. new turns: each answer of O tokens brings a P-token prompt, prefilled in chunks in the same steps
        (``steady_state``);
     5. the dashboard's seeded simulation (answers of random length, users admitted as slots free up).
@@ -534,15 +546,13 @@ def card_to_dashboard(
     """
     m, g = get_model(model), get_gpu(gpu)
     u, t = int(concurrent_users), int(context_tokens)
-    eff = float(kernel_efficiency)
+    eng = get_engine(engine)
     card_step = (weight_bytes(m) + u * t * kv_bytes_per_token(m)) / g.memory_bandwidth_bytes_per_s
     exact = decode_step(m, g, u, t)
-    achieved = float(achieved_step_time_s(exact, eff))
-    steady = steady_state(
-        m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, kernel_efficiency=eff
-    )
+    achieved = float(step_timer(m, g, 1, "bf16", eng).of_step(exact).total_s)
+    steady = steady_state(m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng)
     sim_d = dashboard(
-        m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, kernel_efficiency=eff,
+        m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng,
         usd_per_gpu_hour=usd_per_gpu_hour,
     )  # fmt: skip
     rates = (
@@ -555,7 +565,7 @@ def card_to_dashboard(
     labels = (
         "card Q6: weights + everyone's KV ÷ bandwidth (ideal, decode only; the card rounds it to 4,300)",
         "exact bytes read (decode_step)",
-        f"memory at {eff:.0%} of peak bandwidth (achieved_step_time_s)",
+        f"the same step on {eng.name} (roofline.engines: kernel efficiency, per-step and per-layer costs)",
         f"plus each turn's {prompt_tokens}-token prompt, chunked into the steps",
         "the dashboard's simulation (random answer lengths)",
     )
@@ -639,7 +649,7 @@ def _panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
         return {k: ("", "", (0.0, 0.0)) for k in _PANELS}
     scale = max(d.concurrent_users, d.max_batch)
     return {
-        "mbu": (f"{d.mbu:.0%}", "assumed 80% when memory-bound", (d.mbu,)),
+        "mbu": (f"{d.mbu:.0%}", f"steps timed by {get_engine(d.engine).name}", (d.mbu,)),
         "mfu": (f"{d.mfu:.1%}", f"decode tokens alone {d.mfu_decode:.2%}", (d.mfu,)),
         "tokens": (
             f"{d.tokens_per_s:,.0f}",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Integer, constrained
 from roofline._results import Number, Result
 from roofline.data import get_gpu, gpus
 from roofline.lessons.scenario import Scenario
@@ -244,6 +245,22 @@ class PasteFreeze(Result):
     batch1_steps_missed: float  # freeze ÷ the batch-1 floor (the card's way of counting)
 
 
+def card_prefill_s(model, gpu, prompt_tokens, *, num_gpus=1, weight_precision="bf16"):
+    """The study card's prefill estimate (s): 2·N·P FLOPs, every one of the N parameters multiplied by
+    every prompt token, over the G GPUs' peak; no attention. The library's prefill (``prefill``) counts
+    less (the embedding is a lookup, the LM head serves the last token only) and adds attention.
+
+    Taught in lesson 15.
+
+    >>> round(float(card_prefill_s("llama-3-8b", "h100-sxm", 500)) * 1e3, 2)   # 2 × 8.03e9 × 500 ÷ 989e12
+    8.12
+    """
+    n = parameter_count(model)
+    peak = num_gpus * peak_flops_per_s(get_gpu(gpu), weight_precision)
+    return out(2.0 * n * np.asarray(prompt_tokens, dtype=float) / peak)
+
+
+@constrained(prompt_tokens=Integer(least=1))
 def paste_freeze(
     model="llama-3-8b",
     gpu="h100-sxm",
@@ -265,11 +282,11 @@ def paste_freeze(
     (130, 130)
     """
     opts = dict(weight_precision=weight_precision, kv_precision=kv_precision)
-    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    p = int(prompt_tokens)
     full = prefill(model, gpu, p, on_overflow="ignore", **opts)
     stall = prefill_stall(model, gpu, p, batch, context_tokens, **opts)
     one = decode_step(model, gpu, 1, 0, **opts)
-    card = 2.0 * parameter_count(model) * p / peak_flops_per_s(get_gpu(gpu), weight_precision)
+    card = card_prefill_s(model, gpu, p, weight_precision=weight_precision)
     freeze = float(full.time_s)
     return PasteFreeze(
         prompt_tokens=p,

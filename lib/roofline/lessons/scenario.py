@@ -9,10 +9,11 @@ Taught throughout; the price rule is taught in notebooks/01_token_cost.ipynb.
 >>> s.decode().step_time_s > Scenario(batch=1).decode().step_time_s
 True
 
-The price per GPU-hour follows the GPU: unless you give one, it is the GPU's listed price
-(``listed_price``: the first row of ``data/prices.toml`` for that GPU), and it follows a change of GPU.
-A price you give stays until the GPU changes. A GPU the table does not price has no price (``None``):
-there is then no cost until you type one.
+The price per GPU-hour follows the GPU: unless you give one, it is the GPU's default price
+(``listed_price``, i.e. ``roofline.data.default_price``: the first row of ``data/prices.toml`` for that GPU,
+a rental list price, or for a GPU people buy the cost of owning it), and it follows a change of GPU. Every
+GPU in the tables has one. A price you give stays until the GPU changes. A GPU the tables do not price (a
+machine you measured and saved) has no price (``None``): there is then no cost until you type one.
 
 >>> s.usd_per_gpu_hour, s.price_id
 (3.0, 'h100-example-3usd')
@@ -20,32 +21,63 @@ there is then no cost until you type one.
 (0.8, 'aws-g6-l4')
 >>> mine = s.with_(usd_per_gpu_hour=2.0); mine.usd_per_gpu_hour, mine.price_id
 (2.0, None)
->>> print(s.with_(gpu="h200").usd_per_gpu_hour)
-None
+>>> s.with_(gpu="h200").price_id
+'runpod-h200-secure'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.data import Price, get_gpu, prices
+from roofline.data import Price, default_price, get_gpu, prices
+from roofline.errors import UnsupportedPrecisionError
 from roofline.physics.memory import max_batch
+from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import Step, decode_step, prefill
 
 GPU_COUNTS = (1, 2, 4, 8)  # G a menu offers: GPUs in tensor parallel on one server
 
+# For a precision a GPU lacks, the nearest ones to try, in order: same bytes first (bf16 ↔ fp16), then wider.
+_NEAREST = {
+    "bf16": ("fp16", "fp32"),
+    "fp16": ("bf16", "fp32"),
+    "fp8": ("int8", "bf16", "fp16"),
+    "int8": ("fp8", "bf16", "fp16"),
+    "fp4": ("int4", "fp8", "bf16", "fp16"),
+    "int4": ("bf16", "fp16"),
+    "fp32": ("bf16", "fp16"),
+}
+
+
+def nearest_supported_precision(gpu_id: str, precision: str) -> str | None:
+    """The weight precision nearest to ``precision`` that ``gpu_id`` has math for (``precision`` itself if
+    it has), or None: what an explorer switches to when a new GPU lacks the chosen one (Apple GPUs compute
+    FP16, not BF16), and what lesson 01 prices every GPU in.
+
+    >>> nearest_supported_precision("m4-max", "bf16"), nearest_supported_precision("a100-80gb-sxm", "fp8")
+    ('fp16', 'int8')
+    """
+    g = get_gpu(gpu_id)
+    for p in (precision, *_NEAREST.get(precision, ("bf16", "fp16", "fp32"))):
+        try:
+            peak_flops_per_s(g, p)
+        except UnsupportedPrecisionError:
+            continue
+        return p
+    return None
+
 
 def listed_price(gpu) -> Price | None:
-    """The price row a scenario uses for ``gpu`` (an id or GPU): the first row of the price table for
-    that GPU (the table lists the course's round example first where there is one), or None.
+    """The price row a scenario uses for ``gpu`` (an id or GPU): ``roofline.data.default_price``, the first
+    row of the price table for that GPU (the course's round example first where there is one), or None for
+    a GPU the tables do not price.
 
     >>> listed_price("h100-sxm").usd_per_gpu_hour
     3.0
-    >>> listed_price("mi300x") is None
-    True
+    >>> listed_price("mi300x").provider
+    'Vultr'
     """
-    gpu_id = get_gpu(gpu).id
-    return next((p for p in prices().values() if p.gpu == gpu_id), None)
+    return default_price(gpu)
 
 
 @dataclass(frozen=True)
@@ -95,7 +127,10 @@ class Scenario:
         if self.price_id is None:
             return "your figure"
         p = prices()[self.price_id]
-        kind = "course example" if p.provider == "course example" else f"{p.provider} list price"
+        if p.kind == "own":
+            kind = f"cost to own, bought for ${p.purchase_usd:,.0f}"
+        else:
+            kind = "course example" if p.provider == "course example" else f"{p.provider} list price"
         return f"{kind} ({p.id}, {p.date})"
 
     def gpus_needed(self, choices=GPU_COUNTS, users: int = 1) -> int | None:

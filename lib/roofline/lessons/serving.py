@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Integer, Real, constrained
 from roofline._results import Flag, Number, Result
 from roofline.data import get_gpu
-from roofline.errors import InvalidConfigurationError
 from roofline.physics.step import decode_step, prefill
 
 # Numbers of users the lesson's figure sweeps.
@@ -72,13 +72,12 @@ class ServingOutcome(Result):
     fits: Flag  # bool
 
 
+# The two policies take the same requests: U whole users, n ≥ 1 tokens each, T ≥ 0 tokens of context.
+_REQUESTS = dict(users=Integer(least=1), output_tokens=Real(least=1), context_tokens=Real(least=0))
+
+
 def _inputs(users, output_tokens, context_tokens):
-    u = checked(users, "users", minimum=1)
-    if np.any(u != np.round(u)):
-        raise InvalidConfigurationError(f"users must be a whole number, got {users!r}")
-    n = checked(output_tokens, "output_tokens", minimum=1)
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    return np.broadcast_arrays(u, n, t)
+    return np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (users, output_tokens, context_tokens)))
 
 
 def _first_token_s(model, gpu, batch, prompt_tokens, decode_step_s, **options):
@@ -98,6 +97,7 @@ def _step_and_first_token_s(model, gpu, batch, context_tokens, prompt_tokens, op
     return step, first
 
 
+@constrained(**_REQUESTS)
 def serve_one_at_a_time(
     model,
     gpu,
@@ -147,6 +147,7 @@ def serve_one_at_a_time(
     )
 
 
+@constrained(**_REQUESTS)
 def serve_continuous_batching(
     model,
     gpu,
@@ -216,6 +217,7 @@ def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h1
 HOCKEY_STICK_LOADS = (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1)
 
 
+@constrained(requests=Integer(least=1))
 def latency_against_load(
     model,
     gpu,
@@ -244,7 +246,7 @@ def latency_against_load(
 
     return sim.latency_vs_load(
         model, gpu, tuple(load_fractions), input_tokens=input_tokens, output_tokens=output_tokens,
-        requests=int(checked(requests, "requests", minimum=1)), seed=seed, **simulate_kwargs,
+        requests=int(requests), seed=seed, **simulate_kwargs,
     )  # fmt: skip
 
 

@@ -25,14 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline._arrays import checked, out
-from roofline.assumptions import assumption
 from roofline.data import get_gpu
+from roofline.engines.model import StepTimer
+from roofline.engines.registry import DEFAULT_ENGINE
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import achieved_step_time_s, decode_step
-
-# Share of peak bandwidth good decode kernels reach; the card's 6 ms step for a 4.8 ms floor is 80 %.
-TYPICAL_MEMORY_EFFICIENCY = assumption("achieved_bandwidth_fraction")
+from roofline.physics.step import decode_step
 
 
 def _intervals(starts_s, ends_s):
@@ -119,6 +117,7 @@ class Timeline:
     step_time_s: float
     gap_s: float
     t_end_s: float
+    num_gpus: int = 1  # G, GPUs in tensor parallel: their bandwidths and FLOP/s add
 
 
 def decode_timeline(
@@ -131,17 +130,21 @@ def decode_timeline(
     kernels_per_step=12,
     step_time_s=None,
     gap_s=0.0,
-    memory_efficiency=TYPICAL_MEMORY_EFFICIENCY,
+    engine=DEFAULT_ENGINE,
     weight_precision="bf16",
     kv_precision="bf16",
+    num_gpus=1,
+    params=None,
 ) -> Timeline:
     """A synthetic timeline of ``n_steps`` decode steps, each ``kernels_per_step`` kernels back to back.
 
     Each step moves ``decode_step``'s bytes and FLOPs, split evenly over its kernels, and lasts
-    ``step_time_s`` (s) — by default the roofline time ÷ ``memory_efficiency`` (real kernels reach ~80 %
-    of peak bandwidth). ``gap_s`` (s) of idle time follows each step (a slow CPU, a queue waiting for
-    requests). A real step launches ~300 kernels; a dozen keeps the picture readable and changes nothing
-    in the utilization figures.
+    ``step_time_s`` (s) — by default the step a real engine takes (``engine``, default vLLM; see
+    ``roofline.engines``), whose per-step costs keep a kernel running but not the memory busy. ``gap_s`` (s)
+    of idle time follows each step (a slow CPU, a queue waiting for requests). A real step launches ~300
+    kernels; a dozen keeps the picture readable and changes nothing in the utilization figures.
+    ``num_gpus`` (G) GPUs in tensor parallel share the step (the timeline is theirs together); ``params``
+    overrides the engine's numbers (``engines.engine_params(...).replace(...)``).
 
     Taught in lesson 09.
 
@@ -151,16 +154,18 @@ def decode_timeline(
     ([0.0, 3.0, 7.0, 10.0], [3.0, 6.0, 10.0, 13.0])
     """
     k = int(checked(kernels_per_step, "kernels_per_step", minimum=1))
-    n = int(checked(n_steps, "n_steps", minimum=1))
+    steps = int(checked(n_steps, "n_steps", minimum=1))
     gap = float(checked(gap_s, "gap_s", minimum=0))
-    eff = float(checked(memory_efficiency, "memory_efficiency", above=0, maximum=1))
+    n = int(checked(num_gpus, "num_gpus", minimum=1))
     step = decode_step(
-        model, gpu, batch, context_tokens, weight_precision=weight_precision, kv_precision=kv_precision
-    )
+        model, gpu, batch, context_tokens, num_gpus=n, weight_precision=weight_precision,
+        kv_precision=kv_precision,
+    )  # fmt: skip
     if step_time_s is None:
-        step_time_s = achieved_step_time_s(step, eff)
+        timer = StepTimer(engine, model, gpu, num_gpus=n, weight_precision=weight_precision, params=params)
+        step_time_s = float(timer.of_step(step).total_s)
     dur = float(checked(step_time_s, "step_time_s", above=0))
-    step_starts = np.arange(n) * (dur + gap)
+    step_starts = np.arange(steps) * (dur + gap)
     starts = (step_starts[:, None] + dur * np.arange(k)[None, :] / k).ravel()
     ends = (step_starts[:, None] + dur * np.arange(1, k + 1)[None, :] / k).ravel()
     return Timeline(
@@ -168,12 +173,13 @@ def decode_timeline(
         precision=weight_precision,
         starts_s=starts,
         ends_s=ends,
-        bytes_read=np.full(n * k, step.bytes_read / k),
-        flops=np.full(n * k, step.flops / k),
-        step_index=np.repeat(np.arange(n), k),
+        bytes_read=np.full(steps * k, step.bytes_read / k),
+        flops=np.full(steps * k, step.flops / k),
+        step_index=np.repeat(np.arange(steps), k),
         step_time_s=dur,
         gap_s=gap,
-        t_end_s=float(n * (dur + gap)),
+        t_end_s=float(steps * (dur + gap)),
+        num_gpus=n,
     )
 
 
@@ -200,8 +206,8 @@ def timeline_metrics(timeline: Timeline, window_s: float) -> TimelineMetrics:
     >>> round(m.gpu_util, 2), round(m.mbu, 2), round(float(m.kernel_mbu[0]), 2)   # idle half the time
     (0.5, 0.4, 0.8)
     """
-    g = get_gpu(timeline.gpu_id)
-    bw, peak = g.memory_bandwidth_bytes_per_s, peak_flops_per_s(g, timeline.precision)
+    g, n = get_gpu(timeline.gpu_id), timeline.num_gpus
+    bw, peak = n * g.memory_bandwidth_bytes_per_s, n * peak_flops_per_s(g, timeline.precision)
     dur = timeline.ends_s - timeline.starts_s
     span = timeline.t_end_s
     return TimelineMetrics(

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-import roofline as rl
 from roofline.errors import RooflineError
+from roofline.physics.core import ridge_point_flop_per_byte
 
 from .bench import Timing
 from .transformer import Transformer, TransformerConfig
@@ -94,7 +94,7 @@ def measure_accelerator(n_elements: int = 64_000_000, matmul_size: int = 4096, r
         )
         out["matmul_flops_per_s"][str(dtype).removeprefix("torch.")] = t.best_flops_per_s
     out["memory_bandwidth_bytes_per_s"] = copy.best_bytes_per_s
-    out["ridge_flop_per_byte"] = rl.ridge_point_flop_per_byte(
+    out["ridge_flop_per_byte"] = ridge_point_flop_per_byte(
         out["matmul_flops_per_s"]["float32"], copy.best_bytes_per_s
     )
     return out

@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import roofline as rl
 from roofline._results import Result
+from roofline.data import GPU
 from roofline.errors import InvalidConfigurationError
+from roofline.physics.core import ridge_point_flop_per_byte
 
 FLOAT64_BYTES = 8
 TRIAD_SCALAR = 3.0
@@ -99,13 +100,13 @@ class Measurement(Result):
     threads: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
 
-    def as_gpu(self, gpu_id: str = "this-machine", memory_bytes: float | None = None) -> rl.GPU:
+    def as_gpu(self, gpu_id: str = "this-machine", memory_bytes: float | None = None) -> GPU:
         """This measurement as a ``roofline.GPU`` row, so every library function can use it.
 
         ``memory_bytes`` defaults to this machine's RAM (bytes). Only fp32 (and fp64) math is measured,
         so ask the library for ``weight_precision="fp32"``.
         """
-        return rl.GPU(
+        return GPU(
             id=gpu_id,
             name=f"this machine ({machine_name()}), measured",
             vendor="measured",
@@ -425,7 +426,7 @@ def measure(quick: bool = True) -> Measurement:
     return Measurement(
         memory_bandwidth_bytes_per_s=bandwidth,
         matmul_flops_per_s=peak32,
-        ridge_flop_per_byte=rl.ridge_point_flop_per_byte(peak32, bandwidth),
+        ridge_flop_per_byte=ridge_point_flop_per_byte(peak32, bandwidth),
         call_overhead_s=overhead.median_s,
         matmul_fp64_flops_per_s=peak64,
         threads=thread_info(),

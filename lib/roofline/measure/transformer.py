@@ -35,8 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import GPU, Model
 from roofline.errors import InvalidConfigurationError
+from roofline.physics import architecture
+from roofline.physics.metrics import mbu
+from roofline.physics.step import decode_step
 
 from .bench import Measurement
 
@@ -77,13 +80,13 @@ class TransformerConfig:
         if self.head_dim % 2:
             raise InvalidConfigurationError(f"head_dim must be even for RoPE, got {self.head_dim}")
 
-    def as_model(self, model_id: str = "numpy-llama") -> rl.Model:
+    def as_model(self, model_id: str = "numpy-llama") -> Model:
         """These shapes as a ``roofline.Model``, so the library's formulas (bytes, FLOPs) apply to it.
 
-        >>> rl.parameter_count(SMALL.as_model())   # 8 × 4,981,760 per layer + 32,000 × 512 tied + 512
+        >>> architecture.parameter_count(SMALL.as_model())  # 8 × 4,981,760 a layer + 32,000 × 512 tied + 512
         56238592
         """
-        return rl.Model(
+        return Model(
             id=model_id,
             name=f"numpy Llama-architecture decoder ({self.layers} layers, d={self.hidden_size})",
             layers=self.layers,
@@ -118,7 +121,7 @@ class TransformerConfig:
     @property
     def parameter_count(self) -> int:
         """Stored parameters N (the library's count on these shapes)."""
-        return int(rl.parameter_count(self.as_model()))
+        return int(architecture.parameter_count(self.as_model()))
 
 
 DEFAULT = TransformerConfig()  # ~168M parameters (0.67 GB in fp32): 12 × 1024, GQA 16/4, tied 32k vocab
@@ -398,7 +401,7 @@ def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: in
     return DecodeTiming(batches, contexts, mins, meds, repeats, warmup)
 
 
-def roofline_prediction(cfg: TransformerConfig, machine: Measurement | rl.GPU, batch=1, context_tokens=0):
+def roofline_prediction(cfg: TransformerConfig, machine: Measurement | GPU, batch=1, context_tokens=0):
     """The roofline floor for one decode step of this numpy model on the measured machine.
 
     The library's ``decode_step`` on ``cfg``'s shapes with fp32 weights and KV: bytes = all weight bytes
@@ -414,7 +417,7 @@ def roofline_prediction(cfg: TransformerConfig, machine: Measurement | rl.GPU, b
     'memory'
     """
     gpu = machine.as_gpu() if isinstance(machine, Measurement) else machine
-    return rl.decode_step(
+    return decode_step(
         cfg.as_model(), gpu, batch, context_tokens, weight_precision="fp32", kv_precision="fp32",
         on_overflow="mask",
     )  # fmt: skip
@@ -429,7 +432,7 @@ def achieved_mbu(cfg: TransformerConfig, machine: Measurement, step_time_s, batc
     0.5
     """
     s = roofline_prediction(cfg, machine, batch, context_tokens)
-    return rl.mbu(s.bytes_read, step_time_s, machine.memory_bandwidth_bytes_per_s)
+    return mbu(s.bytes_read, step_time_s, machine.memory_bandwidth_bytes_per_s)
 
 
 # --------------------------------------------------------------------------------------------------

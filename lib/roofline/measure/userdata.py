@@ -9,7 +9,10 @@ The user table lives outside the project, never in its ``data/``:
 - ``~/.config/speed-physics/gpus.toml``.
 
 It has the schema of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gpus()`` appends its rows to
-the project's. A user id equal to a project id is an error. After writing the file, call
+the project's. A user id equal to a project id is an error, and so is one within a typo of a project id
+(``h100`` would capture ``--gpu H100``, which should suggest ``h100-sxm``). The file is never written into a
+folder of tables (the project's ``data/``, the installed package's copy, ``$ROOFLINE_DATA_DIR``, or any
+folder holding a ``models.toml``, ``prices.toml`` or ``assumptions.toml``). After writing the file, call
 ``reload_tables()`` (``save_user_gpu`` does) so the cached tables see it.
 
 >>> import tempfile
@@ -59,6 +62,10 @@ def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
             rows = tomllib.load(f).get("gpu", [])
     except tomllib.TOMLDecodeError as exc:
         raise InvalidConfigurationError(f"the user GPU table {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise InvalidConfigurationError(
+            f"the user GPU table {path} is nested too deeply to be a table"
+        ) from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "id" in r for r in rows):
         raise InvalidConfigurationError(f"the user GPU table {path} needs [[gpu]] tables, each with an id")
     return rows
@@ -82,17 +89,90 @@ def check_name(name: str) -> str:
     return name
 
 
-def check_save_name(name: str) -> str:
-    """``check_name``, and not an id of the project's GPU table (which the user row would shadow)."""
-    from roofline.data import DATA_DIR
+def _squash(name: str) -> str:
+    return re.sub(r"[-_.]", "", name)
 
+
+def typo_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``.
+
+    >>> typo_distance("h100-smx", "h100-sxm"), typo_distance("l40", "l4"), typo_distance("my-mac", "m4-max")
+    (1, 1, 2)
+    """
+    previous, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        before, previous, row = previous, row, [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[-1]
+
+
+def near_project_id(name: str, project_ids) -> str | None:
+    """The project GPU id ``name`` is within a typo of, or None: the same id without separators
+    (``rtx4090``), a start of an id (``h100`` for ``h100-sxm``: what a learner types meaning it), or one
+    typo away (``h100-smx``, ``l40``). A saved row under such a name would answer ``--gpu H100`` itself,
+    instead of the project's GPU being suggested. Two edits are allowed: ``my-mac`` is two from ``m4-max``.
+
+    >>> near_project_id("h100", ["h100-sxm", "h200"]), near_project_id("my-mac", ["m4-max"])
+    ('h100-sxm', None)
+    """
+    squashed = _squash(name)
+    for gpu_id in project_ids:
+        target = _squash(gpu_id)
+        if squashed == target or (len(squashed) >= 2 and target.startswith(squashed)):
+            return gpu_id
+        if typo_distance(name, gpu_id) <= 1:
+            return gpu_id
+    return None
+
+
+def _project_gpu_ids() -> list[str]:
+    """Ids of the project's GPU tables: the one in use (``$ROOFLINE_DATA_DIR`` if set) and the shipped one."""
+    from roofline.data import data_dir, load_gpus, shipped_dir
+
+    return list(dict.fromkeys([*load_gpus(data_dir()), *load_gpus(shipped_dir())]))
+
+
+def _table_folders() -> set[Path]:
+    """Folders of the project's tables, which a saved row must never be written into."""
+    from roofline.data import _repository_tables, data_dir, shipped_dir
+
+    return {Path(str(d)).resolve() for d in (data_dir(), shipped_dir(), _repository_tables())}
+
+
+def check_destination(path: Path) -> Path:
+    """``path``, unless it is a ``gpus.toml`` in a folder of tables (the project's ``data/``, the package's
+    copy, ``$ROOFLINE_DATA_DIR``, or any folder with another table in it): the user's rows never go there."""
+    folder = Path(path).resolve().parent
+    # engines.toml and calibration.toml may be the user's own (roofline calibrate writes them there)
+    others = ("models.toml", "prices.toml", "assumptions.toml")
+    if folder in _table_folders() or any((folder / name).exists() for name in others):
+        raise InvalidConfigurationError(
+            f"refusing to write a saved machine into {folder}: it holds the project's data tables. "
+            "Point SPEED_PHYSICS_HOME (or XDG_CONFIG_HOME) at a folder of your own"
+        )
+    return Path(path)
+
+
+def check_save_name(name: str, path: Path | None = None) -> str:
+    """``check_name``; not an id of the project's GPU tables (which the user row would shadow) nor within a
+    typo of one (``near_project_id``); and a destination outside the tables (``check_destination``).
+    Called before measuring, so a bad name costs no time."""
     check_name(name)
-    with open(DATA_DIR / TABLE_NAME, "rb") as f:
-        project_ids = {r["id"] for r in tomllib.load(f)["gpu"]}
+    project_ids = _project_gpu_ids()
     if name in project_ids:
         raise InvalidConfigurationError(
-            f"{name!r} is a GPU id in the project's table ({DATA_DIR / TABLE_NAME}); choose another name"
+            f"{name!r} is a GPU id in the project's table; choose another name (like 'my-{name}')"
         )
+    close = near_project_id(name, project_ids)
+    if close:
+        raise InvalidConfigurationError(
+            f"{name!r} is too close to the project's GPU {close!r}: saved, it would answer '--gpu {name}' "
+            f"instead of suggesting {close!r}. Choose a name of your own, like 'my-laptop' or 'home-{name}'"
+        )
+    check_destination(user_gpu_table_path() if path is None else Path(path))
     return name
 
 
@@ -156,14 +236,11 @@ def measurement_row(name: str, measurement, date: datetime.date | None = None) -
 def save_user_gpu(name: str, measurement, path: Path | None = None) -> Path:
     """Write (or replace) the row ``name`` in the user's GPU table; return the file's path.
 
-    Refuses a name the project's table already uses. Never writes into the project's ``data/``.
+    Refuses a name the project's table uses or is within a typo of (``check_save_name``). Never writes
+    into a folder of tables (``check_destination``).
     """
-    from roofline.data import DATA_DIR
-
-    check_save_name(name)
     path = Path(path) if path is not None else user_gpu_table_path()
-    if path.resolve().parent == DATA_DIR.resolve():
-        raise InvalidConfigurationError(f"refusing to write into the project's data directory {DATA_DIR}")
+    check_save_name(name, path)
     rows = [r for r in load_user_gpu_rows(path) if r["id"] != name]
     rows.append(measurement_row(name, measurement))
     path.parent.mkdir(parents=True, exist_ok=True)

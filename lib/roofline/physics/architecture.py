@@ -252,6 +252,35 @@ def weight_bytes_read(model: Model | str, precision: str, tokens_in_step):
     return out(fixed - routed_bytes + routed_bytes / m.experts * routed_touched + gathered)
 
 
+def routed_expert_parameters_per_token(model: Model | str) -> int:
+    """Weights of the routed experts one token multiplies: k of E experts' gated MLPs (parameters; 0 for a
+    dense model). The part of ``matmul_parameters_per_token`` an engine runs as a grouped MoE kernel.
+
+    >>> routed_expert_parameters_per_token("mixtral-8x7b") / 1e9   # 32 layers x 2 of 8 x 3 x 4096 x 14336
+    11.274289152
+    """
+    m = get_model(model)
+    return _routed(m) * m.experts_per_token // max(m.experts, 1) if m.is_moe else 0
+
+
+def routed_expert_bytes_read(model: Model | str, precision: str, tokens_in_step):
+    """Bytes of routed experts one step reads with ``tokens_in_step`` tokens: those some token picked
+    (``expected_experts_touched``), in the weight format ``precision`` (bytes; 0 for a dense model). The part
+    of ``weight_bytes_read`` an engine streams through its MoE kernel.
+
+    >>> round(float(routed_expert_bytes_read("mixtral-8x7b", "bf16", 1)) / 1e9, 1)   # 2 of 8 experts
+    22.5
+    """
+    m = get_model(model)
+    n = checked(tokens_in_step, "tokens_in_step", minimum=1)
+    if not m.is_moe:
+        return out(0.0 * n)
+    by_key = _group_bytes(m, weight_format(precision))
+    routed_bytes = by_key["expert_mlp"] + by_key["expert_biases"]
+    touched = np.asarray(expected_experts_touched(m, n)) - m.shared_experts
+    return out(routed_bytes / m.experts * touched)
+
+
 def kv_bytes_per_token(model: Model | str, kv_precision: str = "bf16") -> float:
     """KV-cache bytes one token of context occupies in every layer (bytes).
 

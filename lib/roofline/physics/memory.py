@@ -10,7 +10,9 @@ engine leaves for weights and KV is smaller, and each term is an assumption in `
 (one value each, sourced): the share CUDA reports (79.18 of 80 GiB), the engine's budget (vLLM's
 ``gpu_memory_utilization``), the peak activations of its profiling pass and the workspaces outside PyTorch.
 That is ``memory="engine"``, the default everywhere. ``memory="ideal"`` gives weights and KV all of the
-memory: the study card's simplification, an upper bound on users.
+memory: the study card's simplification, an upper bound on users. ``memory="local"`` is a laptop or a
+workstation running llama.cpp: a Mac's GPU gets the share of unified memory Metal allows, a discrete GPU
+all of its memory but the CUDA context, the display and llama.cpp's buffers.
 
 >>> from roofline.units import GB
 >>> memory_needed_bytes("llama-3-8b", batch=32, context_tokens=1000) / GB
@@ -26,14 +28,15 @@ from __future__ import annotations
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Options, Real, constrained
 from roofline.assumptions import assumption
 from roofline.data import get_gpu
-from roofline.errors import DoesNotFitError, InvalidConfigurationError
+from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import sequence_kv_bytes, weight_bytes
 from roofline.physics.parallel import kv_replicas
 from roofline.units import GB
 
-MEMORY_MODELS = ("engine", "ideal")
+MEMORY_MODELS = ("engine", "ideal", "local")
 
 
 def kv_cache_bytes(batch, context_tokens, kv_bytes_per_token_):
@@ -86,24 +89,32 @@ def runtime_reserved_bytes(gpu, num_gpus=1, memory="engine"):
     return out(total - np.asarray(memory_available_bytes(gpu, num_gpus, memory)))
 
 
+@constrained(num_gpus=Real(least=1), memory=Options(*MEMORY_MODELS))
 def memory_available_bytes(gpu, num_gpus=1, memory="engine"):
     """Memory of ``num_gpus`` GPUs left for weights and KV cache (bytes), per the memory model.
 
     ``"engine"`` (default): G × (memory × ``cuda_visible_memory_fraction`` × ``engine_memory_fraction`` −
     ``activation_workspace_bytes`` − ``non_torch_memory_bytes``), vLLM's accounting with its defaults.
-    ``"ideal"``: all of it.
+    ``"ideal"``: all of it. ``"local"`` (llama.cpp on your own machine): an Apple GPU's share of unified
+    memory, ``apple_gpu_working_set_fraction``; any other G × (memory − ``local_reserved_bytes``).
 
     >>> round(float(memory_available_bytes("h100-sxm")) / 2**30, 2)   # 0.9 x 79.18 - 4.8 - 0.13 GiB
     66.33
     >>> memory_available_bytes("h100-sxm", memory="ideal") / 2**30
     80.0
+    >>> local = [memory_available_bytes(g, memory="local") / 2**30 for g in ("rtx-4090", "m4-max")]
+    >>> [float(x) for x in local]
+    [22.5, 96.0]
     """
-    if memory not in MEMORY_MODELS:
-        raise InvalidConfigurationError(f"memory must be one of {MEMORY_MODELS}, got {memory!r}")
     total = np.asarray(memory_capacity_bytes(gpu, num_gpus))
     if memory == "ideal":
         return out(total)
-    n = checked(num_gpus, "num_gpus", minimum=1)
+    if memory == "local":
+        if get_gpu(gpu).vendor == "apple":
+            return out(total * assumption("apple_gpu_working_set_fraction"))
+        n = np.asarray(num_gpus, dtype=float)
+        return out(np.maximum(total - n * assumption("local_reserved_bytes"), 0.0))
+    n = np.asarray(num_gpus, dtype=float)
     budget = total * assumption("cuda_visible_memory_fraction") * assumption("engine_memory_fraction")
     reserved = n * (assumption("activation_workspace_bytes") + assumption("non_torch_memory_bytes"))
     return out(np.maximum(budget - reserved, 0.0))

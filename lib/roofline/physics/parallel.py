@@ -23,15 +23,19 @@ from __future__ import annotations
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Options, Real, constrained
 from roofline.assumptions import assumption
-from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import get_model
 
 # None: the per-hop latency model (base + hops x link latency). A number: a fixed start-up per all-reduce.
 DEFAULT_ALLREDUCE_LATENCY_S = None
 
-# Bytes per activation value sent in the all-reduce (BF16 activations).
-ACTIVATION_BYTES = assumption("activation_bytes")
+
+def __getattr__(name: str):  # ACTIVATION_BYTES: read from the assumptions table when asked, not at import
+    if name == "ACTIVATION_BYTES":  # bytes per activation value sent in the all-reduce (BF16 activations)
+        return assumption("activation_bytes")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ALGORITHMS = ("ring", "tree")
 
@@ -55,6 +59,7 @@ def hop_latency_s(link: str = "NVLink") -> float:
     return assumption(f"{link_kind(link)}_hop_latency_s")
 
 
+@constrained(num_gpus=Real(least=1), algorithm=Options(*ALGORITHMS))
 def collective_latency_s(num_gpus, link: str = "NVLink", algorithm: str = "ring"):
     """Start-up of one all-reduce over ``num_gpus`` GPUs (s): base + hops × hop latency; 0 for one GPU.
 
@@ -63,14 +68,19 @@ def collective_latency_s(num_gpus, link: str = "NVLink", algorithm: str = "ring"
     >>> round(float(collective_latency_s(8, "NVLink", "tree")) * 1e6, 1)       # 6.6 + 2 x 3 x 0.6 µs
     10.2
     """
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    if algorithm not in ALGORITHMS:
-        raise InvalidConfigurationError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    n = np.asarray(num_gpus, dtype=float)
     hops = 2 * (n - 1) if algorithm == "ring" else 2 * np.ceil(np.log2(np.maximum(n, 1)))
     t = assumption("collective_base_latency_s") + hops * hop_latency_s(link)
     return out(np.where(n > 1, t, 0.0))
 
 
+@constrained(
+    message_bytes=Real(least=0),
+    num_gpus=Real(least=1),
+    link_bytes_per_s=Real(above=0),
+    latency_s=Real(least=0, allow_none=True),
+    algorithm=Options(*ALGORITHMS),
+)
 def allreduce_time_s(
     message_bytes,
     num_gpus,
@@ -92,13 +102,11 @@ def allreduce_time_s(
     ...     allreduce_time_s(8192, 2, 128e9, link="PCIe") * 1e6, 2)   # batch 1 of an 8B model
     (7.82, 12.73)
     """
-    msg = checked(message_bytes, "message_bytes", minimum=0)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
+    msg, n, bw = (np.asarray(x, dtype=float) for x in (message_bytes, num_gpus, link_bytes_per_s))
     if latency_s is None:
         lat = np.asarray(collective_latency_s(n, link, algorithm))
     else:
-        lat = checked(latency_s, "latency_s", minimum=0)
+        lat = np.asarray(latency_s, dtype=float)
     share = 2 * (n - 1) / n if algorithm == "ring" else 2.0
     t = lat + share * msg / (bw / 2)
     return out(np.where(n > 1, t, 0.0))
@@ -111,7 +119,7 @@ def allreduce_message_bytes(model, batch):
     16384.0
     """
     b = checked(batch, "batch", minimum=1)
-    return out(b * get_model(model).hidden_size * ACTIVATION_BYTES)
+    return out(b * get_model(model).hidden_size * assumption("activation_bytes"))
 
 
 def tensor_parallel_comm_time_s(
@@ -169,7 +177,7 @@ def pipeline_comm_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str
     n = checked(num_gpus, "num_gpus", minimum=1)
     t = checked(tokens, "tokens", minimum=0)
     bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
-    msg = t * get_model(model).hidden_size * ACTIVATION_BYTES
+    msg = t * get_model(model).hidden_size * assumption("activation_bytes")
     one = assumption("collective_base_latency_s") + hop_latency_s(link) + msg / (bw / 2)
     return out((n - 1) * one)
 
@@ -192,14 +200,14 @@ def all_to_all_time_s(model, tokens, num_gpus, link_bytes_per_s, *, link: str = 
     bw = checked(link_bytes_per_s, "link_bytes_per_s", above=0)
     if not m.is_moe:
         return out(0.0 * n * t)
-    sent = t / n * m.experts_per_token * m.hidden_size * ACTIVATION_BYTES * (n - 1) / n
+    sent = t / n * m.experts_per_token * m.hidden_size * assumption("activation_bytes") * (n - 1) / n
     one = assumption("collective_base_latency_s") + (n - 1) * hop_latency_s(link) + sent / (bw / 2)
     moe_layers = m.layers - m.first_dense_layers
     return out(np.where(n > 1, 2 * moe_layers * one, 0.0))
 
 
 __all__ = [
-    "ACTIVATION_BYTES",
+    "ACTIVATION_BYTES",  # noqa: F822 - provided by the module __getattr__ (read when asked)
     "ALGORITHMS",
     "DEFAULT_ALLREDUCE_LATENCY_S",
     "all_to_all_time_s",

@@ -17,6 +17,15 @@ and keep the input embedding, the LM head, the norms and the MoE router in 16 bi
 * a preset id (``WEIGHT_FORMATS``): its own table, e.g. ``"mxfp4-experts"`` (gpt-oss: only the MoE experts
   in MXFP4) or ``"gguf-q4_k_m"`` (llama.cpp: every tensor, whole-file average bits per weight).
 
+**Which math a format runs in.** FP8, INT8 and FP4 weights use tensor-core math of that precision, which a
+GPU has or lacks. A *weight-only* format is dequantized and multiplied in the activations' precision: W4A16
+(``int4``, ``awq-int4``, ``gptq-int4``) in BF16, or FP16/FP32 where the GPU has no BF16 math; GGUF blocks
+(llama.cpp) in FP16, else FP32; gpt-oss's ``mxfp4-experts`` in BF16, else FP16/FP32 (llama.cpp on a Mac).
+So these formats run on every GPU, Apple's included (``compute_precision`` picks the math).
+
+A model's default weights are its release format (``default_weight_precision``: models.toml's
+``checkpoint_format``, e.g. DeepSeek-V3's ``fp8-block128``, gpt-oss's ``mxfp4-experts``).
+
 >>> bytes_per_element("bf16")
 2.0
 >>> bytes_per_element("int4")
@@ -33,6 +42,11 @@ from dataclasses import dataclass
 
 from roofline.errors import UnknownNameError, UnsupportedPrecisionError
 
+# Weight-only formats dequantize to the activations' precision: where a GPU lacks BF16 math (Apple GPUs)
+# they run in FP16, else FP32. GGUF kernels (llama.cpp) multiply in FP16, else FP32.
+W16_FALLBACK = ("fp16", "fp32")
+GGUF_FALLBACK = ("fp32",)
+
 
 @dataclass(frozen=True)
 class Precision:
@@ -40,7 +54,8 @@ class Precision:
 
     ``compute`` names the tensor-core precision the matrix multiplies run in (a key of a GPU's
     ``dense_flops_per_s``). Weight-only INT4 (W4A16, as in AWQ/GPTQ kernels) is unpacked to BF16 for the
-    math, so its compute precision is ``bf16``.
+    math, so its compute precision is ``bf16``; ``fallback`` lists the precisions a weight-only format's math
+    runs in instead on a GPU without ``compute`` (FP16, then FP32), in order.
     """
 
     id: str
@@ -49,6 +64,7 @@ class Precision:
     scale_bits: int = 0
     compute: str = ""
     description: str = ""
+    fallback: tuple[str, ...] = ()  # weight-only formats: the math used where the GPU lacks ``compute``
 
     @property
     def bytes_per_element(self) -> float:
@@ -72,6 +88,7 @@ PRECISIONS: dict[str, Precision] = {
             scale_bits=16,
             compute="bf16",
             description="INT4 weights, one 16-bit scale per 128 weights, math in BF16 (W4A16)",
+            fallback=W16_FALLBACK,
         ),
         Precision(
             "fp4",
@@ -91,7 +108,9 @@ PRECISIONS: dict[str, Precision] = {
 # tools/quantize/README.md (Llama-3.1-8B Q4_K_M file: 4.8944 bits per weight), the OCP Microscaling (MX)
 # v1.0 spec (MXFP4: 32 E2M1 values + one E8M0 scale), NVIDIA's NVFP4 blog (16 E2M1 values + one E4M3
 # scale), DeepSeek-V3 README_WEIGHTS.md (FP8 E4M3 with one FP32 scale per 128 x 128 block), AutoAWQ's
-# GEMM layout (int4 + one FP16 scale and one 4-bit zero point per group of 128).
+# GEMM layout (int4 + one FP16 scale and one 4-bit zero point per group of 128). GGUF blocks are
+# dequantized and multiplied in FP16 (llama.cpp's CUDA and Metal matmuls use F16 or F32 activations), so
+# their compute is fp16, with fp32 where a GPU has no FP16 figure (a measured CPU row).
 CHECKPOINT_ELEMENTS: dict[str, Precision] = {
     p.id: p
     for p in (
@@ -103,6 +122,7 @@ CHECKPOINT_ELEMENTS: dict[str, Precision] = {
             compute="bf16",
             description="AWQ int4 (GEMM layout): one FP16 scale + one 4-bit zero point per 128 weights, "
             "4.156 bits; math in BF16 (W4A16)",
+            fallback=W16_FALLBACK,
         ),
         Precision(
             "fp8-block128",
@@ -133,29 +153,33 @@ CHECKPOINT_ELEMENTS: dict[str, Precision] = {
             4,
             group_size=32,
             scale_bits=16,
-            compute="bf16",
+            compute="fp16",
             description="GGUF Q4_0: 32 4-bit values + one FP16 scale (18 bytes), 4.5 bits",
+            fallback=GGUF_FALLBACK,
         ),
         Precision(
             "q8_0",
             8,
             group_size=32,
             scale_bits=16,
-            compute="bf16",
+            compute="fp16",
             description="GGUF Q8_0: 32 int8 values + one FP16 scale (34 bytes), 8.5 bits",
+            fallback=GGUF_FALLBACK,
         ),
         Precision(
             "q6_k",
             6.5625,
-            compute="bf16",
+            compute="fp16",
             description="GGUF Q6_K: 210 bytes per 256 weights, 6.5625 bits (llama.cpp's usual output tensor)",
+            fallback=GGUF_FALLBACK,
         ),
         Precision(
             "q4_k_m",
             4.8944,
-            compute="bf16",
+            compute="fp16",
             description="GGUF Q4_K_M, a mix of Q4_K and Q6_K tensors: 4.8944 bits per weight averaged "
             "over the Llama-3.1-8B file (llama.cpp quantize README); model-dependent, 4.84 for Llama 2 7B",
+            fallback=GGUF_FALLBACK,
         ),
     )
 }
@@ -200,7 +224,8 @@ class WeightFormat:
 
     ``body``: attention and dense/shared MLP matmul weights; ``experts``: the routed MoE experts;
     ``embedding``, ``lm_head``; ``other``: norms, router, biases, sinks. ``compute`` is ``body.compute``
-    (the tensor-core math the matmuls run in).
+    (the tensor-core math the matmuls run in); ``computes`` adds the fallbacks of a weight-only format
+    (``fallback``, default the body's).
     """
 
     id: str
@@ -211,6 +236,7 @@ class WeightFormat:
     other: Precision
     description: str = ""
     source: str = ""
+    fallback: tuple[str, ...] | None = None  # None: the body's ``fallback``
 
     @property
     def compute(self) -> str:
@@ -219,16 +245,25 @@ class WeightFormat:
         there for compute-bound steps)."""
         return self.body.compute
 
+    @property
+    def computes(self) -> tuple[str, ...]:
+        """The precisions the matmuls may run in, preferred first (``compute_precision`` picks one).
+
+        >>> weight_format("gguf-q4_k_m").computes, weight_format("fp8").computes
+        (('fp16', 'fp32'), ('fp8',))
+        """
+        return (self.compute, *(self.body.fallback if self.fallback is None else self.fallback))
+
     def element(self, group: str) -> Precision:
         """The element format of one tensor group (``TENSOR_GROUPS``)."""
         return self.body if group == "attention" or group == "mlp" else getattr(self, group)
 
 
 def _preset(fid, body, *, experts=None, embedding="bf16", lm_head="bf16", other="bf16", description="",
-            source=""):  # fmt: skip
+            source="", fallback=None):  # fmt: skip
     e = get_precision(experts or body)
     return WeightFormat(fid, get_precision(body), e, get_precision(embedding), get_precision(lm_head),
-                        get_precision(other), description, source)  # fmt: skip
+                        get_precision(other), description, source, fallback)  # fmt: skip
 
 
 WEIGHT_FORMATS: dict[str, WeightFormat] = {}
@@ -275,6 +310,7 @@ def _build_presets() -> None:
             "weights in MXFP4, attention, router, embedding and LM head in BF16 (the gpt-oss "
             "quantization_config modules_to_not_convert)",
             source="https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json",
+            fallback=W16_FALLBACK,  # weight-only: FP16 math where there is no BF16 (llama.cpp on a Mac)
         ),
         _preset(
             "gguf-q4_0",
@@ -304,6 +340,16 @@ def _build_presets() -> None:
             other="fp32",
             description="llama.cpp Q8_0: every matmul, embedding and output in Q8_0, norms in FP32",
             source="https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-common.h",
+        ),
+        _preset(
+            "gguf-f16",
+            "fp16",
+            embedding="fp16",
+            lm_head="fp16",
+            other="fp32",
+            description="llama.cpp F16: every matmul, embedding and output in FP16, norms in FP32",
+            source="https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/README.md",
+            fallback=W16_FALLBACK,  # llama.cpp widens F16 to FP32 math where there is no FP16 (a CPU)
         ),
     )
     WEIGHT_FORMATS.update({f.id: f for f in rows})
@@ -345,24 +391,62 @@ def bytes_per_element(precision: str | Precision) -> float:
     return get_precision(precision).bytes_per_element
 
 
-def peak_flops_per_s(gpu, precision: str | Precision) -> float:
-    """Dense peak FLOP/s of ``gpu`` for math at ``precision`` (FLOP/s); raises if the GPU lacks it.
+def compute_precision(gpu, precision: str | Precision | WeightFormat) -> str:
+    """The math ``precision``'s matmuls run in on ``gpu``: the first of ``weight_format(precision).computes``
+    the GPU's row quotes a dense peak for; raises ``UnsupportedPrecisionError`` if none.
 
     >>> from roofline.data import get_gpu
-    >>> peak_flops_per_s(get_gpu("h100-sxm"), "bf16") / 1e12
-    989.0
-    >>> peak_flops_per_s(get_gpu("a100-80gb-sxm"), "fp8")
-    Traceback (most recent call last):
-    ...
-    roofline.errors.UnsupportedPrecisionError: NVIDIA A100 ... has no fp8 tensor-core math...
+    >>> compute_precision(get_gpu("h100-sxm"), "gguf-q4_k_m"), compute_precision(get_gpu("m4-max"), "int4")
+    ('fp16', 'fp16')
     """
     f = weight_format(precision)
     table = gpu.dense_flops_per_s
-    if f.compute not in table:
-        supported = ", ".join(k for k in PRECISIONS if PRECISIONS[k].compute in table)
+    found = next((c for c in f.computes if c in table), None)
+    if found is None:
+        supported = ", ".join(k for k in PRECISIONS if any(c in table for c in weight_format(k).computes))
         raise UnsupportedPrecisionError(
             f"{gpu.name} has no {f.compute} tensor-core math (asked for {f.id} weights). "
             f"Supported here: {supported or 'none'}. A precision missing from a GPU's row means the "
             "data sheet gives no dense figure for it (unsupported, or not published)."
         )
-    return table[f.compute]
+    return found
+
+
+def peak_flops_per_s(gpu, precision: str | Precision) -> float:
+    """Dense peak FLOP/s of ``gpu`` for the math ``precision`` runs in (``compute_precision``); raises if the
+    GPU lacks it (FLOP/s).
+
+    >>> from roofline.data import get_gpu
+    >>> peak_flops_per_s(get_gpu("h100-sxm"), "bf16") / 1e12
+    989.0
+    >>> peak_flops_per_s(get_gpu("m4-max"), "gguf-q4_k_m") / 1e12    # Apple: FP16 at the FP32 shader rate
+    17.2
+    >>> peak_flops_per_s(get_gpu("a100-80gb-sxm"), "fp8")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.UnsupportedPrecisionError: NVIDIA A100 ... has no fp8 tensor-core math...
+    """
+    return gpu.dense_flops_per_s[compute_precision(gpu, precision)]
+
+
+def default_weight_precision(model, gpu=None) -> str:
+    """The weight format ``model`` (an id or ``Model``) is released in: its ``checkpoint_format`` in
+    ``models.toml`` (config.json's ``torch_dtype`` or ``quantization_config``), the default a what-if starts
+    from. A weight-format id of ``weight_format``. With ``gpu``: a BF16 release on a GPU without BF16 math
+    (Apple's) runs as FP16, the same bytes, as llama.cpp and MLX load it there.
+
+    >>> default_weight_precision("deepseek-v3"), default_weight_precision("gpt-oss-20b")
+    ('fp8-block128', 'mxfp4-experts')
+    >>> default_weight_precision("llama-3-8b"), default_weight_precision("llama-2-7b")
+    ('bf16', 'fp16')
+    >>> default_weight_precision("llama-3-8b", "m4-max")
+    'fp16'
+    """
+    from roofline.data import get_gpu, get_model  # the tables sit below the formulas; imported when used
+
+    released = weight_format(get_model(model).checkpoint_format).id
+    if gpu is not None and released == "bf16":
+        table = get_gpu(gpu).dense_flops_per_s
+        if "bf16" not in table and "fp16" in table:
+            return "fp16"
+    return released

@@ -37,18 +37,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline._arrays import out
+from roofline._constraints import Integer, Real, constrained
 from roofline._results import Flag, Label, Number, Result
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, DoesNotFitError, InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, parameter_breakdown
-from roofline.physics.step import decode_step, forward_step
+from roofline.physics.step import ON_OVERFLOW, decode_step, forward_step
 from roofline.units import GB
 
 # Batches the collapse search sweeps (users): every whole number up to 4,096.
 COLLAPSE_BATCHES = np.arange(1, 4097)
 
 
+@constrained(acceptance=Real(least=0, most=1), draft_tokens=Integer(least=0))
 def expected_tokens_per_step(acceptance, draft_tokens):
     """Expected tokens one user gets from one verify step: (1 − α^(k+1)) ÷ (1 − α); k + 1 at α = 1.
 
@@ -61,18 +63,10 @@ def expected_tokens_per_step(acceptance, draft_tokens):
     >>> expected_tokens_per_step([0.0, 1.0], 4).tolist()
     [1.0, 5.0]
     """
-    a = checked(acceptance, "acceptance", minimum=0, maximum=1)
-    k = _whole(draft_tokens, "draft_tokens")
+    a, k = np.asarray(acceptance, dtype=float), np.asarray(draft_tokens, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.where(a < 1, (1 - a ** (k + 1)) / np.where(a < 1, 1 - a, 1), k + 1)
     return out(e)
-
-
-def _whole(value, name: str):
-    arr = checked(value, name, minimum=0)
-    if np.any(arr != np.round(arr)):
-        raise InvalidConfigurationError(f"{name} must be a whole number, got {value!r}")
-    return arr
 
 
 @dataclass(frozen=True)
@@ -109,6 +103,14 @@ class SpeculativeStep(Result):
     fits: Flag
 
 
+@constrained(
+    batch=Integer(least=1),
+    context_tokens=Real(least=0),
+    draft_tokens=Integer(least=0),
+    acceptance=Real(least=0, most=1),
+    draft_cost_ratio=Real(least=0, allow_none=True),
+    on_overflow=ON_OVERFLOW,
+)
 def speculative_step(
     model,
     gpu,
@@ -155,16 +157,7 @@ def speculative_step(
     m, g = get_model(model), get_gpu(gpu)
     if (draft_model is None) == (draft_cost_ratio is None):
         raise InvalidConfigurationError("give either draft_model or draft_cost_ratio (not both, not neither)")
-    if on_overflow not in ("raise", "mask", "ignore"):
-        raise InvalidConfigurationError(
-            f"on_overflow must be 'raise', 'mask' or 'ignore', got {on_overflow!r}"
-        )
-    b = _whole(batch, "batch")
-    if np.any(b < 1):
-        raise InvalidConfigurationError(f"batch must be >= 1, got {batch!r}")
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    k = _whole(draft_tokens, "draft_tokens")
-    a = checked(acceptance, "acceptance", minimum=0, maximum=1)
+    b, t, k, a = (np.asarray(x, dtype=float) for x in (batch, context_tokens, draft_tokens, acceptance))
     e = np.asarray(expected_tokens_per_step(a, k))
 
     longest = t + k + 1
@@ -189,7 +182,7 @@ def speculative_step(
         ratio = one_draft_s / plain_s
         proposer = d.id
     else:
-        ratio = checked(draft_cost_ratio, "draft_cost_ratio", minimum=0)
+        ratio = np.asarray(draft_cost_ratio, dtype=float)
         one_draft_s = ratio * plain_s
         draft_memory = np.zeros(())
         proposer = f"cost ratio {float(np.max(ratio)):g}" if ratio.ndim == 0 else "cost ratio"

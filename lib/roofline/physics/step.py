@@ -38,10 +38,10 @@ from typing import Literal
 import numpy as np
 
 from roofline._arrays import checked, out
+from roofline._constraints import Integer, Options, Real, constrained
 from roofline._results import Flag, Label, Number, Result
-from roofline.assumptions import assumption
 from roofline.data import get_gpu, get_model
-from roofline.errors import ContextTooLongError, InvalidConfigurationError
+from roofline.errors import ContextTooLongError
 from roofline.physics.architecture import (
     _effective_tokens,
     _pairs,
@@ -58,6 +58,7 @@ from roofline.physics.parallel import kv_replicas, pipeline_comm_time_s, tensor_
 from roofline.physics.precision import get_precision, peak_flops_per_s
 
 OnOverflow = Literal["raise", "mask", "ignore"]
+ON_OVERFLOW = Options("raise", "mask", "ignore")  # the rule, for every function that takes on_overflow
 
 
 @dataclass(frozen=True)
@@ -121,14 +122,21 @@ class Step(Result):
         return self.new_tokens
 
 
-def _whole(value, name: str, minimum: float):
-    """A count that must be a whole number (batch, GPUs): fractional values are rejected, not rounded."""
-    arr = checked(value, name, minimum=minimum)
-    if np.any(arr != np.round(arr)):
-        raise InvalidConfigurationError(f"{name} must be a whole number, got {value!r}")
-    return arr
-
-
+# forward_step takes an average batch (a steady state's mean decoders); decode_step and prefill take whole
+# users only. GPUs are whole everywhere: fractional values are rejected, not rounded.
+@constrained(
+    batch=Real(least=0),
+    context_tokens=Real(least=0),
+    new_tokens=Real(least=1),
+    chunk_tokens=Real(least=0),
+    prefix_tokens=Real(least=0),
+    num_gpus=Integer(least=1),
+    allreduce_latency_s=Real(least=0, allow_none=True),
+    launch_overhead_s=Real(least=0),
+    on_overflow=ON_OVERFLOW,
+    logits=Options("new", "last"),
+    parallelism=Options("tensor", "pipeline"),
+)
 def forward_step(
     model,
     gpu,
@@ -188,22 +196,11 @@ def forward_step(
     """
     m, g = get_model(model), get_gpu(gpu)
     get_precision(kv_precision)
-    if on_overflow not in ("raise", "mask", "ignore"):
-        raise InvalidConfigurationError(
-            f"on_overflow must be 'raise', 'mask' or 'ignore', got {on_overflow!r}"
-        )
-    # forward_step takes an average batch (a steady state's mean decoders); decode_step and prefill
-    # take whole users only.
-    b = checked(batch, "batch", minimum=0)
-    t = checked(context_tokens, "context_tokens", minimum=0)
-    n_new = checked(new_tokens, "new_tokens", minimum=1)
-    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
-    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
-    g_count = _whole(num_gpus, "num_gpus", minimum=1)
-    overhead = checked(launch_overhead_s, "launch_overhead_s", minimum=0)
+    b, t, n_new, c, s, g_count, overhead = (
+        np.asarray(x, dtype=float)
+        for x in (batch, context_tokens, new_tokens, chunk_tokens, prefix_tokens, num_gpus, launch_overhead_s)
+    )
     latency = allreduce_latency_s
-    if parallelism not in ("tensor", "pipeline"):
-        raise InvalidConfigurationError(f"parallelism must be 'tensor' or 'pipeline', got {parallelism!r}")
     peak = peak_flops_per_s(g, weight_precision)
 
     longest = np.maximum(t + (n_new if count_new_kv else 0), np.where(c > 0, s + c, 0))
@@ -213,8 +210,6 @@ def forward_step(
             f"{m.id} reads at most {m.max_context_tokens:,} tokens of context; this step needs "
             f"{np.max(longest):,.0f}. Use a shorter context or a long-context model."
         )
-    if logits not in ("new", "last"):
-        raise InvalidConfigurationError(f"logits must be 'new' or 'last', got {logits!r}")
     written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
     # Tensor parallel beyond H_kv GPUs (or any MLA model) replicates the KV cache on every GPU.
     copies = np.asarray(kv_replicas(m, g_count)) if parallelism == "tensor" else 1.0
@@ -309,6 +304,7 @@ def forward_step(
     )
 
 
+@constrained(batch=Integer(least=1))
 def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
     """One decode step: each of ``batch`` users (B ≥ 1) holding ``context_tokens`` (T) gets one token.
 
@@ -322,10 +318,10 @@ def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
     >>> s.fits.tolist(), np.isnan(s.step_time_s).tolist()
     ([True, False], [False, True])
     """
-    _whole(batch, "batch", minimum=1)
     return forward_step(model, gpu, batch, context_tokens, new_tokens=1, count_new_kv=False, **options)
 
 
+@constrained(prompt_tokens=Real(least=1), batch=Integer(least=1))
 def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
     """The prefill of ``batch`` prompts of ``prompt_tokens`` (P ≥ 1) each, in one pass (its ``step_time_s``
     is the time to first token of a lone request). ``include_attention=False`` gives the textbook 2·N·P.
@@ -338,8 +334,6 @@ def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
     >>> round(p.step_time_s * 1e3), p.binding
     (113, 'compute')
     """
-    _whole(batch, "batch", minimum=1)
-    checked(prompt_tokens, "prompt_tokens", minimum=1)
     options.setdefault("logits", "last")
     return forward_step(model, gpu, batch, 0, new_tokens=prompt_tokens, **options)
 
@@ -431,23 +425,3 @@ def stalled_decode_steps(prefill_time_s, decode_step_time_s):
     p = checked(prefill_time_s, "prefill_time_s", minimum=0)
     d = checked(decode_step_time_s, "decode_step_time_s", above=0)
     return out(p / d)
-
-
-def achieved_step_time_s(step: Step, achieved_bandwidth_fraction=None) -> Number:
-    """The step as good kernels run it (s): memory traffic at ``achieved_bandwidth_fraction`` of peak
-    bandwidth (None reads the assumptions table, 0.8), math and communication as in the ideal.
-
-    One meaning everywhere: only the memory time stretches, so a compute-bound step is unchanged.
-
-    >>> s = decode_step("llama-3-8b", "h100-sxm")
-    >>> round(achieved_step_time_s(s) * 1e3, 2)   # 4.48 ms / 0.8 (the card: "about 6 ms" for 4.8 / 0.8)
-    5.6
-    """
-    f = (
-        assumption("achieved_bandwidth_fraction")
-        if achieved_bandwidth_fraction is None
-        else achieved_bandwidth_fraction
-    )
-    f = checked(f, "achieved_bandwidth_fraction", above=0, maximum=1)
-    ideal_part = np.maximum(np.asarray(step.memory_time_s) / f, np.asarray(step.compute_time_s))
-    return out(ideal_part + np.asarray(step.communication_time_s) + np.asarray(step.launch_overhead_s))

@@ -15,13 +15,17 @@ computes every answer and trap value with the roofline library. Around them:
   (the only module here that imports ipywidgets).
 
 Answer values are in the unit the learner types (ms, tokens/s, %, ×, $). An empty answer is unanswered; a
-typed 0 is judged like any number.
+typed 0 is judged like any number. Each answer accepts both the card's simplified figure (worked from the
+round numbers it states) and the library's exact one (what the lessons print), and the verdict says which
+it is (``Result.matched``: ``CARD_FIGURE`` or ``EXACT_FIGURE``).
 
 >>> c = card("Q1")
 >>> [(a.name, round(a.value, 1), a.unit) for a in c.answers][:2]
 [('floor_ms', 4.8, 'ms'), ('ceiling_tps', 209.4, 'tokens/s')]
 >>> [r.status for r in check(c, {"floor_ms": 4.8, "ceiling_tps": 2090})]
 ['right', 'trap', 'unanswered', 'unanswered']
+>>> [r.matched for r in check(c, {"floor_ms": 4.48, "ceiling_tps": 209})][:2]     # lesson 02's, the card's
+["the library's exact figure", "the card's simplified figure"]
 >>> check(c, {"floor_ms": 16e9 / 989e12 * 1e3})[0].trap
 'bytes ÷ FLOP/s'
 """
@@ -31,7 +35,9 @@ from roofline.selfcheck.cards import QIDS, SPECS, Card, card, cards, default_par
 from roofline.selfcheck.judge import Result, check, parse_answer
 from roofline.selfcheck.render import results_html
 from roofline.selfcheck.spec import (
+    CARD_FIGURE,
     DEFAULT_REL_TOL,
+    EXACT_FIGURE,
     LESSONS,
     TRAP_ADDED_SPEEDUPS,
     TRAP_B_TIMES_SLOWER,
@@ -68,7 +74,9 @@ from roofline.selfcheck.spec import (
 from roofline.selfcheck.text import fmt_value
 
 __all__ = [
+    "CARD_FIGURE",
     "DEFAULT_REL_TOL",
+    "EXACT_FIGURE",
     "LESSONS",
     "QIDS",
     "SPECS",

@@ -15,7 +15,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model, gpus, models
+from roofline.physics.architecture import kv_bytes_per_token, parameter_count, weight_bytes
+from roofline.physics.precision import get_precision, peak_flops_per_s
+from roofline.physics.step import decode_floor_s, decode_step
 from roofline.selfcheck.text import sig
 
 T = TypeVar("T")
@@ -35,7 +38,7 @@ def gpu_peak_flops_per_s(params: Mapping[str, Any], precision_key: str = "weight
     >>> gpu_peak_flops_per_s({"gpu": "h100-sxm", "weight_precision": "bf16"}) / 1e12
     989.0
     """
-    return rl.peak_flops_per_s(rl.get_gpu(params["gpu"]), params[precision_key])
+    return peak_flops_per_s(get_gpu(params["gpu"]), params[precision_key])
 
 
 def dense_models() -> list[str]:
@@ -44,7 +47,7 @@ def dense_models() -> list[str]:
     (the lever cards cover those)."""
     return [
         m.id
-        for m in rl.models().values()
+        for m in models().values()
         if not m.is_moe and not m.sliding_window and not getattr(m, "kv_lora_rank", None)
     ]
 
@@ -52,7 +55,7 @@ def dense_models() -> list[str]:
 def gpu_ids() -> list[str]:
     """The ids of the tables' GPUs with BF16 tensor-core math (the cards' default precision); Apple GPUs,
     which publish only an FP32 rate, are left out."""
-    return [g.id for g in rl.gpus().values() if "bf16" in g.dense_flops_per_s]
+    return [g.id for g in gpus().values() if "bf16" in g.dense_flops_per_s]
 
 
 def supports(gpu_id: str, precision: str) -> bool:
@@ -61,7 +64,7 @@ def supports(gpu_id: str, precision: str) -> bool:
     >>> supports("h100-sxm", "fp8"), supports("a100-80gb-sxm", "fp8")
     (True, False)
     """
-    return rl.get_precision(precision).compute in rl.get_gpu(gpu_id).dense_flops_per_s
+    return get_precision(precision).compute in get_gpu(gpu_id).dense_flops_per_s
 
 
 def weight_precisions(gpu_id: str) -> list[str]:
@@ -77,7 +80,7 @@ def choice(rng: np.random.Generator, options: Sequence[T]) -> T:
 
 def fitting(options: Sequence[int], model_id: str) -> list[int]:
     """The context lengths (tokens) among ``options`` that the model's context window takes."""
-    limit = rl.get_model(model_id).max_context_tokens
+    limit = get_model(model_id).max_context_tokens
     return [t for t in options if t <= limit]
 
 
@@ -87,8 +90,8 @@ def memory_floor_s(model_id: str, gpu_id: str, weight_precision: str) -> float:
     >>> round(memory_floor_s("llama-3-8b", "h100-sxm", "bf16") * 1e3, 2)
     4.79
     """
-    bandwidth = rl.get_gpu(gpu_id).memory_bandwidth_bytes_per_s
-    return rl.decode_floor_s(rl.weight_bytes(model_id, weight_precision), bandwidth)
+    bandwidth = get_gpu(gpu_id).memory_bandwidth_bytes_per_s
+    return decode_floor_s(weight_bytes(model_id, weight_precision), bandwidth)
 
 
 def memory_bound_decode(params: Mapping[str, Any]) -> bool:
@@ -101,7 +104,7 @@ def memory_bound_decode(params: Mapping[str, Any]) -> bool:
     ...                          context_tokens=1000))
     True
     """
-    step = rl.decode_step(
+    step = decode_step(
         params["model"],
         params["gpu"],
         params["batch"],
@@ -110,7 +113,7 @@ def memory_bound_decode(params: Mapping[str, Any]) -> bool:
         kv_precision=params.get("kv_precision", "bf16"),
         on_overflow="mask",
     )
-    in_window = params["context_tokens"] <= rl.get_model(params["model"]).max_context_tokens
+    in_window = params["context_tokens"] <= get_model(params["model"]).max_context_tokens
     return bool(step.fits) and step.binding == "memory" and in_window
 
 
@@ -140,16 +143,35 @@ def quoted_weight_bytes(
     >>> quoted_weight_bytes({"model": "llama-3-8b", "weight_precision": "bf16"})   # 8.03 B × 2 bytes
     16100000000.0
     """
-    return given_or(params, key, lambda: sig(rl.weight_bytes(params[model_key], params[precision_key])))
+    return given_or(params, key, lambda: sig(weight_bytes(params[model_key], params[precision_key])))
 
 
 def quoted_parameters(params: Mapping[str, Any]) -> float:
     """The parameter count a scenario quotes: given, or the tables' count to 3 digits."""
-    return given_or(params, "parameters", lambda: sig(rl.parameter_count(params["model"])))
+    return given_or(params, "parameters", lambda: sig(parameter_count(params["model"])))
 
 
 def quoted_kv_bytes_per_token(params: Mapping[str, Any], kv_precision: str) -> float:
     """The KV bytes per token a scenario quotes: given, or the tables' figure to 3 digits."""
     return given_or(
-        params, "kv_bytes_per_token", lambda: sig(rl.kv_bytes_per_token(params["model"], kv_precision))
+        params, "kv_bytes_per_token", lambda: sig(kv_bytes_per_token(params["model"], kv_precision))
+    )
+
+
+def exact_decode(params: Mapping[str, Any], batch: int, context_tokens: int):
+    """The library's exact decode step for a card's scenario (``decode_step``: the bytes a step really
+    reads, the embedding table looked up rather than read), beside the card's round figures.
+
+    >>> s = exact_decode(dict(model="llama-3-8b", gpu="h100-sxm", weight_precision="bf16"), 1, 0)
+    >>> round(s.step_time_s * 1e3, 2)                  # 15.01 GB / 3.35 TB/s; the card's 16 GB gives 4.78
+    4.48
+    """
+    return decode_step(
+        params["model"],
+        params["gpu"],
+        batch,
+        context_tokens,
+        weight_precision=params["weight_precision"],
+        kv_precision=params.get("kv_precision", "bf16"),
+        on_overflow="mask",
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from roofline.errors import InvalidConfigurationError
-from roofline.selfcheck.spec import TRAP_POWER_OF_TEN, Answer, Trap, close
+from roofline.selfcheck.spec import CARD_FIGURE, EXACT_FIGURE, TRAP_POWER_OF_TEN, Answer, Trap, close
 from roofline.selfcheck.text import fmt_value
 
 if TYPE_CHECKING:
@@ -69,7 +69,9 @@ def parse_answer(typed: str | float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Result:
-    """The verdict on one answer: right, a recognised trap, wrong, or unanswered (``given is None``)."""
+    """The verdict on one answer: right, a recognised trap, wrong, or unanswered (``given is None``). A right
+    answer says which right answer it is (``matched``): the card's simplified figure or the library's exact
+    one."""
 
     name: str
     label: str
@@ -79,6 +81,9 @@ class Result:
     tolerance_text: str
     correct: bool
     traps: tuple[Trap, ...] = ()
+    matched: str | None = None  # which right answer: the card's simplified figure or the library's exact one
+    exact: float | None = None  # the library's exact answer, where it differs from the card's
+    exact_why: str = ""  # what the card simplifies
 
     @property
     def status(self) -> str:
@@ -105,10 +110,18 @@ class Result:
         if self.given is None:
             return head + "no answer yet"
         given = fmt_value(self.given, self.unit)
-        if self.correct:
+        if self.correct and self.exact is None:
             return (
                 head + f"{given} is right (the library gives {fmt_value(self.expected, self.unit)}, "
                 f"{self.tolerance_text})"
+            )
+        if self.correct:
+            card, exact = fmt_value(self.expected, self.unit), fmt_value(self.exact, self.unit)
+            mine, theirs = (card, exact) if self.matched == CARD_FIGURE else (exact, card)
+            other = EXACT_FIGURE if self.matched == CARD_FIGURE else CARD_FIGURE
+            return (
+                head + f"{given} is right: {self.matched}, {mine} ({self.tolerance_text}); {other} is "
+                f"{theirs}. {self.exact_why}"
             )
         if self.traps:
             t = self.traps[0]
@@ -126,9 +139,10 @@ def power_of_ten_traps(answer: Answer, given: float) -> list[Trap]:
     []
     """
     found = []
+    rights = [answer.value, *([answer.exact] if answer.has_exact else [])]
     for k in (1, -1, 2, -2, 3, -3):
-        target = answer.value * 10.0**k
-        if close(given, target, answer.rel_tol):
+        target = next((r * 10.0**k for r in rights if close(given, r * 10.0**k, answer.rel_tol)), None)
+        if target is not None:
             hint = ""
             if answer.unit == "%" and k == -2:
                 hint = " A fraction typed where a percentage was asked?"
@@ -145,11 +159,13 @@ def power_of_ten_traps(answer: Answer, given: float) -> list[Trap]:
 
 def judge(answer: Answer, traps: tuple[Trap, ...], given: float | None) -> Result:
     """The verdict on one answer ``given`` (a number, or ``None`` for unanswered; 0 is a number)."""
-    result = Result(answer.name, answer.label, answer.unit, given, answer.value, answer.tolerance_text, False)
+    exact = answer.exact if answer.has_exact else None
+    result = Result(answer.name, answer.label, answer.unit, given, answer.value, answer.tolerance_text, False,
+                    exact=exact, exact_why=answer.exact_why if exact is not None else "")  # fmt: skip
     if given is None:
         return result
     if answer.accepts(given):
-        return replace(result, correct=True)
+        return replace(result, correct=True, matched=answer.matches(given))
     specific = [t for t in traps if t.answer == answer.name and close(given, t.value, answer.rel_tol)]
     return replace(result, traps=tuple(specific + power_of_ten_traps(answer, given)))
 

@@ -21,9 +21,15 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
-from roofline.errors import InvalidConfigurationError
-from roofline.physics.architecture import effective_kv_tokens
+from roofline.data import get_gpu, get_model, models
+from roofline.errors import InvalidConfigurationError, RooflineError
+from roofline.physics.architecture import (
+    effective_kv_tokens,
+    kv_bytes_per_token,
+    kv_bytes_per_token_mha,
+    weight_bytes,
+)
+from roofline.physics.memory import memory_capacity_bytes
 from roofline.selfcheck.common import choice
 from roofline.selfcheck.lever_common import (
     TRAP_MLA_DOUBLED,
@@ -99,11 +105,11 @@ class Numbers:
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check the context fits the model and the weights fit; add the architecture and free memory quoted."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
     t = params["context_tokens"]
     if t > m.max_context_tokens:
         raise InvalidConfigurationError(f"{m.id} reads at most {m.max_context_tokens:,} tokens")
-    free = rl.memory_capacity_bytes(g, params["num_gpus"]) - rl.weight_bytes(m, params["weight_precision"])
+    free = memory_capacity_bytes(g, params["num_gpus"]) - weight_bytes(m, params["weight_precision"])
     if free <= 0:
         raise InvalidConfigurationError("the weights alone do not fit")
     mla = bool(getattr(m, "is_mla", False))
@@ -124,13 +130,13 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """ATTN's numbers: KV per token from the library, the window from ``effective_kv_tokens``."""
-    m, t = rl.get_model(s["model"]), s["context_tokens"]
-    per_token = rl.kv_bytes_per_token(m)
+    m, t = get_model(s["model"]), s["context_tokens"]
+    per_token = kv_bytes_per_token(m)
     kept = float(effective_kv_tokens(m, t))
     per_user = per_token * kept
     free = s["free_bytes"]
     users = math.floor(free / per_user)
-    mha = rl.kv_bytes_per_token_mha(m) if not s["mla"] and s["kv_heads"] < s["heads"] else None
+    mha = kv_bytes_per_token_mha(m) if not s["mla"] and s["kv_heads"] < s["heads"] else None
     windowed = s["window"] and t > s["window"]
     partial = windowed and s["sliding_layers"] < s["layers"]
     return Numbers(
@@ -149,7 +155,7 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """ATTN's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     t, L, G = s["context_tokens"], s["layers"], s["num_gpus"]
     if s["mla"]:
         arch = (f"multi-head latent attention: per layer it caches one latent of {m.kv_lora_rank} values "
@@ -187,8 +193,8 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
     """A shuffled ATTN scenario: any model, a datacenter GPU, GPU count, precision and a long context."""
-    model = choice(rng, list(rl.models()))
-    limit = rl.get_model(model).max_context_tokens
+    model = choice(rng, list(models()))
+    limit = get_model(model).max_context_tokens
     return dict(
         model=model,
         gpu=choice(rng, ["h100-sxm", "h200", "b200", "mi300x", "a100-80gb-sxm"]),
@@ -203,7 +209,7 @@ def usable(params: Mapping[str, Any]) -> bool:
     try:
         s = scenario(params)
         return numbers(s).users >= 1
-    except rl.RooflineError:
+    except RooflineError:
         return False
 
 

@@ -19,8 +19,18 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
-from roofline.errors import InvalidConfigurationError
+from roofline.data import get_gpu, get_model, models
+from roofline.errors import InvalidConfigurationError, RooflineError
+from roofline.physics.architecture import (
+    expected_experts_touched,
+    kv_bytes_per_token,
+    parameter_breakdown,
+    weight_bytes,
+)
+from roofline.physics.core import memory_time_s
+from roofline.physics.memory import check_fits, kv_cache_bytes
+from roofline.physics.precision import bytes_per_element
+from roofline.physics.step import decode_step
 from roofline.selfcheck.common import choice, fitting
 from roofline.selfcheck.lever_common import TRAP_ACTIVE_ONLY, TRAP_ALL_RESIDENT, TRAP_USERS_TIMES_EXPERTS
 from roofline.selfcheck.spec import AnswerSpec, CardCode, CardSpec, CardText, TrapSpec
@@ -72,7 +82,7 @@ def moe_models() -> list[str]:
     """MoE models whose routed experts are all there is to route (no shared expert, no dense layers)."""
     return [
         m.id
-        for m in rl.models().values()
+        for m in models().values()
         if m.is_moe and not getattr(m, "shared_experts", 0) and not getattr(m, "first_dense_layers", 0)
     ]
 
@@ -95,22 +105,22 @@ class Numbers:
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check the model is an MoE and the batch fits; add the quoted shared and per-expert bytes (3 digits)."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
     if not m.is_moe:
         raise InvalidConfigurationError(f"{m.id} is not a mixture of experts")
     p = params["weight_precision"]
-    rl.check_fits(
+    check_fits(
         m, g, params["batch"], params["context_tokens"], num_gpus=params["num_gpus"], weight_precision=p
     )
-    expert = rl.parameter_breakdown(m)["expert_mlp"] / m.experts * rl.bytes_per_element(p)
-    shared = rl.weight_bytes(m, p) - m.experts * expert
+    expert = parameter_breakdown(m)["expert_mlp"] / m.experts * bytes_per_element(p)
+    shared = weight_bytes(m, p) - m.experts * expert
     return {
         **params,
         "experts": m.experts,
         "experts_per_token": m.experts_per_token,
         "shared_bytes": params.get("shared_bytes") or sig(shared),
         "expert_bytes": params.get("expert_bytes") or sig(expert),
-        "kv_bytes_per_token": params.get("kv_bytes_per_token") or sig(rl.kv_bytes_per_token(m)),
+        "kv_bytes_per_token": params.get("kv_bytes_per_token") or sig(kv_bytes_per_token(m)),
     }
 
 
@@ -118,28 +128,28 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
     """MOE's numbers: experts touched from the library, bytes and times from the quoted figures."""
     e, k, b, t = s["experts"], s["experts_per_token"], s["batch"], s["context_tokens"]
     shared, expert, kv = s["shared_bytes"], s["expert_bytes"], s["kv_bytes_per_token"]
-    bw = s["num_gpus"] * rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
-    touched = float(rl.expected_experts_touched(s["model"], b))
-    kv_all = rl.kv_cache_bytes(b, t, kv)
+    bw = s["num_gpus"] * get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
+    touched = float(expected_experts_touched(s["model"], b))
+    kv_all = kv_cache_bytes(b, t, kv)
     big = shared + expert * touched
     active = shared + expert * k
     return Numbers(
         b1_read_gb=active / GB,
         touched=touched,
         big_read_gb=big / GB,
-        big_step_ms=rl.memory_time_s(big + kv_all, bw) / MS,
+        big_step_ms=memory_time_s(big + kv_all, bw) / MS,
         all_resident_gb=(shared + e * expert) / GB,
         users_times_k=float(b * k),
         k_only=float(k),
         active_read_gb=active / GB,
-        active_step_ms=rl.memory_time_s(active + kv_all, bw) / MS,
+        active_step_ms=memory_time_s(active + kv_all, bw) / MS,
         kv_gb=kv_all / GB,
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """MOE's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     e, k, b, t, G = s["experts"], s["experts_per_token"], s["batch"], s["context_tokens"], s["num_gpus"]
     shared, expert, kv = s["shared_bytes"], s["expert_bytes"], s["kv_bytes_per_token"]
     bw = G * g.memory_bandwidth_bytes_per_s
@@ -194,11 +204,11 @@ def draw(rng: np.random.Generator) -> dict[str, Any]:
 def usable(params: Mapping[str, Any]) -> bool:
     """The step is memory-bound and fits (the card's formula), and the GPU has the precision's math."""
     try:
-        step = rl.decode_step(
+        step = decode_step(
             params["model"], params["gpu"], params["batch"], params["context_tokens"],
             num_gpus=params["num_gpus"], weight_precision=params["weight_precision"], on_overflow="mask",
         )  # fmt: skip
-    except rl.RooflineError:
+    except RooflineError:
         return False
     return bool(step.fits) and step.binding == "memory"
 

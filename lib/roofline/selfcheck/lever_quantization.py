@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.errors import RooflineError
+from roofline.physics.architecture import active_parameter_count, kv_bytes_per_token, weight_bytes
+from roofline.physics.core import compute_time_s
+from roofline.physics.memory import check_fits
+from roofline.physics.precision import peak_flops_per_s
+from roofline.physics.step import batched_step_time_s
 from roofline.selfcheck.common import choice, dense_models, fitting, gpu_ids, supports
 from roofline.selfcheck.lever_common import TRAP_BITS_RATIO, TRAP_BYTES_AT_LARGE_BATCH
 from roofline.selfcheck.spec import AnswerSpec, CardCode, CardSpec, CardText, TrapSpec
@@ -79,27 +85,27 @@ class Numbers:
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that BF16 fits at the large batch; add the figures the scenario quotes (3 digits)."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
-    rl.check_fits(m, g, params["batch"], params["context_tokens"])
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
+    check_fits(m, g, params["batch"], params["context_tokens"])
     return {
         **params,
-        "bf16_bytes": params.get("bf16_bytes") or sig(rl.weight_bytes(m, "bf16")),
-        "int4_bytes": params.get("int4_bytes") or sig(rl.weight_bytes(m, "int4")),
-        "parameters": params.get("parameters") or sig(rl.active_parameter_count(m)),
-        "kv_bytes_per_token": params.get("kv_bytes_per_token") or sig(rl.kv_bytes_per_token(m)),
+        "bf16_bytes": params.get("bf16_bytes") or sig(weight_bytes(m, "bf16")),
+        "int4_bytes": params.get("int4_bytes") or sig(weight_bytes(m, "int4")),
+        "parameters": params.get("parameters") or sig(active_parameter_count(m)),
+        "kv_bytes_per_token": params.get("kv_bytes_per_token") or sig(kv_bytes_per_token(m)),
     }
 
 
 def _step(weights, s, batch, peak):
-    bw = rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
-    memory = rl.batched_step_time_s(weights, batch, s["context_tokens"], s["kv_bytes_per_token"], bw)
-    return max(memory, rl.compute_time_s(2 * s["parameters"] * batch, peak)), memory
+    bw = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
+    memory = batched_step_time_s(weights, batch, s["context_tokens"], s["kv_bytes_per_token"], bw)
+    return max(memory, compute_time_s(2 * s["parameters"] * batch, peak)), memory
 
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """QUANT's numbers from the quoted figures, with the library's step formulas."""
-    g = rl.get_gpu(s["gpu"])
-    bf16_peak = rl.peak_flops_per_s(g, "bf16")
+    g = get_gpu(s["gpu"])
+    bf16_peak = peak_flops_per_s(g, "bf16")
     b = s["batch"]
     b1_bf, _ = _step(s["bf16_bytes"], s, 1, bf16_peak)
     b1_q4, _ = _step(s["int4_bytes"], s, 1, bf16_peak)
@@ -107,7 +113,7 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
     big_q4, mem_q4 = _step(s["int4_bytes"], s, b, bf16_peak)
     fp8 = None
     if supports(s["gpu"], "fp8"):
-        big_f8, _ = _step(s["bf16_bytes"] / 2, s, b, rl.peak_flops_per_s(g, "fp8"))
+        big_f8, _ = _step(s["bf16_bytes"] / 2, s, b, peak_flops_per_s(g, "fp8"))
         fp8 = big_bf / big_f8
     return Numbers(
         b1_speedup_x=b1_bf / b1_q4,
@@ -118,15 +124,15 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
         bytes_ratio_big=mem_bf / mem_q4,
         int4_memory_ms=mem_q4 / MS,
         bf16_memory_ms=mem_bf / MS,
-        compute_ms=rl.compute_time_s(2 * s["parameters"] * b, bf16_peak) / MS,
+        compute_ms=compute_time_s(2 * s["parameters"] * b, bf16_peak) / MS,
         fp8_speedup_x=fp8,
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """QUANT's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
-    bw, peak = g.memory_bandwidth_bytes_per_s, rl.peak_flops_per_s(g, "bf16")
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
+    bw, peak = g.memory_bandwidth_bytes_per_s, peak_flops_per_s(g, "bf16")
     t, b, kv = s["context_tokens"], s["batch"], s["kv_bytes_per_token"]
     wb, wq, p = s["bf16_bytes"], s["int4_bytes"], s["parameters"]
     fp8 = (
@@ -178,7 +184,7 @@ def usable(params: Mapping[str, Any]) -> bool:
     """BF16 fits at the large batch, and there the INT4 step is compute-bound (the card's point)."""
     try:
         s = scenario(params)
-    except rl.RooflineError:
+    except RooflineError:
         return False
     n = numbers(s)
     return n.compute_ms > n.int4_memory_ms

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
-from roofline.errors import InvalidConfigurationError
+from roofline.data import get_gpu, get_model
+from roofline.errors import InvalidConfigurationError, RooflineError
 from roofline.physics.speculative import (
     expected_tokens_per_step,
     speculative_collapse_batch,
@@ -163,7 +163,7 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """SPEC's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     k, a, r = s["draft_tokens"], s["acceptance"], s["draft_cost_ratio"]
     plain, verify = s["plain_step_s"], s["verify_step_s"]
     cycle = n.cycle_ms * MS
@@ -232,7 +232,7 @@ def usable(params: Mapping[str, Any]) -> bool:
             acceptance=params["acceptance"], draft_cost_ratio=params["draft_cost_ratio"],
             weight_precision=params["weight_precision"], on_overflow="mask",
         )  # fmt: skip
-    except rl.RooflineError:
+    except RooflineError:
         return False
     return bool(s.fits) and s.verify_binding == "memory"
 

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.physics.architecture import weight_bytes
+from roofline.physics.core import compute_time_s, ridge_point_flop_per_byte
+from roofline.physics.memory import check_fits
+from roofline.physics.metrics import mbu
+from roofline.physics.precision import bytes_per_element
+from roofline.physics.step import decode_floor_s, decode_step
 from roofline.selfcheck.common import (
     choice,
     dense_models,
@@ -46,12 +52,28 @@ from roofline.units import MS
 
 TYPICAL_MBU = (0.70, 0.85)  # share of the decode floor that tuned production kernels reach
 
-ANSWERS = (
-    AnswerSpec("floor_ms", "decode floor, batch 1", "ms"),
-    AnswerSpec("ceiling_tps", "tokens/s ceiling for one user", "tokens/s"),
-    AnswerSpec("tp_floor_ms", "follow-up: floor on {tp_num_gpus} GPUs", "ms"),
-    AnswerSpec("tp_mbu_pct", "follow-up: MBU", "%"),
+# What the card simplifies, said where a right answer is judged (lesson 02 explains it first).
+EXACT_WHY = (
+    "The card divides the {weight_bytes!B} of weights it states by the bandwidth; the library counts the "
+    "{exact_read_bytes!E} a step reads (the embedding table is looked up one row per token, not read whole)."
 )
+TP_EXACT_WHY = (
+    "The card uses its round {tp_weight_bytes!B}; the library counts the {tp_exact_read_bytes!E} a step "
+    "reads in this weight format (the embedding table is looked up, not read)."
+)
+
+ANSWERS = (
+    AnswerSpec("floor_ms", "decode floor, batch 1", "ms", exact="floor_ms_exact", exact_why=EXACT_WHY),
+    AnswerSpec(
+        "ceiling_tps", "tokens/s ceiling for one user", "tokens/s", exact="ceiling_tps_exact",
+        exact_why=EXACT_WHY,
+    ),
+    AnswerSpec(
+        "tp_floor_ms", "follow-up: floor on {tp_num_gpus} GPUs", "ms", exact="tp_floor_ms_exact",
+        exact_why=TP_EXACT_WHY,
+    ),
+    AnswerSpec("tp_mbu_pct", "follow-up: MBU", "%", exact="tp_mbu_pct_exact", exact_why=TP_EXACT_WHY),
+)  # fmt: skip
 
 TRAPS = (
     TrapSpec(
@@ -105,13 +127,20 @@ class Numbers:
     inverted_mbu_pct: float  # measured ÷ floor
     bandwidth_bytes_per_s: float
     peak_flops_per_s: float
+    # the library's exact answers: the bytes a step really reads (``decode_step``)
+    floor_ms_exact: float
+    ceiling_tps_exact: float
+    tp_floor_ms_exact: float
+    tp_mbu_pct_exact: float
+    exact_read_bytes: float
+    tp_exact_read_bytes: float
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that both setups fit; add the weight sizes the scenario quotes (tables, 3 digits) if missing."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
-    rl.check_fits(m, g, 1, 0, weight_precision=params["weight_precision"])
-    rl.check_fits(
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
+    check_fits(m, g, 1, 0, weight_precision=params["weight_precision"])
+    check_fits(
         params["tp_model"],
         g,
         1,
@@ -128,22 +157,30 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q1's numbers for scenario ``s`` (see ``scenario``), from the roofline library."""
-    bw, peak, n = rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s), s["tp_num_gpus"]
-    floor = rl.decode_floor_s(s["weight_bytes"], bw)
-    tp_floor = rl.decode_floor_s(s["tp_weight_bytes"], n * bw)
-    wrong_floor = rl.compute_time_s(s["weight_bytes"], peak)
+    bw, peak, n = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s), s["tp_num_gpus"]
+    floor = decode_floor_s(s["weight_bytes"], bw)
+    tp_floor = decode_floor_s(s["tp_weight_bytes"], n * bw)
+    wrong_floor = compute_time_s(s["weight_bytes"], peak)
+    exact = decode_step(s["model"], s["gpu"], 1, 0, weight_precision=s["weight_precision"])
+    tp_exact = decode_step(s["tp_model"], s["gpu"], 1, 0, num_gpus=n, weight_precision=s["tp_precision"])
     return Numbers(
         floor_ms=floor / MS,
         ceiling_tps=1.0 / floor,
         tp_floor_ms=tp_floor / MS,
-        tp_mbu_pct=rl.mbu(s["tp_weight_bytes"], s["tp_measured_s"], n * bw) * PERCENT,
+        tp_mbu_pct=mbu(s["tp_weight_bytes"], s["tp_measured_s"], n * bw) * PERCENT,
         bytes_over_flops_ms=wrong_floor / MS,
         bytes_over_flops_tps=1.0 / wrong_floor,
-        one_gpu_floor_ms=rl.decode_floor_s(s["tp_weight_bytes"], bw) / MS,
-        one_gpu_mbu_pct=rl.mbu(s["tp_weight_bytes"], s["tp_measured_s"], bw) * PERCENT,
+        one_gpu_floor_ms=decode_floor_s(s["tp_weight_bytes"], bw) / MS,
+        one_gpu_mbu_pct=mbu(s["tp_weight_bytes"], s["tp_measured_s"], bw) * PERCENT,
         inverted_mbu_pct=s["tp_measured_s"] / tp_floor * PERCENT,
         bandwidth_bytes_per_s=bw,
         peak_flops_per_s=peak,
+        floor_ms_exact=float(exact.step_time_s) / MS,
+        ceiling_tps_exact=float(exact.tokens_per_s_per_user),
+        tp_floor_ms_exact=float(tp_exact.step_time_s) / MS,
+        tp_mbu_pct_exact=float(mbu(tp_exact.bytes_moved, s["tp_measured_s"], n * bw)) * PERCENT,
+        exact_read_bytes=float(exact.bytes_moved),
+        tp_exact_read_bytes=float(tp_exact.bytes_moved),
     )
 
 
@@ -172,7 +209,7 @@ def _health(tp_mbu: float) -> str:
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q1's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     w, tp_w, k = s["weight_bytes"], s["tp_weight_bytes"], s["tp_num_gpus"]
     bw, peak = n.bandwidth_bytes_per_s, n.peak_flops_per_s
     floor, tp_floor, measured = n.floor_ms * MS, n.tp_floor_ms * MS, s["tp_measured_s"]
@@ -180,7 +217,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     ceiling, tp_mbu = n.ceiling_tps, n.tp_mbu_pct / PERCENT
     advert, bench = s["advertised_tps"], s["benchmark_tps"]
     lo, hi = (f * ceiling for f in TYPICAL_MBU)
-    tp_name = rl.get_model(s["tp_model"]).name
+    tp_name = get_model(s["tp_model"]).name
     tp_prec = prec(s["tp_precision"])
     return CardText(
         scenario=(
@@ -208,8 +245,8 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
         mistake=(
             f"<p>Reaching for TFLOPS. Dividing the weight bytes by the FLOP rate, {gb(w)} ÷ {tflops(peak)}, "
             f"gives {ms(wrong_floor)}: a number without meaning, {floor / wrong_floor:.0f}× too short. At "
-            f"batch 1 the GPU does about {2 / rl.bytes_per_element(s['weight_precision']):g} FLOP per "
-            f"weight byte it reads, far below the ridge of {rl.ridge_point_flop_per_byte(peak, bw):.0f}, "
+            f"batch 1 the GPU does about {2 / bytes_per_element(s['weight_precision']):g} FLOP per "
+            f"weight byte it reads, far below the ridge of {ridge_point_flop_per_byte(peak, bw):.0f}, "
             "so the memory read, not the arithmetic, decides the step.</p>"
             f"<p>In the follow-up, using one GPU's bandwidth gives {ms(one_gpu)}, a floor {k}× too slow: "
             f"the {k} GPUs read their shares of the weights in parallel, so their bandwidths add.</p>"
@@ -236,8 +273,8 @@ def draw(rng: np.random.Generator) -> dict[str, Any]:
     ceiling = 1.0 / memory_floor_s(m, g, weight_precision)
     tp_model = choice(rng, dense_models())
     n = int(choice(rng, [2, 4, 8]))
-    tp_bandwidth = n * rl.get_gpu(g).memory_bandwidth_bytes_per_s
-    tp_floor = rl.decode_floor_s(rl.weight_bytes(tp_model, tp_precision), tp_bandwidth)
+    tp_bandwidth = n * get_gpu(g).memory_bandwidth_bytes_per_s
+    tp_floor = decode_floor_s(weight_bytes(tp_model, tp_precision), tp_bandwidth)
     return dict(
         **setup,
         advertised_tps=sig(ceiling * rng.uniform(0.5, 2.0), 2),

@@ -20,8 +20,17 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
+from roofline.physics.core import (
+    binding_resource,
+    compute_time_s,
+    memory_time_s,
+    ridge_point_flop_per_byte,
+    roofline_time_s,
+)
+from roofline.physics.memory import check_fits
+from roofline.physics.step import decode_floor_s, decode_step, prefill, prefill_flops, stalled_decode_steps
 from roofline.selfcheck.common import (
     choice,
     draw_model_and_gpu,
@@ -46,12 +55,29 @@ from roofline.selfcheck.spec import (
 from roofline.selfcheck.text import gb, ms, prec, tbps, tflops, ul
 from roofline.units import MS
 
-ANSWERS = (
-    AnswerSpec("prefill_ms", "prefill of {prompt_tokens:,} tokens", "ms"),
-    AnswerSpec("paste_ms", "prefill of the {paste_tokens:,}-token paste", "ms"),
-    AnswerSpec("stalled_steps", "decode steps each user misses", "steps"),
-    AnswerSpec("ridge", "follow-up: ridge point", "FLOP/byte"),
+# What the card simplifies (lesson 15 explains it): its 2·N·P against the library's prefill.
+EXACT_WHY = (
+    "The card's 2·N·P multiplies all {parameters:.3g} parameters by every prompt token and leaves attention "
+    "out; the library multiplies the layers' matmul weights by every token, the LM head by the last one "
+    "only (the embedding is a lookup), and adds causal attention (lesson 15)."
 )
+STEPS_WHY = EXACT_WHY + " Both count steps of a lone user's step; batched users miss fewer, longer steps."
+
+ANSWERS = (
+    AnswerSpec(
+        "prefill_ms", "prefill of {prompt_tokens:,} tokens", "ms", exact="prefill_ms_exact",
+        exact_why=EXACT_WHY,
+    ),
+    AnswerSpec(
+        "paste_ms", "prefill of the {paste_tokens:,}-token paste", "ms", exact="paste_ms_exact",
+        exact_why=EXACT_WHY,
+    ),
+    AnswerSpec(
+        "stalled_steps", "decode steps each user misses", "steps", exact="stalled_steps_exact",
+        exact_why=STEPS_WHY,
+    ),
+    AnswerSpec("ridge", "follow-up: ridge point", "FLOP/byte"),
+)  # fmt: skip
 
 _TWO_FLOPS = "Each parameter costs a multiply and an add per token: 2 × N × P FLOPs."
 TRAPS = (
@@ -110,12 +136,16 @@ class Numbers:
     paste_flops: float
     bandwidth_bytes_per_s: float
     peak_flops_per_s: float
+    # the library's exact answers (``prefill`` and ``decode_step``)
+    prefill_ms_exact: float
+    paste_ms_exact: float
+    stalled_steps_exact: float
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that the paste fits (memory and context window); add the quoted parameters and weight bytes."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
-    rl.check_fits(m, g, 1, params["paste_tokens"], weight_precision=params["weight_precision"])
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
+    check_fits(m, g, 1, params["paste_tokens"], weight_precision=params["weight_precision"])
     if params["paste_tokens"] > m.max_context_tokens:
         raise InvalidConfigurationError(f"{m.name} takes at most {m.max_context_tokens:,} tokens of context")
     return {**params, "parameters": quoted_parameters(params), "weight_bytes": quoted_weight_bytes(params)}
@@ -123,23 +153,27 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q2's numbers for scenario ``s`` (see ``scenario``), from the roofline library."""
-    bw, peak = rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s)
+    bw, peak = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s)
     w, n_params = s["weight_bytes"], s["parameters"]
     short, paste = s["prompt_tokens"], s["paste_tokens"]
-    floor = rl.decode_floor_s(w, bw)
-    f_short, f_paste = rl.prefill_flops(n_params, short), rl.prefill_flops(n_params, paste)
-    t_short = rl.roofline_time_s(f_short, w, peak, bw)
-    t_paste = rl.roofline_time_s(f_paste, w, peak, bw)
-    ridge = rl.ridge_point_flop_per_byte(peak, bw)
+    floor = decode_floor_s(w, bw)
+    f_short, f_paste = prefill_flops(n_params, short), prefill_flops(n_params, paste)
+    t_short = roofline_time_s(f_short, w, peak, bw)
+    t_paste = roofline_time_s(f_paste, w, peak, bw)
+    ridge = ridge_point_flop_per_byte(peak, bw)
+    kw = dict(weight_precision=s["weight_precision"])
+    exact_short = float(prefill(s["model"], s["gpu"], short, **kw).step_time_s)
+    exact_paste = float(prefill(s["model"], s["gpu"], paste, **kw).step_time_s)
+    exact_step = float(decode_step(s["model"], s["gpu"], 1, 0, **kw).step_time_s)
     return Numbers(
         prefill_ms=t_short / MS,
         paste_ms=t_paste / MS,
-        stalled_steps=rl.stalled_decode_steps(t_paste, floor),
+        stalled_steps=stalled_decode_steps(t_paste, floor),
         ridge=ridge,
-        bytes_over_flops_ms=rl.compute_time_s(w, peak) / MS,
+        bytes_over_flops_ms=compute_time_s(w, peak) / MS,
         weight_read_ms=floor / MS,
-        half_prefill_ms=rl.compute_time_s(f_short / 2, peak) / MS,
-        half_paste_ms=rl.compute_time_s(f_paste / 2, peak) / MS,
+        half_prefill_ms=compute_time_s(f_short / 2, peak) / MS,
+        half_paste_ms=compute_time_s(f_paste / 2, peak) / MS,
         inverted_ridge=1.0 / ridge,
         paste_ratio=paste / short,
         floor_s=floor,
@@ -147,18 +181,21 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
         paste_flops=f_paste,
         bandwidth_bytes_per_s=bw,
         peak_flops_per_s=peak,
+        prefill_ms_exact=exact_short / MS,
+        paste_ms_exact=exact_paste / MS,
+        stalled_steps_exact=stalled_decode_steps(exact_paste, exact_step),
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q2's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     w, n_params = s["weight_bytes"], s["parameters"]
     bw, peak, floor = n.bandwidth_bytes_per_s, n.peak_flops_per_s, n.floor_s
     short, paste = s["prompt_tokens"], s["paste_tokens"]
     f_short, f_paste = n.prefill_flops, n.paste_flops
     t_short, t_paste = n.prefill_ms * MS, n.paste_ms * MS
-    binding = rl.binding_resource(rl.compute_time_s(f_short, peak), rl.memory_time_s(w, bw))
+    binding = binding_resource(compute_time_s(f_short, peak), memory_time_s(w, bw))
     return CardText(
         scenario=(
             f"<p>{m.name} in {prec(s['weight_precision'])} ({n_params / 1e9:.3g} B parameters, {gb(w)}) "
@@ -175,7 +212,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
             f"math per byte, so the read decides, {gb(w)} ÷ {tbps(bw)} = <b>{ms(floor)}</b>.",
             f"Prefill pushes all {short:,} prompt tokens through one read of the weights. Its math: 2 × "
             f"{n_params:.3g} × {short:,} = {f_short:.3g} FLOP, taking {f_short:.3g} ÷ {tflops(peak)} = "
-            f"{ms(rl.compute_time_s(f_short, peak))} against a {ms(rl.memory_time_s(w, bw))} read: "
+            f"{ms(compute_time_s(f_short, peak))} against a {ms(memory_time_s(w, bw))} read: "
             f"{binding}-bound, <b>{ms(t_short)}</b>, only {t_short / floor:.1f}× a decode step.",
             f"A {paste:,}-token paste: 2 × {n_params:.3g} × {paste:,} = {f_paste:.3g} FLOP, so "
             f"<b>{ms(t_paste)}</b>. Every other stream waits for it: {ms(t_paste)} ÷ {ms(floor)} ≈ "

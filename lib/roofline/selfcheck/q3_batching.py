@@ -21,10 +21,13 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.physics.memory import check_fits, kv_cache_bytes
+from roofline.physics.step import batched_step_time_s, decode_floor_s
 from roofline.selfcheck.common import (
     choice,
     draw_setup,
+    exact_decode,
     fitting,
     memory_bound_decode,
     quoted_kv_bytes_per_token,
@@ -43,12 +46,21 @@ from roofline.selfcheck.spec import (
 from roofline.selfcheck.text import gb, ms, prec, tbps, ul
 from roofline.units import MS
 
-ANSWERS = (
-    AnswerSpec("step_ms", "decode step with {batch} users", "ms"),
-    AnswerSpec("per_user_tps", "tokens/s per user", "tokens/s"),
-    AnswerSpec("total_tps", "tokens/s in total", "tokens/s"),
-    AnswerSpec("gain_x", "total ÷ single-user tokens/s", "×"),
+# What the card simplifies (lesson 16 explains it): its round weights against what a step reads.
+EXACT_WHY = (
+    "The card's {weight_bytes!B} of weights are the stored ones; the library counts the bytes a step reads "
+    "({exact_weight_read_bytes!E} of weights: the embedding table is looked up one row per token) and, in "
+    "the single-user step, that user's own KV cache too."
 )
+
+ANSWERS = (
+    AnswerSpec("step_ms", "decode step with {batch} users", "ms", exact="step_ms_exact", exact_why=EXACT_WHY),
+    AnswerSpec(
+        "per_user_tps", "tokens/s per user", "tokens/s", exact="per_user_tps_exact", exact_why=EXACT_WHY
+    ),
+    AnswerSpec("total_tps", "tokens/s in total", "tokens/s", exact="total_tps_exact", exact_why=EXACT_WHY),
+    AnswerSpec("gain_x", "total ÷ single-user tokens/s", "×", exact="gain_x_exact", exact_why=EXACT_WHY),
+)  # fmt: skip
 
 _WHY_KV = (
     "Every user reads their own KV cache each step; with {batch} users the byte sum needs "
@@ -98,6 +110,12 @@ class Numbers:
     floor_s: float
     kv_all_bytes: float
     bandwidth_bytes_per_s: float
+    # the library's exact answers (``decode_step``: the bytes a step reads)
+    step_ms_exact: float
+    per_user_tps_exact: float
+    total_tps_exact: float
+    gain_x_exact: float
+    exact_weight_read_bytes: float
 
 
 def kv_per_token_text(kv_bytes_per_token: float) -> str:
@@ -115,8 +133,8 @@ def kv_per_token_text(kv_bytes_per_token: float) -> str:
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that the batch fits; add the weight bytes and KV bytes per token the scenario quotes."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
-    rl.check_fits(
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
+    check_fits(
         m,
         g,
         params["batch"],
@@ -135,12 +153,14 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q3's numbers for scenario ``s`` (see ``scenario``), from the roofline library."""
-    bw = rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
+    bw = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
     w, kv, b, t = s["weight_bytes"], s["kv_bytes_per_token"], s["batch"], s["context_tokens"]
-    floor = rl.decode_floor_s(w, bw)
+    floor = decode_floor_s(w, bw)
     single = 1.0 / floor
-    step = rl.batched_step_time_s(w, b, t, kv, bw)
-    one_kv = rl.batched_step_time_s(w, 1, t, kv, bw)
+    step = batched_step_time_s(w, b, t, kv, bw)
+    one_kv = batched_step_time_s(w, 1, t, kv, bw)
+    exact = exact_decode(s, b, t)
+    exact_one = exact_decode(s, 1, t)
     return Numbers(
         step_ms=step / MS,
         per_user_tps=1.0 / step,
@@ -154,14 +174,19 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
         full_gain_x=float(b),
         stretch=step / floor,
         floor_s=floor,
-        kv_all_bytes=rl.kv_cache_bytes(b, t, kv),
+        kv_all_bytes=kv_cache_bytes(b, t, kv),
         bandwidth_bytes_per_s=bw,
+        step_ms_exact=float(exact.step_time_s) / MS,
+        per_user_tps_exact=float(exact.tokens_per_s_per_user),
+        total_tps_exact=float(exact.tokens_per_s_total),
+        gain_x_exact=float(exact.tokens_per_s_total * exact_one.step_time_s),
+        exact_weight_read_bytes=float(exact.weight_bytes_read),
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q3's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     w, kv, b, t = s["weight_bytes"], s["kv_bytes_per_token"], s["batch"], s["context_tokens"]
     bw, floor, kv_all, step = n.bandwidth_bytes_per_s, n.floor_s, n.kv_all_bytes, n.step_ms * MS
     single, queued = 1.0 / floor, s["queued_users"]
@@ -189,7 +214,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
             "What batching costs is KV memory, which grows as batch × context.",
         ),
         mistake=(
-            f"<p>Adding one user's KV ({gb(rl.kv_cache_bytes(1, t, kv))}) instead of {b} users' "
+            f"<p>Adding one user's KV ({gb(kv_cache_bytes(1, t, kv))}) instead of {b} users' "
             f"({gb(kv_all)}) gives a step of {ms(n.one_kv_step_ms * MS)}, almost the single-user floor. "
             f"If the question says {b} users, {b} must appear in the byte sum.</p>"
             f"<p>A sanity check that catches unit slips: at batch 1, {ms(floor)} per step must come out "
@@ -203,7 +228,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
             "No. The requests run one after another, so the queue is the bottleneck, not the chip: each "
             "request reads all the weights per token on its own.",
             f"Continuous batching lets all {queued} share each weight read: by the numbers above a step "
-            f"for them would take about {ms(rl.batched_step_time_s(w, queued, t, kv, bw))} instead of "
+            f"for them would take about {ms(batched_step_time_s(w, queued, t, kv, bw))} instead of "
             f"{queued} separate steps of {ms(floor)}.",
         ),
     )

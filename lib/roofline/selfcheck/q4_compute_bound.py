@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.physics.balance import compute_bound_batch
+from roofline.physics.core import ridge_point_flop_per_byte
+from roofline.physics.memory import check_fits, fits
+from roofline.physics.precision import bytes_per_element
+from roofline.physics.step import decode_step
 from roofline.selfcheck.common import choice, dense_models, gpu_ids, gpu_peak_flops_per_s, weight_precisions
 from roofline.selfcheck.spec import (
     TRAP_BYTES_PER_WEIGHT,
@@ -76,27 +81,27 @@ class Numbers:
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that the weights fit; Q4 quotes no rounded figures."""
-    rl.check_fits(params["model"], params["gpu"], 1, 0, weight_precision=params["weight_precision"])
+    check_fits(params["model"], params["gpu"], 1, 0, weight_precision=params["weight_precision"])
     return dict(params)
 
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q4's numbers for scenario ``s``, from the roofline library."""
-    m, g, precision = rl.get_model(s["model"]), rl.get_gpu(s["gpu"]), s["weight_precision"]
+    m, g, precision = get_model(s["model"]), get_gpu(s["gpu"]), s["weight_precision"]
     bw, peak = g.memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s)
-    bpe = rl.bytes_per_element(precision)
-    ridge = rl.ridge_point_flop_per_byte(peak, bw)
+    bpe = bytes_per_element(precision)
+    ridge = ridge_point_flop_per_byte(peak, bw)
 
     def as_if(other_bytes: float) -> float | None:
         return None if abs(other_bytes - bpe) <= 1e-9 else ridge * other_bytes / 2
 
-    example = rl.decode_step(
+    example = decode_step(
         m, g, s["example_batch"], s["example_context"], weight_precision=precision, on_overflow="mask"
     )
     return Numbers(
         ridge=ridge,
         flip_batch=float(
-            rl.compute_bound_batch(m, g, 0, weight_precision=precision)
+            compute_bound_batch(m, g, 0, weight_precision=precision)
         ),  # one function with lesson 61
         inverted_ridge=1.0 / ridge,
         flip_if_1_byte=as_if(1.0),
@@ -111,7 +116,7 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q4's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     bw, peak, bpe, ridge, flip = (
         n.bandwidth_bytes_per_s,
         n.peak_flops_per_s,
@@ -163,7 +168,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 def usable(params: Mapping[str, Any]) -> bool:
     """A shuffled Q4 scenario needs its example batch and context to fit in memory."""
     return bool(
-        rl.fits(
+        fits(
             params["model"],
             params["gpu"],
             params["example_batch"],

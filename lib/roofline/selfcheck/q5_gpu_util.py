@@ -19,10 +19,14 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.physics.memory import check_fits
+from roofline.physics.metrics import achieved_bandwidth_bytes_per_s, mbu, mfu
+from roofline.physics.step import decode_floor_s, prefill_flops
 from roofline.selfcheck.common import (
     choice,
     draw_setup,
+    exact_decode,
     gpu_peak_flops_per_s,
     memory_floor_s,
     quoted_parameters,
@@ -43,10 +47,18 @@ from roofline.selfcheck.spec import (
 from roofline.selfcheck.text import gb, ms, prec, sig, tbps, ul
 from roofline.units import TB
 
-ANSWERS = (
-    AnswerSpec("achieved_tbps", "achieved memory bandwidth", "TB/s"),
-    AnswerSpec("mbu_pct", "MBU", "%"),
+# What the card simplifies (lessons 09 and 16 explain it): its round weights against what a step reads.
+EXACT_WHY = (
+    "The card counts its {weight_bytes!B} of stored weights; the library counts the {exact_read_bytes!E} a "
+    "step reads (the embedding table is looked up one row per token, not read whole)."
 )
+
+ANSWERS = (
+    AnswerSpec(
+        "achieved_tbps", "achieved memory bandwidth", "TB/s", exact="achieved_tbps_exact", exact_why=EXACT_WHY
+    ),
+    AnswerSpec("mbu_pct", "MBU", "%", exact="mbu_pct_exact", exact_why=EXACT_WHY),
+)  # fmt: skip
 
 TRAPS = (
     TrapSpec(
@@ -90,35 +102,43 @@ class Numbers:
     inverted_mbu_pct: float  # measured ÷ floor
     bandwidth_bytes_per_s: float
     power_cap_w: float
+    # the library's exact answers (the bytes ``decode_step`` reads)
+    achieved_tbps_exact: float
+    mbu_pct_exact: float
+    exact_read_bytes: float
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that the weights fit; add the parameter count and weight bytes the scenario quotes."""
-    m = rl.get_model(params["model"])
-    rl.check_fits(m, params["gpu"], 1, 0, weight_precision=params["weight_precision"])
+    m = get_model(params["model"])
+    check_fits(m, params["gpu"], 1, 0, weight_precision=params["weight_precision"])
     return {**params, "parameters": quoted_parameters(params), "weight_bytes": quoted_weight_bytes(params)}
 
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q5's numbers for scenario ``s`` (see ``scenario``), from the roofline library."""
-    g = rl.get_gpu(s["gpu"])
+    g = get_gpu(s["gpu"])
     bw, w, step = g.memory_bandwidth_bytes_per_s, s["weight_bytes"], s["measured_step_s"]
-    one_token_flops = rl.prefill_flops(s["parameters"], 1)  # 2 × N FLOP
+    one_token_flops = prefill_flops(s["parameters"], 1)  # 2 × N FLOP
+    read = float(exact_decode(s, 1, 0).bytes_moved)
     return Numbers(
-        achieved_tbps=rl.achieved_bandwidth_bytes_per_s(w, step) / TB,
-        mbu_pct=rl.mbu(w, step, bw) * PERCENT,
+        achieved_tbps=achieved_bandwidth_bytes_per_s(w, step) / TB,
+        mbu_pct=mbu(w, step, bw) * PERCENT,
         gpu_util_pct=float(s["gpu_util_pct"]),
         power_share_pct=s["power_w"] / g.power_w * PERCENT,
-        mfu_pct=rl.mfu(one_token_flops, step, gpu_peak_flops_per_s(s)) * PERCENT,
-        inverted_mbu_pct=step / rl.decode_floor_s(w, bw) * PERCENT,
+        mfu_pct=mfu(one_token_flops, step, gpu_peak_flops_per_s(s)) * PERCENT,
+        inverted_mbu_pct=step / decode_floor_s(w, bw) * PERCENT,
         bandwidth_bytes_per_s=bw,
         power_cap_w=g.power_w,
+        achieved_tbps_exact=achieved_bandwidth_bytes_per_s(read, step) / TB,
+        mbu_pct_exact=mbu(read, step, bw) * PERCENT,
+        exact_read_bytes=read,
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q5's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     w, step, bw, cap = s["weight_bytes"], s["measured_step_s"], n.bandwidth_bytes_per_s, n.power_cap_w
     return CardText(
         scenario=(
@@ -159,7 +179,7 @@ def draw(rng: np.random.Generator) -> dict[str, Any]:
     return dict(
         **setup,
         measured_step_s=sig(floor / rng.uniform(0.45, 0.92), 2),
-        power_w=float(round(rl.get_gpu(setup["gpu"]).power_w * rng.uniform(0.35, 0.6), -1)),
+        power_w=float(round(get_gpu(setup["gpu"]).power_w * rng.uniform(0.35, 0.6), -1)),
         gpu_util_pct=float(choice(rng, [97, 99, 100])),
     )
 

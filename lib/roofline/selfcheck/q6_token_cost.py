@@ -20,10 +20,14 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model
+from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
+from roofline.physics.memory import check_fits, kv_cache_bytes
+from roofline.physics.step import batched_step_time_s, decode_floor_s
 from roofline.selfcheck.common import (
     choice,
     draw_setup,
+    exact_decode,
     fitting,
     given_or,
     memory_bound_decode,
@@ -46,12 +50,34 @@ from roofline.selfcheck.spec import (
 from roofline.selfcheck.text import gb, ms, prec, sig, tbps, ul
 from roofline.units import MS, SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
-ANSWERS = (
-    AnswerSpec("cost_single_usd", "cost per 1M tokens, one user", "$"),
-    AnswerSpec("cost_batched_usd", "cost per 1M tokens, {batch} users", "$"),
-    AnswerSpec("step_ms", "follow-up: step with {batch} users", "ms"),
-    AnswerSpec("per_user_tps", "follow-up: tokens/s per user", "tokens/s"),
+# What the card simplifies (lessons 01 and 16 explain it): round rates and weights against the library's.
+RATE_WHY = (
+    "The card prices its round {tps_single:,.0f} and {tps_batched:,.0f} tokens/s; the library prices the "
+    "rates its step model gives at {context_tokens:,} tokens of context ({exact_tps_single:,.0f} and "
+    "{exact_tps_batched:,.0f} tokens/s, lesson 01)."
 )
+STEP_WHY = (
+    "The card's {weight_bytes!B} of weights are the stored ones; the library counts the "
+    "{exact_weight_read_bytes!E} a step reads (the embedding table is looked up one row per token)."
+)
+
+ANSWERS = (
+    AnswerSpec(
+        "cost_single_usd", "cost per 1M tokens, one user", "$", exact="cost_single_usd_exact",
+        exact_why=RATE_WHY,
+    ),
+    AnswerSpec(
+        "cost_batched_usd", "cost per 1M tokens, {batch} users", "$", exact="cost_batched_usd_exact",
+        exact_why=RATE_WHY,
+    ),
+    AnswerSpec(
+        "step_ms", "follow-up: step with {batch} users", "ms", exact="step_ms_exact", exact_why=STEP_WHY
+    ),
+    AnswerSpec(
+        "per_user_tps", "follow-up: tokens/s per user", "tokens/s", exact="per_user_tps_exact",
+        exact_why=STEP_WHY,
+    ),
+)  # fmt: skip
 
 
 def _price_traps(answer: str, case: str) -> tuple[TrapSpec, ...]:
@@ -133,13 +159,21 @@ class Numbers:
     hours_single: float  # GPU-hours per million tokens
     hours_batched: float
     bandwidth_bytes_per_s: float
+    # the library's exact answers (``decode_step``, priced with the same formula)
+    cost_single_usd_exact: float
+    cost_batched_usd_exact: float
+    step_ms_exact: float
+    per_user_tps_exact: float
+    exact_tps_single: float
+    exact_tps_batched: float
+    exact_weight_read_bytes: float
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check that the batch fits; add the sizes and the round speeds the scenario quotes."""
-    m, g = rl.get_model(params["model"]), rl.get_gpu(params["gpu"])
+    m, g = get_model(params["model"]), get_gpu(params["gpu"])
     b, t = params["batch"], params["context_tokens"]
-    rl.check_fits(m, g, b, t, weight_precision=params["weight_precision"])
+    check_fits(m, g, b, t, weight_precision=params["weight_precision"])
     bw = g.memory_bandwidth_bytes_per_s
     w, kv = quoted_weight_bytes(params), quoted_kv_bytes_per_token(params, "bf16")
     return {
@@ -147,49 +181,58 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
         "weight_bytes": w,
         "kv_bytes_per_token": kv,
         "kv_per_token_text": kv_per_token_text(kv),
-        "tps_single": given_or(params, "tps_single", lambda: sig(1.0 / rl.decode_floor_s(w, bw), 2)),
+        "tps_single": given_or(params, "tps_single", lambda: sig(1.0 / decode_floor_s(w, bw), 2)),
         "tps_batched": given_or(
-            params, "tps_batched", lambda: sig(b / rl.batched_step_time_s(w, b, t, kv, bw), 2)
+            params, "tps_batched", lambda: sig(b / batched_step_time_s(w, b, t, kv, bw), 2)
         ),
     }
 
 
 def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q6's numbers for scenario ``s`` (see ``scenario``), from the roofline library."""
-    bw = rl.get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
+    bw = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
     price, b, t = s["usd_per_gpu_hour"], s["batch"], s["context_tokens"]
     w, kv, r1, rb = s["weight_bytes"], s["kv_bytes_per_token"], s["tps_single"], s["tps_batched"]
-    c1, cb = rl.cost_per_million_tokens_usd(price, r1), rl.cost_per_million_tokens_usd(price, rb)
-    hours1 = rl.seconds_per_million_tokens(r1) / SECONDS_PER_HOUR
-    hoursb = rl.seconds_per_million_tokens(rb) / SECONDS_PER_HOUR
-    step = rl.batched_step_time_s(w, b, t, kv, bw)
-    one_kv = rl.batched_step_time_s(w, 1, t, kv, bw)
+    c1, cb = cost_per_million_tokens_usd(price, r1), cost_per_million_tokens_usd(price, rb)
+    hours1 = seconds_per_million_tokens(r1) / SECONDS_PER_HOUR
+    hoursb = seconds_per_million_tokens(rb) / SECONDS_PER_HOUR
+    step = batched_step_time_s(w, b, t, kv, bw)
+    one_kv = batched_step_time_s(w, 1, t, kv, bw)
+    exact1, exact = exact_decode(s, 1, t), exact_decode(s, b, t)
+    e1, eb = float(exact1.tokens_per_s_total), float(exact.tokens_per_s_total)
     return Numbers(
         cost_single_usd=c1,
         cost_batched_usd=cb,
         step_ms=step / MS,
         per_user_tps=1.0 / step,
         price_over_hours_single=price / hours1,
-        tokens_per_dollar_single=rl.tokens_per_hour(r1) / price,
-        million_tokens_per_dollar_single=rl.tokens_per_hour(r1) / price / TOKENS_PER_MILLION,
+        tokens_per_dollar_single=tokens_per_hour(r1) / price,
+        million_tokens_per_dollar_single=tokens_per_hour(r1) / price / TOKENS_PER_MILLION,
         per_second_price_single=c1 * SECONDS_PER_HOUR,
         price_over_hours_batched=price / hoursb,
-        tokens_per_dollar_batched=rl.tokens_per_hour(rb) / price,
-        million_tokens_per_dollar_batched=rl.tokens_per_hour(rb) / price / TOKENS_PER_MILLION,
+        tokens_per_dollar_batched=tokens_per_hour(rb) / price,
+        million_tokens_per_dollar_batched=tokens_per_hour(rb) / price / TOKENS_PER_MILLION,
         per_second_price_batched=cb * SECONDS_PER_HOUR,
-        one_stream_usd=rl.cost_per_million_tokens_usd(price, rb / b),
+        one_stream_usd=cost_per_million_tokens_usd(price, rb / b),
         one_kv_step_ms=one_kv / MS,
         one_kv_per_user_tps=1.0 / one_kv,
         total_tps=b * (1.0 / step),
         hours_single=hours1,
         hours_batched=hoursb,
         bandwidth_bytes_per_s=bw,
+        cost_single_usd_exact=cost_per_million_tokens_usd(price, e1),
+        cost_batched_usd_exact=cost_per_million_tokens_usd(price, eb),
+        step_ms_exact=float(exact.step_time_s) / MS,
+        per_user_tps_exact=float(exact.tokens_per_s_per_user),
+        exact_tps_single=e1,
+        exact_tps_batched=eb,
+        exact_weight_read_bytes=float(exact.weight_bytes_read),
     )
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
     """Q6's scenario, worked answer, common mistake and follow-up, in HTML."""
-    m, g = rl.get_model(s["model"]), rl.get_gpu(s["gpu"])
+    m, g = get_model(s["model"]), get_gpu(s["gpu"])
     price, b, t = s["usd_per_gpu_hour"], s["batch"], s["context_tokens"]
     w, kv, r1, rb = s["weight_bytes"], s["kv_bytes_per_token"], s["tps_single"], s["tps_batched"]
     bw, step, c1, cb, hours1 = (
@@ -199,9 +242,9 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
         n.cost_batched_usd,
         n.hours_single,
     )
-    kv_all = rl.kv_cache_bytes(b, t, kv)
-    per_hour_1, per_hour_b = rl.tokens_per_hour(r1), rl.tokens_per_hour(rb)
-    million_s = rl.seconds_per_million_tokens(r1)
+    kv_all = kv_cache_bytes(b, t, kv)
+    per_hour_1, per_hour_b = tokens_per_hour(r1), tokens_per_hour(rb)
+    million_s = seconds_per_million_tokens(r1)
     return CardText(
         scenario=(
             f"<p>A {g.name} rents for ${price:.2f} per hour. Serving {m.name} "

@@ -20,10 +20,17 @@ from typing import Any
 
 import numpy as np
 
-import roofline as rl
+from roofline.physics.memory import check_fits
+from roofline.physics.overheads import (
+    amdahl_ceiling,
+    amdahl_new_time_fraction,
+    amdahl_speedup,
+    launch_overhead_s,
+)
 from roofline.selfcheck.common import (
     choice,
     draw_setup,
+    exact_decode,
     memory_floor_s,
 )
 from roofline.selfcheck.spec import (
@@ -44,7 +51,17 @@ from roofline.units import MS, US
 
 ANSWERS = (
     AnswerSpec("launch_ms", "launch overhead per step", "ms"),
-    AnswerSpec("launch_pct", "overhead as a share of the ideal step", "%"),
+    AnswerSpec(
+        "launch_pct",
+        "overhead as a share of the ideal step",
+        "%",
+        exact="launch_pct_exact",
+        exact_why=(
+            "The card's ideal step is a round {ideal_step_s:.2g} s (its 16 GB of weights ÷ the bandwidth); "
+            "the library's decode floor is {exact_step_ms:.2f} ms (the bytes a step reads, lesson 02), so "
+            "lesson 03 prints the larger share."
+        ),
+    ),  # fmt: skip
     AnswerSpec("speedup_x", "overall speedup", "×"),
     AnswerSpec("ceiling_x", "ceiling if {part_name} were free", "×"),
     AnswerSpec("two_speedup_x", "follow-up: speedup of both", "×"),
@@ -114,10 +131,15 @@ class Numbers:
     new_time_two: float  # new time ÷ old, both parts sped up
     untouched_two: float  # the fraction neither part touches
     graph_launch_s: float  # one launch: a CUDA graph replaying the step
+    launch_pct_exact: float  # the overhead over the library's decode floor of the scenario's model
+    exact_step_ms: float
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Q7 needs no tables and quotes no rounded figures: the scenario is its parameters."""
+    """Q7 quotes no rounded figures: the scenario is its parameters, once its model's weights fit (the
+    model is the one whose decode floor the ideal step stands for)."""
+    if "model" in params:
+        check_fits(params["model"], params["gpu"], 1, 0, weight_precision=params["weight_precision"])
     return dict(params)
 
 
@@ -125,14 +147,15 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
     """Q7's numbers for scenario ``s``, from the roofline library."""
     k, c, ideal = s["kernels_per_step"], s["launch_s"], s["ideal_step_s"]
     p1, s1, p2, s2 = s["part_fraction"], s["part_speedup"], s["part2_fraction"], s["part2_speedup"]
-    overhead = rl.launch_overhead_s(k, c)
-    left = rl.amdahl_new_time_fraction(p1, np.inf)  # the untouched time when the part becomes free
+    overhead = launch_overhead_s(k, c)
+    exact = exact_floor_s(s, ideal)
+    left = amdahl_new_time_fraction(p1, np.inf)  # the untouched time when the part becomes free
     return Numbers(
         launch_ms=overhead / MS,
         launch_pct=overhead / ideal * PERCENT,
-        speedup_x=rl.amdahl_speedup(p1, s1),
-        ceiling_x=rl.amdahl_ceiling(p1),
-        two_speedup_x=rl.amdahl_speedup([p1, p2], [s1, s2]),
+        speedup_x=amdahl_speedup(p1, s1),
+        ceiling_x=amdahl_ceiling(p1),
+        two_speedup_x=amdahl_speedup([p1, p2], [s1, s2]),
         share_of_total_pct=overhead / (ideal + overhead) * PERCENT,
         part_speedup_x=float(s1),
         time_left=left,
@@ -140,11 +163,27 @@ def numbers(s: Mapping[str, Any]) -> Numbers:
         added_x=float(s1 + s2),
         multiplied_x=float(s1 * s2),
         rest_fraction=1 - p1,
-        new_time_one=rl.amdahl_new_time_fraction(p1, s1),
-        new_time_two=rl.amdahl_new_time_fraction([p1, p2], [s1, s2]),
-        untouched_two=rl.amdahl_new_time_fraction([p1, p2], [np.inf, np.inf]),
-        graph_launch_s=rl.launch_overhead_s(1, c),
+        new_time_one=amdahl_new_time_fraction(p1, s1),
+        new_time_two=amdahl_new_time_fraction([p1, p2], [s1, s2]),
+        untouched_two=amdahl_new_time_fraction([p1, p2], [np.inf, np.inf]),
+        graph_launch_s=launch_overhead_s(1, c),
+        launch_pct_exact=overhead / exact * PERCENT,
+        exact_step_ms=exact / MS,
     )
+
+
+# The card's ideal step stands for the decode floor of its model; an ideal step typed far from that floor
+# (more than this fraction away) is another step, with no exact counterpart.
+SAME_STEP = 0.15
+
+
+def exact_floor_s(s: Mapping[str, Any], ideal_s: float) -> float:
+    """The library's decode floor (s) of the scenario's model, GPU and precision, which the card's ideal
+    step rounds; ``ideal_s`` itself where the scenario names no model or its ideal step is another one."""
+    if "model" not in s:
+        return ideal_s
+    floor = float(exact_decode(s, 1, 0).step_time_s)
+    return floor if abs(ideal_s - floor) <= SAME_STEP * floor else ideal_s
 
 
 def text(s: Mapping[str, Any], n: Numbers) -> CardText:
@@ -196,7 +235,7 @@ def text(s: Mapping[str, Any], n: Numbers) -> CardText:
 
 def usable(params: Mapping[str, Any]) -> bool:
     """A shuffled Q7 scenario must not spend longer launching than the step it launches."""
-    return rl.launch_overhead_s(params["kernels_per_step"], params["launch_s"]) <= params["ideal_step_s"]
+    return launch_overhead_s(params["kernels_per_step"], params["launch_s"]) <= params["ideal_step_s"]
 
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
@@ -207,6 +246,7 @@ def draw(rng: np.random.Generator) -> dict[str, Any]:
     p2 = float(round(rng.uniform(0.1, 0.9 - p1), 2))
     names = [("attention", "the MLP"), ("the MLP", "attention")][int(rng.integers(2))]
     return dict(
+        **setup,
         kernels_per_step=int(rng.integers(10, 101)) * 10,
         launch_s=float(choice(rng, [2, 3, 4, 5, 6, 8, 10])) * US,
         ideal_step_s=ideal,
@@ -224,6 +264,9 @@ SPEC = CardSpec(
     title="Kernel launches and Amdahl",
     lessons=("03", "04", "09", "60"),
     defaults=dict(
+        model="llama-3-8b",  # the step the card's 4.8 ms ideal rounds: Llama 3 8B in BF16 on one H100
+        gpu="h100-sxm",
+        weight_precision="bf16",
         kernels_per_step=300,
         launch_s=4e-6,
         ideal_step_s=4.8e-3,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from roofline.selfcheck.judge import Result
 from roofline.selfcheck.spec import LESSONS
+from roofline.selfcheck.text import fmt_value
 
 if TYPE_CHECKING:
     from roofline.selfcheck.cards import Card
@@ -52,6 +53,12 @@ def question_html(card: Card, answer_table: bool = True) -> str:
         for a in card.answers
     )
     tag = "" if card.is_default else " <i>(shuffled numbers)</i>"
+    both = (
+        "<p><i>Work from the figures stated above, or with the lessons' exact figures: both are right, and "
+        "the check says which one you gave.</i></p>"
+        if any(a.has_exact for a in card.answers)
+        else ""
+    )
     table = (
         f'<table class="roofline-readout" style="font-size:14px"><tr><th style="text-align:left">'
         f'give</th><th style="text-align:left">unit</th><th style="text-align:left">tolerance</th></tr>'
@@ -59,16 +66,45 @@ def question_html(card: Card, answer_table: bool = True) -> str:
     )
     return (
         f'<div class="roofline-card"><p><b>{card.qid} · {html.escape(card.title)}</b>{tag}</p>'
-        f"{card.scenario}{table if answer_table else ''}</div>"
+        f"{card.scenario}{both}{table if answer_table else ''}</div>"
     )
 
 
 def reveal_html(card: Card) -> str:
-    """Worked answer, common mistake and follow-up, as one HTML block."""
+    """Worked answer, common mistake and follow-up, as one HTML block; then, where the lessons' exact
+    figures differ from the card's simplified ones, both side by side with what the card simplifies."""
     return (
         f"<h4>Worked answer</h4>{card.worked}"
         f"<h4>Common mistake</h4>{card.mistake}"
         f"<h4>Likely follow-up</h4><p><i>{card.followup_question}</i></p>{card.followup_answer}"
+        f"{exact_html(card)}"
+    )
+
+
+def exact_html(card: Card) -> str:
+    """A table of the card's simplified answers beside the library's exact ones ('' where they agree).
+
+    >>> from roofline.selfcheck import card
+    >>> "4.48 ms" in exact_html(card("Q1")) and exact_html(card("Q4")) == ""
+    True
+    """
+    rows, notes = [], []
+    for a in card.answers:
+        if not a.has_exact:
+            continue
+        rows.append(
+            f"<tr><td>{html.escape(a.label)}</td><td>{fmt_value(a.value, a.unit)}</td>"
+            f"<td>{fmt_value(a.exact, a.unit)}</td></tr>"
+        )
+        if a.exact_why not in notes:
+            notes.append(a.exact_why)
+    if not rows:
+        return ""
+    head = "<tr><th>answer</th><th>the card's simplified figure</th><th>the library's exact figure</th></tr>"
+    why = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
+    return (
+        "<h4>The card's figures and the lessons' exact ones (both are right)</h4>"
+        f'<table class="roofline-readout">{head}{"".join(rows)}</table>{why}'
     )
 
 

@@ -8,6 +8,8 @@ the unit the learner types) and leaves as a string; nothing here computes physic
 >>> fill("{batch} × {context_tokens:,} × {kv_bytes_per_token!B}", dict(batch=32, context_tokens=1000,
 ...      kv_bytes_per_token=128e3))
 '32 × 1,000 × 128 KB'
+>>> fill("{w!B} stated, {r!E} read", dict(w=16e9, r=15.0136e9))
+'16 GB stated, 15.01 GB read'
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.units import MS, TB, TFLOPS, fmt_bytes
+from roofline.units import GB, MS, TB, TFLOPS, fmt_bytes
 
 
 def _num(v: float) -> str:
@@ -92,11 +94,14 @@ def ul(*items: str) -> str:
 
 
 class _CardFormatter(string.Formatter):
-    """``str.format`` plus the conversion ``!B``: a size in bytes written with ``fmt_bytes``."""
+    """``str.format`` plus two conversions: ``!B``, a size in bytes written with ``fmt_bytes``; ``!E``, an
+    exact size in GB to four digits (15.01 GB), beside the card's round one."""
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "B":
             return fmt_bytes(value)
+        if conversion == "E":
+            return f"{value / GB:.4g} GB"
         return super().convert_field(value, conversion)
 
 

@@ -2,7 +2,8 @@
 
 Taught in notebooks/slos_and_capacity.ipynb; validated against measurements in
 notebooks/serving_validation.ipynb. Numbers only (numpy + standard library); the figures live in
-``roofline.views.sim``.
+``roofline.views.sim``. ``roofline.sim.engine`` lists its parts (workload, policies, worker, events, loop,
+cost, results).
 
 >>> from roofline import sim
 >>> r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8)
@@ -13,30 +14,47 @@ notebooks/serving_validation.ipynb. Numbers only (numpy + standard library); the
 from roofline._lazy import submodules
 
 from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
-from .cost import ENGINES, StepCostModel, engine_cost_model
-from .engine import (
-    PRIORITIES,
-    SimResult,
-    kv_capacity_tokens,
-    percentiles,
-    simulate,
-    sustainable_rate_per_s,
-)
+from .cost import StepCostModel, engine_cost_model
+from .engine import simulate
+from .events import EventKind
 from .lessons import ChunkSweep, batching_under_arrivals, chunk_size_sweep, dashboard_load
+from .limits import kv_capacity_tokens, sustainable_rate_per_s
 from .naive import simulate_naive
-from .workload import LengthSpec, poisson_arrivals_s, sample_lengths
+from .policies import (
+    ENGINE_DEFAULT,
+    PRIORITIES,
+    SchedulerPolicy,
+    assumed_policy,
+    engine_policy,
+)
+from .results import SimResult, percentiles
+from .workload import (
+    LengthSpec,
+    bursty_arrivals_s,
+    check_trace,
+    load_trace,
+    poisson_arrivals_s,
+    sample_lengths,
+)
 
 __all__ = [
-    "ENGINES",
+    "ENGINE_DEFAULT",
     "PRIORITIES",
     "CapacityPlan",
     "ChunkSweep",
+    "EventKind",
+    "SchedulerPolicy",
+    "assumed_policy",
     "batching_under_arrivals",
+    "bursty_arrivals_s",
+    "check_trace",
     "chunk_size_sweep",
     "dashboard_load",
+    "engine_policy",
     "LengthSpec",
     "LoadSweep",
     "latency_vs_load",
+    "load_trace",
     "SimResult",
     "StepCostModel",
     "engine_cost_model",

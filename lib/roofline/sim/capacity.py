@@ -1,34 +1,44 @@
-"""Capacity planning: the fewest replicas that serve a load within an SLO, and what they cost.
+"""Capacity planning: the fewest replicas that serve a load within an SLO, what they cost, and how sure.
 
 Taught in notebooks/slos_and_capacity.ipynb.
 
 For a target rate λ (requests/s) and SLOs on p99 TTFT and p99 TPOT, try 1, 2, 3, … replicas of one
-deployment (each replica ``num_gpus`` GPUs); each try simulates the load split by a least-loaded router.
-The answer is the first count whose p99s meet both SLOs; the cost is GPUs × $/GPU-hour ÷ output
+deployment (each replica ``num_gpus`` GPUs) running a real engine (vLLM unless ``engine`` says otherwise);
+each try simulates the load split by a least-loaded router. The answer is the first count whose p99s meet
+both SLOs; the cost is GPUs × the GPU's own $/GPU-hour (``roofline.data.default_price``) ÷ output
 tokens/s. The search starts at the closed-form lower bound ⌈λ ÷ sustainable rate per replica⌉.
+
+How sure: the simulator's TTFT and TPOT with that engine miss measured servers by a validated median
+error e (``roofline.sim.validation.error_band``). Were the real server slower by e, a count needs its
+simulated p99s to meet SLO ÷ (1 + e); were it faster, SLO ÷ (1 − e). The plan reports the counts for both
+(``replicas_low`` … ``replicas_high``): "6 GPUs (4–8 within the validated error)".
 
 >>> p = plan_capacity("llama-3-8b", "h100-sxm", rate_per_s=20, input_tokens=512, output_tokens=128,
 ...                   requests=400)
->>> p.replicas, p.meets_slo
-(1, True)
+>>> p.replicas, p.meets_slo, p.engine
+(1, True, 'vllm')
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-import roofline as rl
 from roofline._results import Flag, Number, Result
+from roofline.data import default_price
+from roofline.engines.registry import DEFAULT_ENGINE, get_engine
+from roofline.errors import InvalidConfigurationError
+from roofline.physics.cost import cost_per_million_tokens_usd
 
-from .engine import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, simulate
+from .engine import simulate
 
 
 @dataclass(frozen=True)
 class CapacityPlan(Result):
-    """The smallest deployment found that meets the SLO, and the tries on the way."""
+    """The smallest deployment found that meets the SLO, the tries on the way, and the range the
+    simulator's validated error allows."""
 
     replicas: int
     num_gpus_total: int
@@ -38,6 +48,31 @@ class CapacityPlan(Result):
     usd_per_hour: float  # the whole deployment
     usd_per_million_output_tokens: float
     tried: tuple  # (replicas, p99 TTFT s, p99 TPOT s, meets) per try
+    engine: str = "ideal"
+    usd_per_gpu_hour: float = 0.0
+    replicas_low: int = 0  # enough if the real engine is faster than simulated by the median error
+    replicas_high: int = 0  # needed if it is slower by the median error
+    error_band: dict = field(default_factory=dict)  # roofline.sim.validation.error_band(engine)
+
+    @property
+    def gpus_low(self) -> int:
+        """GPUs of ``replicas_low`` replicas."""
+        return self.replicas_low * self.num_gpus_total // self.replicas
+
+    @property
+    def gpus_high(self) -> int:
+        """GPUs of ``replicas_high`` replicas."""
+        return self.replicas_high * self.num_gpus_total // self.replicas
+
+
+def _band(engine: str) -> tuple[dict, float, float]:
+    """(the engine's error band, TTFT median |error|, TPOT median |error|); zeros when not validated."""
+    from .validation import error_band  # the stored table, read when a plan asks
+
+    band = error_band(engine)
+    if not band.get("validated"):
+        return band, 0.0, 0.0
+    return band, band["ttft_median_abs_error"], band["tpot_median_abs_error"]
 
 
 def plan_capacity(
@@ -47,72 +82,91 @@ def plan_capacity(
     *,
     input_tokens=512,
     output_tokens=128,
-    slo_ttft_s: float = DEFAULT_SLO_TTFT_S,
-    slo_tpot_s: float = DEFAULT_SLO_TPOT_S,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
     requests: int = 2000,
     max_replicas: int = 64,
     seed: int = 0,
+    engine: str = DEFAULT_ENGINE,
+    usd_per_gpu_hour: float | None = None,
     **simulate_kwargs,
 ) -> CapacityPlan:
     """Fewest replicas whose simulated p99 TTFT ≤ ``slo_ttft_s`` and p99 TPOT ≤ ``slo_tpot_s`` (s) at
-    ``rate_per_s`` requests/s. Other keywords go to ``simulate`` (``num_gpus``, ``chunk_tokens``, …).
+    ``rate_per_s`` requests/s (SLOs default to the course's targets, ``ttft_target_s`` and
+    ``tpot_target_s`` of ``data/assumptions.toml``), with ``engine``'s step times and scheduler (default
+    ``"vllm"``; ``"ideal"`` gives the floor no engine goes below), priced at ``usd_per_gpu_hour`` (default:
+    the GPU's own price, ``roofline.data.default_price``). Other keywords go to ``simulate``
+    (``num_gpus``, ``weight_precision``, ``chunk_tokens``, …). ``replicas_low`` and ``replicas_high`` bound
+    the count within the engine's validated median error (the module docstring).
     Raises ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
 
     >>> p = plan_capacity("llama-3-8b", "h100-sxm", 400, input_tokens=512, output_tokens=128, requests=800)
-    >>> p.replicas >= 2
+    >>> p.replicas >= 2 and p.replicas_low <= p.replicas <= p.replicas_high
     True
     """
     if not rate_per_s > 0:
-        raise rl.InvalidConfigurationError(f"rate_per_s must be > 0, got {rate_per_s!r}")
-    tried = []
+        raise InvalidConfigurationError(f"rate_per_s must be > 0, got {rate_per_s!r}")
+    from roofline.assumptions import assumption  # read when asked, never at import
+
+    slo_ttft_s = assumption("ttft_target_s") if slo_ttft_s is None else slo_ttft_s
+    slo_tpot_s = assumption("tpot_target_s") if slo_tpot_s is None else slo_tpot_s
+    if usd_per_gpu_hour is None:
+        price = default_price(gpu)
+        usd_per_gpu_hour = 0.0 if price is None else price.usd_per_gpu_hour
+    engine = get_engine(engine).id
+    band, e_ttft, e_tpot = _band(engine)
+    runs: dict = {}
 
     def run(k):
-        r = simulate(
-            model,
-            gpu,
-            rate_per_s=rate_per_s,
-            requests=requests,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            replicas=k,
-            seed=seed,
-            slo_ttft_s=slo_ttft_s,
-            slo_tpot_s=slo_tpot_s,
-            **simulate_kwargs,
-        )
-        ttft, tpot = r.ttft_s_percentiles["p99"], r.tpot_s_percentiles["p99"]
-        ok = (
-            r.requests_completed == r.requests
-            and ttft <= slo_ttft_s
-            and (not math.isfinite(tpot) or tpot <= slo_tpot_s)
-        )
-        tried.append((k, ttft, tpot, bool(ok)))
-        return r, ok
+        if k not in runs:
+            runs[k] = simulate(model, gpu, rate_per_s=rate_per_s, requests=requests, replicas=k, seed=seed,
+                               input_tokens=input_tokens, output_tokens=output_tokens, slo_ttft_s=slo_ttft_s,
+                               slo_tpot_s=slo_tpot_s, engine=engine, usd_per_gpu_hour=usd_per_gpu_hour,
+                               record_timeline=False, **simulate_kwargs)  # fmt: skip
+        return runs[k]
 
-    r1, ok = run(1)
-    k = 1 if ok else max(2, math.ceil(rate_per_s / r1.sustainable_rate_per_s))
-    while not ok:
-        if k > max_replicas:
-            raise rl.InvalidConfigurationError(
-                f"even {max_replicas} replicas miss p99 TTFT <= {slo_ttft_s} s and TPOT <= {slo_tpot_s} s"
-            )
-        r1, ok = run(k)
-        if not ok:
+    def meets(k, ttft_scale=1.0, tpot_scale=1.0):
+        r = run(k)
+        ttft, tpot = r.ttft_s_percentiles["p99"], r.tpot_s_percentiles["p99"]
+        return bool(r.requests_completed == r.requests and ttft <= slo_ttft_s * ttft_scale
+                    and (not math.isfinite(tpot) or tpot <= slo_tpot_s * tpot_scale))  # fmt: skip
+
+    def first(start, **scale):
+        k = start
+        while not meets(k, **scale):
             k += 1
-    gpus = r1.num_gpus_total
-    per_hour = gpus * r1.usd_per_gpu_hour
-    return CapacityPlan(
-        replicas=k,
-        num_gpus_total=gpus,
-        meets_slo=True,
-        p99_ttft_s=r1.ttft_s_percentiles["p99"],
-        p99_tpot_s=r1.tpot_s_percentiles["p99"],
-        usd_per_hour=per_hour,
-        usd_per_million_output_tokens=float(
-            rl.cost_per_million_tokens_usd(r1.usd_per_gpu_hour, r1.throughput_output_tokens_per_s, gpus)
-        ),
-        tried=tuple(tried),
+            if k > max_replicas:
+                raise InvalidConfigurationError(
+                    f"even {max_replicas} replicas miss p99 TTFT <= {slo_ttft_s} s and TPOT <= {slo_tpot_s} s"
+                    + (" within the engine's validated error" if scale else "")
+                )
+        return k
+
+    lower_bound = 1 if meets(1) else max(2, math.ceil(rate_per_s / run(1).sustainable_rate_per_s))
+    k = first(lower_bound)
+    tried = tuple(  # the search itself: replica 1, then from the lower bound up to the answer
+        (j, runs[j].ttft_s_percentiles["p99"], runs[j].tpot_s_percentiles["p99"], meets(j))
+        for j in sorted(runs)
+        if j == 1 or lower_bound <= j <= k
     )
+    slower = {"ttft_scale": 1 / (1 + e_ttft), "tpot_scale": 1 / (1 + e_tpot)}
+    faster = {"ttft_scale": 1 / max(1 - e_ttft, 1e-9), "tpot_scale": 1 / max(1 - e_tpot, 1e-9)}
+    k_high = first(k, **slower)
+    k_low = k
+    while k_low > 1 and meets(k_low - 1, **faster):
+        k_low -= 1
+    r = run(k)
+    gpus = r.num_gpus_total
+    return CapacityPlan(
+        replicas=k, num_gpus_total=gpus, meets_slo=True, p99_ttft_s=r.ttft_s_percentiles["p99"],
+        p99_tpot_s=r.tpot_s_percentiles["p99"], usd_per_hour=gpus * usd_per_gpu_hour,
+        usd_per_million_output_tokens=float(
+            cost_per_million_tokens_usd(usd_per_gpu_hour, r.throughput_output_tokens_per_s, gpus)
+        ),
+        tried=tried,
+        engine=engine, usd_per_gpu_hour=usd_per_gpu_hour, replicas_low=k_low, replicas_high=k_high,
+        error_band=band,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import roofline as rl
 from roofline._results import Number, Result
+from roofline.errors import InvalidConfigurationError
 
 from .engine import simulate
 
@@ -102,7 +102,7 @@ def chunk_size_sweep(
     rows = []
     for c in chunk_tokens:
         if int(c) != c or c < 0:
-            raise rl.InvalidConfigurationError(f"chunk sizes must be whole numbers >= 0, got {c!r}")
+            raise InvalidConfigurationError(f"chunk sizes must be whole numbers >= 0, got {c!r}")
         r = simulate(
             model,
             gpu,

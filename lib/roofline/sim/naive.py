@@ -17,10 +17,10 @@ loops, no numpy in the loop.
 
 from __future__ import annotations
 
-import roofline as rl
+from roofline.errors import InvalidConfigurationError
 
 from .cost import StepCostModel
-from .engine import DEFAULT_MAX_BATCH, DEFAULT_TOKEN_BUDGET
+from .policies import assumed_policy
 
 
 def simulate_naive(
@@ -30,24 +30,29 @@ def simulate_naive(
     input_tokens,
     output_tokens,
     *,
-    max_batch: int = DEFAULT_MAX_BATCH,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    max_batch: int | None = None,
+    token_budget: int | None = None,
     chunk_tokens: int | None = None,
     cost: StepCostModel | None = None,
 ) -> dict:
     """Per-token reference simulation. Returns lists ``first_token_s`` and ``finish_s`` (s, per request,
     in the given order) and ``steps``. Arrivals (s), input and output tokens are equal-length sequences.
+    ``max_batch`` and ``token_budget`` default to the course's assumed scheduler's (``assumed_policy``).
 
     >>> simulate_naive("llama-3-8b", "h100-sxm", [0.0], [0], [1])["steps"]
     1
     """
     cost = cost or StepCostModel(model, gpu)
+    if max_batch is None or token_budget is None:
+        assumed = assumed_policy()
+        max_batch = assumed.max_sequences if max_batch is None else max_batch
+        token_budget = assumed.token_budget if token_budget is None else token_budget
     arrival = [float(a) for a in arrival_s]
     prompt = [int(p) for p in input_tokens]
     answer = [int(o) for o in output_tokens]
     n = len(arrival)
     if not (len(prompt) == len(answer) == n):
-        raise rl.InvalidConfigurationError("arrival_s, input_tokens and output_tokens differ in length")
+        raise InvalidConfigurationError("arrival_s, input_tokens and output_tokens differ in length")
     known = [max(p, 1) for p in prompt]
     cached = [0] * n
     made = [0] * n

@@ -1,147 +1,227 @@
-"""The simulator against measured serving benchmarks: TTFT and TPOT at a given concurrency.
+"""The simulator against measured serving benchmarks: TTFT and TPOT at a concurrency, and the error band.
 
-Taught in notebooks/serving_validation.ipynb.
+Taught in notebooks/serving_validation.ipynb; the band is quoted next to a capacity plan
+(notebooks/slos_and_capacity.ipynb, ``roofline plan``).
 
-Rows come from NVIDIA Dynamo aiconfigurator's silicon measurements (Apache-2.0; ``data/measured/``):
-one engine (TensorRT-LLM, vLLM or SGLang), one model, one GPU type, tensor parallel ``tp_size``, a load
-generator keeping ``batch_size`` requests in flight (a closed loop) with ``isl`` prompt and ``osl`` output
-tokens each, and the measured TTFT and TPOT in ms.
+Each measured row (``roofline.sim.serving_rows``: which rows, which the library can express, and why the
+others stay out) is simulated as it was measured:
 
-For each row the simulator runs the same closed loop (``batch_size`` clients, two requests each, zero think
-time, the clients' first requests spread evenly over the time one request takes alone) with chunked
-prefill (chunks and token budget of 8,192 tokens, decode-first: the defaults of current engines) and
-reports its median TTFT and TPOT. The error of a row is (simulated − measured) ÷ measured; a negative
-error means the simulation is faster than the real server, as an ideal roofline must be.
+    the load        C closed-loop clients that all start at t = 0 and send their next request the moment
+                    the last one finishes; the harness's request count, warm-up and lengths (``HARNESSES``)
+    the deployment  the engine's scheduler (``roofline.sim.engine_policy``) with the limits the benchmark's
+                    launch scripts set (``deployment_policy``)
+    the steps       the engine's step times (``roofline.engines``, through ``engine_cost_model``), or the
+                    ideal roofline's for the floor
+    the figures     mean TTFT and mean TPOT over the measured requests, as the rows report them
 
-Mapping assumptions (stated, not measured): Llama 3.1 8B/70B use the library's ``llama-3-8b`` and
-``llama-3-70b`` (identical shapes; only the context length differs); ``h100_sxm`` → ``h100-sxm``,
-``h200_sxm`` → ``h200``; weights in FP8 where the row's precision is fp8, else BF16; the KV cache in BF16
-(the engines' default "auto" is the model's dtype; FP8 KV is an opt-in).
+The error of a row is (simulated − measured) ÷ measured: negative when the simulation is faster. The
+ideal's TTFT must never be above the measured one (it would mean the queueing, not the step times, is
+wrong). ``error_band(engine)`` reads the median and p90 |error| per engine from
+``data/serving_validation.toml``, which ``tools/serving_validation.py`` writes from a run over every
+expressible row (a test re-simulates a sample of it).
 
->>> rows = load_measured_rows()
->>> sorted({r["model"] for r in rows})
-['llama-3-70b', 'llama-3-8b']
+>>> row = next(r for r in serving_rows.load_rows() if r["model"] == "llama-3.1-8b")
+>>> r = simulate_row(row, engine="ideal", rounds=1)
+>>> r["sim_ttft_s"] <= r["ttft_s"] and r["sim_tpot_s"] <= r["tpot_s"]    # the floor is below the server
+True
 """
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.data import DataTableError, read_toml
+from roofline.engines.registry import get_engine
+
+from . import serving_rows
 from .cost import engine_cost_model
 from .engine import simulate
+from .limits import kv_capacity_tokens
+from .policies import SchedulerPolicy, engine_policy
+from .workload import LengthSpec
 
-MEASURED_CSV = (
-    Path(__file__).resolve().parents[3] / "data" / "measured" / "aiconfigurator_llama31_serving.csv"
+BANDS_FILE = "serving_validation.toml"
+AICONFIGURATOR_RULES = (
+    "https://github.com/ai-dynamo/aiconfigurator/tree/main/src/aiconfigurator/generator/rule_plugin/benchmark"
 )
-MODEL_MAP = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3-8b", "meta-llama/Llama-3.1-70B": "llama-3-70b"}
-GPU_MAP = {"h100_sxm": "h100-sxm", "h200_sxm": "h200"}
-ENGINE_MAP = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
-CHUNK_TOKENS = 8192
-TOKEN_BUDGET = 8192
+INFERENCEMAX_SCRIPTS = (
+    "https://github.com/jyothisambolu/InferenceMAX/tree/1b563c85858422089749ae1411a3301c2f86c862/benchmarks"
+)
 
 
-def load_measured_rows(path=MEASURED_CSV) -> list[dict]:
-    """The measured rows as dicts with library ids: ``model``, ``gpu``, ``engine``, ``weight_precision``,
-    ``tp`` (GPUs), ``concurrency``, ``input_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``. Rows of
-    models or GPUs the library does not know, or with pipeline parallelism, are skipped.
+@dataclass(frozen=True)
+class Harness:
+    """A benchmark client: ``rounds`` × C requests measured after ``warmup_rounds`` × C, every length uniform
+    in [``low_fraction`` × L, L] (1: fixed at L), and where it is documented."""
 
-    >>> r = load_measured_rows()[0]
-    >>> r["ttft_s"] > 0 and r["tpot_s"] > 0
+    name: str
+    rounds: int
+    warmup_rounds: int
+    low_fraction: float
+    source: str
+
+
+HARNESSES = {
+    # benchmark_serving.py --num-prompts 10C --max-concurrency C --request-rate inf --random-range-ratio 0.8
+    # (lengths drawn with randint(int(L x 0.8), L + 1)); means over all requests
+    "inferencemax": Harness("InferenceMAX benchmark_serving.py", 10, 0, 0.8, INFERENCEMAX_SCRIPTS),
+    # aiperf --concurrency C --num-requests 20C --warmup-request-count 2C, fixed lengths
+    "aiperf": Harness(
+        "aiconfigurator bench_run.sh (aiperf)", 20, 2, 1.0,
+        "https://github.com/ai-dynamo/aiconfigurator/blob/main/src/aiconfigurator/generator/config/"
+        "backend_templates/benchmark/bench_run.sh.j2",
+    ),
+}  # fmt: skip
+
+
+def deployment_policy(row: dict, kv_capacity: int | None = None) -> SchedulerPolicy:
+    """The scheduler a row's server ran: the engine's documented defaults (``engine_policy``) with the limits
+    its launch script set.
+
+    aiconfigurator's generated deployments (``AICONFIGURATOR_RULES``): at most C sequences and a token budget
+    of C + prompt + 1500 (TensorRT-LLM rounds it up to 32); SGLang with ``enable_mixed_chunk`` (prompt
+    chunks ride in decode steps). InferenceMAX's launch scripts (``INFERENCEMAX_SCRIPTS``): vLLM
+    ``--max-num-seqs C --max-num-batched-tokens 8192``; TensorRT-LLM ``--max_num_tokens 16384`` for Llama
+    and ⌈(C + prompt + 64) ÷ 64⌉ × 64 for DeepSeek, without chunked prefill.
+
+    >>> row = {"engine": "tensorrt-llm", "gpu": "h100-sxm", "model": "llama-3.1-8b", "harness": "aiperf",
+    ...        "concurrency": 8, "input_tokens": 1024}
+    >>> p = deployment_policy(row)
+    >>> p.max_sequences, p.token_budget, p.chunk_tokens
+    (8, 2560, None)
+    """
+    from roofline.data import get_model
+
+    base = engine_policy(row["engine"], row["gpu"], kv_capacity_tokens=kv_capacity,
+                         context_tokens=get_model(row["model"]).max_context_tokens)  # fmt: skip
+    c, isl, engine = row["concurrency"], row["input_tokens"], row["engine"]
+    if row["harness"] == "aiperf":
+        budget = c + isl + 1500
+        changes = {
+            "max_sequences": c,
+            "token_budget": -(-budget // 32) * 32 if engine == "tensorrt-llm" else budget,
+        }
+        if engine == "sglang":
+            changes["priority"] = "decode-first"
+        source = AICONFIGURATOR_RULES
+    elif engine == "tensorrt-llm":
+        budget = -(-(c + isl + 64) // 64) * 64 if row["model"].startswith("deepseek") else 16384
+        changes = {"max_sequences": max(c, 1), "token_budget": max(budget, c)}
+        source = INFERENCEMAX_SCRIPTS
+    else:
+        changes = {"max_sequences": c, "token_budget": max(8192, c)}
+        source = INFERENCEMAX_SCRIPTS
+    if base.chunk_tokens is not None:
+        changes["chunk_tokens"] = min(base.chunk_tokens, changes["token_budget"])
+    return dataclasses.replace(base, name=f"{base.name} as deployed", source=source, **changes)
+
+
+def _lengths(tokens: int, low_fraction: float):
+    if low_fraction >= 1:
+        return tokens
+    return LengthSpec("uniform", low=int(tokens * low_fraction), high=tokens)
+
+
+def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None, seed: int = 0) -> dict:
+    """Simulate one row as it was measured (the module docstring); return the row with ``sim_ttft_s`` and
+    ``sim_tpot_s`` (means over the measured requests, s) and the relative errors ``ttft_error`` and
+    ``tpot_error``. ``engine``: ``"measured"`` (the row's own engine: its step times and scheduler) or an
+    engine id whose step times price the row's deployment (``"ideal"``: the roofline floor). ``rounds``:
+    requests per client after the warm-up (default: the harness's).
+
+    >>> row = serving_rows.load_rows()[0]
+    >>> r = simulate_row(row, rounds=1)
+    >>> r["sim_ttft_s"] > 0 and r["sim_tpot_s"] > 0
     True
     """
-    out = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["model_path"] not in MODEL_MAP or row["system"] not in GPU_MAP or row["mode"] != "agg":
-                continue
-            if int(row["pp_size"]) != 1:
-                continue
-            out.append(
-                {
-                    "id": row["id"],
-                    "model": MODEL_MAP[row["model_path"]],
-                    "gpu": GPU_MAP[row["system"]],
-                    "engine": ENGINE_MAP[row["backend"]],
-                    "weight_precision": "fp8" if row["precision"] == "fp8" else "bf16",
-                    "tp": int(row["tp_size"]),
-                    "concurrency": int(row["batch_size"]),
-                    "input_tokens": int(row["isl"]),
-                    "output_tokens": int(row["osl"]),
-                    "ttft_s": float(row["silicon_ttft_ms"]) / 1e3,
-                    "tpot_s": float(row["silicon_tpot_ms"]) / 1e3,
-                }
-            )
-    return out
-
-
-def simulate_row(
-    row: dict,
-    rounds: int = 2,
-    cost_kwargs: dict | None = None,
-    kv_precision: str = "bf16",
-    ramp: bool = True,
-    engine: str = "ideal",
-) -> dict:
-    """Simulate one measured row's closed loop; return the row with ``sim_ttft_s``, ``sim_tpot_s`` (median
-    of the simulated requests, s) and the relative errors ``ttft_error`` and ``tpot_error``.
-    ``cost_kwargs`` go to the cost model (e.g. ``bandwidth_fraction``, ``step_overhead_s``, or an
-    ``achievable`` callable): the hook where the achievable layer plugs in. ``kv_precision`` is the KV
-    cache's (BF16 by default: the engines' "auto"; FP8 KV doubles the cache). ``ramp`` spreads the clients'
-    first requests over one lone request's end-to-end time; without it every client starts at t = 0 and,
-    with fixed lengths, they stay in step (every round's prompts arrive together). ``engine``: ``"ideal"``
-    (the roofline) or ``"measured"`` (the row's own engine, calibrated by ``roofline.achievable``).
-
-    >>> r = simulate_row(load_measured_rows()[0])
-    >>> r["ttft_error"] < 0 and r["tpot_error"] < 0   # the ideal is faster than any real server
-    True
-    """
-    cost = engine_cost_model(
-        row["engine"] if engine == "measured" else engine,
-        row["model"],
-        row["gpu"],
-        num_gpus=row["tp"],
-        weight_precision=row["weight_precision"],
-        kv_precision=kv_precision,
-        **(cost_kwargs or {}),
+    h = HARNESSES[row["harness"]]
+    c = row["concurrency"]
+    cost = engine_cost_model(row["engine"] if engine == "measured" else engine, row["model"], row["gpu"],
+                             num_gpus=row["tp"], weight_precision=row["weight_precision"],
+                             kv_precision=row["kv_precision"])  # fmt: skip
+    cap = kv_capacity_tokens(
+        row["model"], row["gpu"], row["tp"], row["weight_precision"], row["kv_precision"]
     )
-    kw = dict(
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost=cost,
-        max_batch=max(256, row["concurrency"]),
-        chunk_tokens=CHUNK_TOKENS,
-        token_budget=TOKEN_BUDGET,
-        record_timeline=False,
-    )
-    ramp_s = simulate(row["model"], row["gpu"], concurrency=1, requests=1, **kw).e2e_s[0] if ramp else 0.0
+    measured = h.rounds if rounds is None else rounds
+    workers = {}
+    if row["mode"] == "disagg":
+        workers = {"prefill_workers": row["prefill_workers"], "decode_workers": row["decode_workers"]}
     r = simulate(
-        row["model"],
-        row["gpu"],
-        concurrency=row["concurrency"],
-        requests=rounds * row["concurrency"],
-        ramp_s=float(ramp_s),
-        **kw,
-    )
-    ttft, tpot = r.ttft_s_percentiles["p50"], r.tpot_s_percentiles["p50"]
+        row["model"], row["gpu"], concurrency=c, requests=(h.warmup_rounds + measured) * c, cost=cost,
+        policy=deployment_policy(row, cap), input_tokens=_lengths(row["input_tokens"], h.low_fraction),
+        output_tokens=_lengths(row["output_tokens"], h.low_fraction), seed=seed, max_sim_time_s=1e7,
+        record_timeline=False, **workers,
+    )  # fmt: skip
+    first = h.warmup_rounds * c
+    ttft, tpot = float(np.nanmean(r.ttft_s[first:])), float(np.nanmean(r.tpot_s[first:]))
     return {
         **row,
+        "simulated_with": cost.engine,
         "sim_ttft_s": ttft,
         "sim_tpot_s": tpot,
-        "ttft_error": (ttft - row["ttft_s"]) / row["ttft_s"],
-        "tpot_error": (tpot - row["tpot_s"]) / row["tpot_s"],
+        "ttft_error": ttft / row["ttft_s"] - 1,
+        "tpot_error": tpot / row["tpot_s"] - 1,
     }
 
 
-def error_table(results: list[dict], by=("model", "engine")) -> list[dict]:
-    """Median absolute relative error of TTFT and TPOT per group (fractions), with the row count and the
-    median signed error (negative: the simulation is faster).
+def validate(rows: list[dict], rounds: int | None = None) -> list[dict]:
+    """Every row simulated twice: with its own engine (``sim_*``, ``ttft_error``, ``tpot_error``) and with
+    the ideal's step times under the same deployment (``ideal_ttft_s``, ``ideal_tpot_s`` and their errors).
 
-    >>> error_table([{"model": "m", "engine": "e", "ttft_error": -0.5, "tpot_error": 0.1},
-    ...              {"model": "m", "engine": "e", "ttft_error": 0.3, "tpot_error": -0.3}])[0]["ttft_mape"]
-    0.4
+    >>> r = validate(serving_rows.load_rows()[:1], rounds=1)[0]
+    >>> r["ideal_ttft_s"] <= r["sim_ttft_s"]
+    True
+    """
+    out = []
+    for row in rows:
+        real, ideal = simulate_row(row, rounds=rounds), simulate_row(row, engine="ideal", rounds=rounds)
+        out.append({**real, "ideal_ttft_s": ideal["sim_ttft_s"], "ideal_tpot_s": ideal["sim_tpot_s"],
+                    "ideal_ttft_error": ideal["ttft_error"],
+                    "ideal_tpot_error": ideal["tpot_error"]})  # fmt: skip
+    return out
+
+
+def bands(results: list[dict]) -> list[dict]:
+    """Per engine: ``engine``, ``rows`` and the error band (``BAND_KEYS``, fractions) of ``results``.
+
+    >>> bands([{"engine": "vllm", "ttft_error": 0.1, "tpot_error": -0.2}])[0]["tpot_median_abs_error"]
+    0.2
+    """
+    return [{k: g[k] for k in ("engine", "rows", *BAND_KEYS)} for g in error_table(results, by=("engine",))]
+
+
+def sample_rows(rows: list[dict], per_group: int = 2, by=("engine", "gpu", "model")) -> list[dict]:
+    """A deterministic sample: ``per_group`` rows of each group, spread evenly over the group's rows in
+    file order (the first and the last when 2), for a quick check in CI and in the notebook.
+
+    >>> [r["i"] for r in sample_rows([{"g": 1, "i": i} for i in range(9)], per_group=3, by=("g",))]
+    [0, 4, 8]
+    """
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+    out = []
+    for members in groups.values():
+        n = len(members)
+        picks = sorted({round(i * (n - 1) / max(per_group - 1, 1)) for i in range(min(per_group, n))})
+        out += [members[i] for i in picks]
+    return out
+
+
+def error_table(results: list[dict], by=("engine", "gpu", "model")) -> list[dict]:
+    """Per group: ``rows``, median and p90 |error| of TTFT and TPOT (fractions), the median signed errors
+    (negative: the simulation is faster) and ``ttft_above``, the rows whose simulated TTFT is above the
+    measured one.
+
+    >>> t = error_table([{"engine": "e", "ttft_error": -0.5, "tpot_error": 0.1},
+    ...                  {"engine": "e", "ttft_error": 0.3, "tpot_error": -0.3}], by=("engine",))[0]
+    >>> t["ttft_median_abs_error"], t["ttft_above"]
+    (0.4, 1)
     """
     groups: dict = {}
     for r in results:
@@ -150,14 +230,104 @@ def error_table(results: list[dict], by=("model", "engine")) -> list[dict]:
     for key, rs in sorted(groups.items()):
         t = np.array([r["ttft_error"] for r in rs])
         p = np.array([r["tpot_error"] for r in rs])
-        table.append(
-            {
-                **dict(zip(by, key, strict=True)),
-                "rows": len(rs),
-                "ttft_mape": float(np.median(np.abs(t))),
-                "tpot_mape": float(np.median(np.abs(p))),
-                "ttft_median_error": float(np.median(t)),
-                "tpot_median_error": float(np.median(p)),
-            }
-        )
+        table.append({**dict(zip(by, key, strict=True)), "rows": len(rs), **_summary(t, p)})
     return table
+
+
+def _summary(ttft_errors: np.ndarray, tpot_errors: np.ndarray) -> dict:
+    out = {}
+    for name, e in (("ttft", ttft_errors), ("tpot", tpot_errors)):
+        out[f"{name}_median_abs_error"] = float(np.median(np.abs(e)))
+        out[f"{name}_p90_abs_error"] = float(np.percentile(np.abs(e), 90))
+        out[f"{name}_median_error"] = float(np.median(e))
+    out["ttft_above"] = int(np.sum(ttft_errors > 0))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The stored band: data/serving_validation.toml (written by tools/serving_validation.py)
+# --------------------------------------------------------------------------------------------------
+
+BAND_KEYS = ("ttft_median_abs_error", "ttft_p90_abs_error", "tpot_median_abs_error", "tpot_p90_abs_error")
+
+
+@functools.lru_cache(maxsize=2)
+def stored_validation() -> dict:
+    """The stored run (``data/serving_validation.toml``): ``provenance``, ``band`` (one table per engine),
+    ``group`` (engine × GPU × model) and ``simulated.rows`` ([id, engine TTFT, engine TPOT, ideal TTFT,
+    ideal TPOT] in seconds); a ``DataTableError`` names the file if a table is missing.
+
+    >>> stored_validation()["provenance"]["tool"]
+    'tools/serving_validation.py'
+    """
+    path, raw = read_toml(BANDS_FILE)
+    for key in ("provenance", "band", "group", "simulated"):
+        if key not in raw:
+            raise DataTableError(
+                f"{path}: missing [{key}] (regenerate it: uv run python tools/serving_validation.py)"
+            )
+    return raw
+
+
+def error_band(engine: str) -> dict:
+    """The validated error of the simulator with ``engine`` (an id or alias): median and p90 |error| of TTFT
+    and TPOT as fractions (``BAND_KEYS``), over ``rows`` measured rows, as stored by the last validation run;
+    for an engine without measured serving rows, ``{"validated": False, "note": ...}``.
+
+    >>> b = error_band("vllm")
+    >>> b["validated"], 0 < b["tpot_median_abs_error"] < 1
+    (True, True)
+    >>> error_band("llama.cpp")["validated"]
+    False
+    """
+    e = get_engine(engine).id
+    for band in stored_validation()["band"]:
+        if band["engine"] == e:
+            return {"validated": True, "engine": e, "rows": band["rows"], **{k: band[k] for k in BAND_KEYS}}
+    known = ", ".join(b["engine"] for b in stored_validation()["band"])
+    return {"validated": False, "engine": e, "note": f"no measured serving rows for {e} (validated: {known})"}
+
+
+def concurrency_band(concurrency: int) -> str:
+    """Which band of client counts a row belongs to, for tables by load: ``"1-8"``, ``"9-32"``,
+    ``"33-128"`` or ``"129+"``.
+
+    >>> concurrency_band(4), concurrency_band(64), concurrency_band(512)
+    ('1-8', '33-128', '129+')
+    """
+    for top, name in ((8, "1-8"), (32, "9-32"), (128, "33-128")):
+        if concurrency <= top:
+            return name
+    return "129+"
+
+
+def stored_results() -> list[dict]:
+    """The stored run's rows joined with the measured rows: each expressible row with ``concurrency_band``,
+    ``sim_ttft_s``, ``sim_tpot_s`` (the row's engine), ``ideal_ttft_s``, ``ideal_tpot_s`` and the errors
+    ``ttft_error``, ``tpot_error`` (engine) and ``ideal_ttft_error``, ``ideal_tpot_error``.
+
+    >>> r = stored_results()[0]
+    >>> r["ideal_ttft_s"] <= r["sim_ttft_s"]
+    True
+    """
+    stored = {x[0]: x[1:] for x in stored_validation()["simulated"]["rows"]}
+    out = []
+    for row in serving_rows.load_rows():
+        if row["id"] not in stored:
+            continue
+        t, p, it, ip = stored[row["id"]]
+        out.append({**row, "concurrency_band": concurrency_band(row["concurrency"]),
+                    "sim_ttft_s": t, "sim_tpot_s": p, "ideal_ttft_s": it, "ideal_tpot_s": ip,
+                    "ttft_error": t / row["ttft_s"] - 1, "tpot_error": p / row["tpot_s"] - 1,
+                    "ideal_ttft_error": it / row["ttft_s"] - 1,
+                    "ideal_tpot_error": ip / row["tpot_s"] - 1})  # fmt: skip
+    return out
+
+
+def band_value(fraction: float) -> str:
+    """A band for display: ``"± 12 %"``.
+
+    >>> band_value(0.123)
+    '± 12 %'
+    """
+    return f"± {100 * fraction:.0f} %" if math.isfinite(fraction) else "± ?"

@@ -13,25 +13,29 @@ figure with nonsense in it.
   value; the slider moves on release (``continuous_update=False``).
 - Menus never lead to a dead end: a model whose weights need more GPUs raises G with a note, and the
   model menu marks what each model needs ("needs ≥ 2 GPUs").
-- The decode readout shows the ideal floor beside what a good engine reaches (``roofline.achievable``,
-  engine named) and the cost per 1M tokens at the GPU's listed price (which follows the GPU).
-- ``ex.setup_button("Set up question 1", batch=64)`` puts a predict-then-check question in the explorer;
+- The readout beside the figure is HTML from ``roofline.views.readouts`` (by default the decode readout:
+  the ideal floor beside what a good engine reaches, and the cost per 1M tokens at the GPU's listed price).
+- ``ex.setup_button("Set up question 1", batch=64)`` puts a predict-then-check question in the explorer
+  (and brings the explorer into view); ``Reveal`` asks for a prediction before it opens the answer;
   ``presets``, ``reset()``, ``pin()`` (a grey baseline) and ``set_scale()`` (projector) serve teaching.
+- Laid out for a laptop: controls in as many columns as fit (wrapping on a narrow notebook), the figure
+  and the readout's headline side by side within one 1440×900 screen, details folded below.
+- Accessible and themable: the four controls of a step carry classes (``AXES``: B, T, P, G), the
+  figure carries alt text, sliders announce their value and number boxes their name
+  (``roofline.ui.accessibility``), and the readout's colours follow JupyterLab's light or dark theme.
 
 >>> ex = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32))
 >>> ex
 <Explorer StepTimeVsBatch: batch>
 >>> ex.set(batch=64); ex.scenario.batch
 64
->>> step = Scenario(batch=64, context_tokens=4096).decode()
->>> f"{step.step_time_s * 1e3:.2f} ms" in decode_readout(Scenario(batch=64, context_tokens=4096))
+>>> "cost per 1M tokens" in ex.readout.value
 True
 """
 
 from __future__ import annotations
 
 import html
-import inspect
 import io
 import itertools
 import time
@@ -41,14 +45,13 @@ import ipywidgets as W
 import traitlets
 from PIL import Image
 
-from roofline import achievable as ach
 from roofline.data import get_gpu, gpus, models
 from roofline.errors import RooflineError
-from roofline.lessons.scenario import GPU_COUNTS, Scenario
-from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.lessons.scenario import GPU_COUNTS, Scenario, nearest_supported_precision
 from roofline.physics.precision import PRECISIONS, peak_flops_per_s
-from roofline.units import GB, MS
-from roofline.views.plots import LiveFigure, StepTimeVsBatch
+from roofline.ui.accessibility import accessibility_script
+from roofline.views.plots import LiveFigure, StepTimeVsBatch, alt_text
+from roofline.views.readouts import decode_readout
 
 BATCH_OPTIONS = [1, 2, 4, 8, 16, 20, 24, 30, 32, 48, 64, 96, 128, 192, 256, 300, 384, 512, 768, 1024]
 CONTEXT_OPTIONS = [0, 128, 256, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536, 131072]
@@ -56,10 +59,31 @@ PROMPT_OPTIONS = [16, 32, 64, 128, 256, 500, 1000, 2000, 4000, 8000, 16000, 3200
 GPU_COUNT_OPTIONS = list(GPU_COUNTS)
 KV_PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4"]
 RUN_HINT = "Run the notebook (Run ▸ Run All Cells) to use the sliders."
+IMAGE_MAX_WIDTH_PX = 720  # the figure beside the readout: controls, figure and headline fit a 1440×900 screen
+CONTROL_MIN_WIDTH = "21em"  # a control's column: three fit beside each other at 1440 px with the file browser
 
-_STYLE = {"description_width": "14em"}
-_LAYOUT = W.Layout(width="30em")
+LABEL_WIDTH = "9.5em"  # every control's label, so the controls line up in columns
+_STYLE = {"description_width": LABEL_WIDTH}
+_LAYOUT = W.Layout(width="100%")
 _ids = itertools.count()
+
+# The four controls of a step every lesson's explorer offers, and the Scenario fields that set them:
+# B the batch, T the context (or a prompt), P the weight precision, G the GPU count.
+AXES = {"batch": "B", "context_tokens": "T", "prompt_tokens": "T", "weight_precision": "P", "num_gpus": "G"}
+
+
+def mark_axis(widget: W.Widget, axis: str) -> W.Widget:
+    """Mark ``widget`` as one of the four controls of a step (``axis``: "B", "T", "P", "G", or a field of
+    ``AXES``), with the class ``roofline-axis-<letter>`` the browser tests read; returns the widget.
+
+    >>> "roofline-axis-B" in mark_axis(W.IntSlider(), "batch")._dom_classes
+    True
+    """
+    letter = AXES.get(axis, axis)
+    if letter not in ("B", "T", "P", "G"):
+        raise KeyError(f"unknown axis {axis!r}: one of B, T, P, G or {', '.join(AXES)}")
+    widget.add_class(f"roofline-axis-{letter}")
+    return widget
 
 
 class NumberControl(W.HBox):
@@ -81,24 +105,42 @@ class NumberControl(W.HBox):
     def __init__(self, options, value, description, minimum=0, maximum=10**7):
         self._syncing = False
         self.label = W.HTML(
-            f'<div class="roofline-number-label">{html.escape(description)}</div>',
-            layout=W.Layout(width="14em", margin="0 4px 0 0"),
+            f'<div class="roofline-number-label" title="{html.escape(description)}">'
+            f"{html.escape(description)}</div>",
+            layout=W.Layout(width=LABEL_WIDTH, min_width=LABEL_WIDTH, margin="0 4px 0 0"),
         )
+        # The slider's own readout stays in the page (hidden by the course CSS): the accessibility script
+        # announces it as the slider's value (32 users, not the stop's index 8).
         self.slider = W.SelectionSlider(
             options=sorted(set(options) | {value}),
             value=value,
-            readout=False,
+            readout=True,
             continuous_update=False,
-            layout=W.Layout(width="10em"),
+            layout=W.Layout(flex="1 1 6em", min_width="5em", width="auto"),
         )
-        self.box = W.BoundedIntText(value=value, min=minimum, max=maximum, layout=W.Layout(width="6.5em"))
-        super().__init__([self.label, self.slider, self.box], layout=W.Layout(width="30em"))
-        self.description = description
+        self.box = W.BoundedIntText(
+            value=value, min=minimum, max=maximum, tooltip=description, layout=W.Layout(width="5.5em")
+        )
+        super().__init__([self.label, self.slider, self.box], layout=W.Layout(width="100%"))
+        self._description = description
         self.value = value
         self.add_class("roofline-number")
         self.slider.observe(lambda c: self._from_part(c["new"]), names="value")
         self.box.observe(lambda c: self._from_part(c["new"]), names="value")
         self.observe(lambda c: self._to_parts(c["new"]), names="value")
+
+    @property
+    def description(self) -> str:
+        """The control's label (what it sets)."""
+        return self._description
+
+    @description.setter
+    def description(self, text: str) -> None:
+        self._description = text
+        self.label.value = (
+            f'<div class="roofline-number-label" title="{html.escape(text)}">{html.escape(text)}</div>'
+        )
+        self.box.tooltip = text
 
     def _from_part(self, new) -> None:
         if not self._syncing:
@@ -116,30 +158,34 @@ class NumberControl(W.HBox):
 
 
 def _dropdown(options, value, description):
-    return W.Dropdown(options=options, value=value, description=description, style=_STYLE, layout=_LAYOUT)
+    return W.Dropdown(
+        options=options,
+        value=value,
+        description=description,
+        style=dict(_STYLE),
+        layout=W.Layout(width="100%"),
+    )
 
 
 CONTROL_FACTORIES: dict[str, Callable] = {
     "model": lambda v: _dropdown(list(models()), v, "model"),
     "gpu": lambda v: _dropdown(list(gpus()), v, "GPU"),
-    "num_gpus": lambda v: _dropdown(sorted(set(GPU_COUNT_OPTIONS) | {v}), v, "GPUs (tensor parallel) G"),
-    "weight_precision": lambda v: _dropdown(list(PRECISIONS), v, "weight precision"),
+    "num_gpus": lambda v: _dropdown(sorted(set(GPU_COUNT_OPTIONS) | {v}), v, "GPUs G"),
+    "weight_precision": lambda v: _dropdown(list(PRECISIONS), v, "weights P"),
     "kv_precision": lambda v: _dropdown(KV_PRECISIONS, v, "KV precision"),
     "batch": lambda v: NumberControl(BATCH_OPTIONS, v, "batch B (users)", minimum=1, maximum=65536),
     "context_tokens": lambda v: NumberControl(
-        CONTEXT_OPTIONS, v, "context T (tokens/user)", minimum=0, maximum=10**7
+        CONTEXT_OPTIONS, v, "context T (tokens)", minimum=0, maximum=10**7
     ),
-    "prompt_tokens": lambda v: NumberControl(
-        PROMPT_OPTIONS, v, "prompt P (tokens)", minimum=1, maximum=10**7
-    ),
+    "prompt_tokens": lambda v: NumberControl(PROMPT_OPTIONS, v, "prompt (tokens)", minimum=1, maximum=10**7),
     "usd_per_gpu_hour": lambda v: W.BoundedFloatText(
         value=0.0 if v is None else v,
         min=0.0,
         max=1000,
         step=0.1,
         description="$ per GPU-hour",
-        style=_STYLE,
-        layout=_LAYOUT,
+        style=dict(_STYLE),
+        layout=W.Layout(width="100%"),
     ),
 }
 
@@ -148,146 +194,49 @@ def control(field: str, value) -> W.Widget:
     """The standard widget for one ``Scenario`` field, set to ``value``."""
     if field not in CONTROL_FACTORIES:
         raise KeyError(f"No standard control for {field!r}; known: {', '.join(CONTROL_FACTORIES)}")
-    return CONTROL_FACTORIES[field](value)
+    widget = CONTROL_FACTORIES[field](value)
+    widget.add_class("roofline-control")
+    widget.add_class(f"roofline-control-{field}")
+    return mark_axis(widget, field) if field in AXES else widget
 
 
-# --------------------------------------------------------------------------------------------------
-# Readouts
-# --------------------------------------------------------------------------------------------------
-
-
-def _cost(s: Scenario, tokens_per_s: float) -> str:
-    if s.usd_per_gpu_hour is None:
-        return "no price: type $ per GPU-hour"
-    if not tokens_per_s > 0:
-        return "—"
-    return f"${cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus):.2f}"
-
-
-def achievable_step_s(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> float:
-    """What a good engine reaches for this scenario's decode step (s), from ``roofline.achievable``; NaN
-    when it does not fit or the calibration cannot say.
-
-    >>> 0.0048 < achievable_step_s(Scenario()) < 0.05
-    True
-    """
-    try:
-        t = ach.decode_step_times(
-            s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
-        )  # fmt: skip
-    except RooflineError:
-        return float("nan")
-    return float(t["total"])
-
-
-def decode_rows(s: Scenario, engine: str = ach.DEFAULT_ENGINE) -> list[tuple[str, ...]]:
-    """The decode readout's rows: (quantity, ideal floor, what ``engine`` reaches), cost included."""
-    step = s.decode()
-    memory = f"{step.memory_needed_bytes / GB:.1f} GB of {step.memory_capacity_bytes / GB:.0f} GB usable"
-    price = "—" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f} × {s.num_gpus}"
-    if not step.fits:
-        fit = s.users_that_fit()
-        return [
-            ("", "ideal (floor)", f"a good engine ({ach.engine_id(engine)})"),
-            ("memory needed", memory, ""),
-            ("step time", f"does not fit in memory: no step time (at most {fit} users fit)", ""),
-            ("$ per GPU-hour", price, ""),
-        ]
-    real_s = achievable_step_s(s, engine)
-    real_ok = real_s == real_s  # not NaN
-    real_total = s.batch / real_s if real_ok else float("nan")
-    return [
-        ("", "ideal (floor)", f"a good engine ({ach.engine_id(engine)})"),
-        ("memory needed", memory, ""),
-        (
-            "step time",
-            f"{step.step_time_s / MS:.2f} ms ({step.binding}-bound)",
-            f"{real_s / MS:.1f} ms" if real_ok else "—",
-        ),
-        ("tokens/s per user", f"{step.tokens_per_s_per_user:,.0f}", f"{1 / real_s:,.0f}" if real_ok else "—"),
-        ("tokens/s total", f"{step.tokens_per_s_total:,.0f}", f"{real_total:,.0f}" if real_ok else "—"),
-        ("cost per 1M tokens", _cost(s, step.tokens_per_s_total), _cost(s, real_total) if real_ok else "—"),
-        ("$ per GPU-hour", price, ""),
-    ]
-
-
-def decode_readout(s: Scenario, options: dict | None = None) -> str:
-    """HTML table of one decode step: the ideal floor beside what a good engine reaches (engine from
-    ``options["engine"]``, default vLLM), tokens/s and the cost per 1M tokens at the scenario's price.
-
-    >>> html_text = decode_readout(Scenario(gpu="l4", batch=8))
-    >>> "$0.80 × 1" in html_text and "a good engine (vllm)" in html_text
-    True
-    """
-    engine = (options or {}).get("engine", ach.DEFAULT_ENGINE)
-    table = table_html(decode_rows(s, engine), column_keys=("", "ideal", "achievable"))
-    note = (
-        f"price: {s.price_note}. A good engine: the course's calibration of {ach.engine_id(engine)} "
-        "against measured servers."
-    )
-    return f'{table}<div class="roofline-note" data-key="price source">{html.escape(note)}</div>'
-
-
-def combine_readouts(*readouts: Callable) -> Callable:
-    """One readout made of several, stacked: e.g. a lesson's own table, then ``decode_readout``. Each
-    part is called with ``(scenario, options)`` if it takes two arguments, else ``(scenario)``.
-
-    >>> both = combine_readouts(lambda s: "<p>a</p>", decode_readout)
-    >>> html_text = both(Scenario()); html_text.startswith("<p>a</p>") and "cost per 1M tokens" in html_text
-    True
-    """
-    takes_options = [len(inspect.signature(f).parameters) >= 2 for f in readouts]
-
-    def readout(s: Scenario, options: dict | None = None) -> str:
-        return "".join(
-            f(s, options or {}) if two else f(s) for f, two in zip(readouts, takes_options, strict=True)
-        )
-
-    return readout
-
-
-def table_html(rows: Sequence[tuple[str, ...]], column_keys: Sequence[str] | None = None) -> str:
-    """A table whose first column names the quantity; the first value cell carries ``data-key`` = the
-    name, later cells ``data-key`` = "name (column key)" (``column_keys``, default the header texts), so
-    browser tests can read them. A row whose name is empty is the header row.
-
-    >>> table_html([("step time", "4.80 ms")])[32:]
-    '<tr><td class="k">step time</td><td data-key="step time"><b>4.80 ms</b></td></tr></table>'
-    """
-    header = rows[0] if rows and rows[0][0] == "" else None
-    body = []
-    for row in rows:
-        key, values = row[0], row[1:]
-        if row is header:
-            cells = "".join(f"<th>{html.escape(v)}</th>" for v in values)
-            body.append(f'<tr class="head"><td></td>{cells}</tr>')
-            continue
-        cells = []
-        for i, v in enumerate(values):
-            column = (column_keys or header or [str(j) for j in range(len(values) + 1)])[i + 1]
-            data_key = key if i == 0 else f"{key} ({column})"
-            cells.append(f'<td data-key="{html.escape(data_key)}"><b>{html.escape(v)}</b></td>')
-        body.append(f'<tr><td class="k">{html.escape(key)}</td>{"".join(cells)}</tr>')
-    return f'<table class="roofline-readout">{"".join(body)}</table>'
-
-
-# The explorers' look: controls in as many columns as fit; the readout beside the figure, or below it when
-# the notebook is narrower than about 1,000 px (flex-wrap); a projector scale for teaching.
+# The explorers' look: controls in as many columns as fit (three beside each other in a laptop's notebook,
+# wrapping on a narrow one); the figure and the readout's headline side by side within one laptop screen,
+# the readout below the figure when the notebook is narrower than about 860 px (flex-wrap); details folded;
+# colours from JupyterLab's theme variables (light or dark), with light-theme fallbacks; a projector scale.
 _CSS = """
-.roofline-explorer .roofline-readout {font-size: calc(15px * var(--rs, 1)); border-collapse: collapse}
+.roofline-explorer {--rf-fg1: var(--jp-ui-font-color1, #1f1f1f); --rf-fg2: var(--jp-ui-font-color2, #555);
+  --rf-warn: var(--jp-warn-color0, #8a5a00); --rf-error: var(--jp-error-color1, #b00020);
+  color: var(--rf-fg1)}
+.roofline-explorer .roofline-readout-box .widget-html-content {line-height: 1.35}
+.roofline-explorer .roofline-readout {font-size: calc(13px * var(--rs, 1)); border-collapse: collapse;
+  color: var(--rf-fg1)}
+.roofline-explorer .roofline-case + .roofline-readout td b {white-space: nowrap}
 .roofline-explorer .roofline-readout td, .roofline-explorer .roofline-readout th
-  {padding: 1px 0.6em 1px 0; text-align: left; vertical-align: top}
-.roofline-explorer .roofline-readout th {font-weight: normal; color: #555; font-size: 90%}
-.roofline-explorer .roofline-readout td.k {color: #333}
+  {padding: 0 0.6em 1px 0; text-align: left; vertical-align: top; color: var(--rf-fg1)}
+.roofline-explorer .roofline-readout th {font-weight: normal; color: var(--rf-fg2); font-size: 90%}
+.roofline-explorer .roofline-readout td.k {color: var(--rf-fg2)}
+.roofline-explorer .roofline-case {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
+  margin: 6px 0 1px}
+.roofline-explorer .roofline-details summary {cursor: pointer; color: var(--rf-fg2);
+  font-size: calc(12px * var(--rs, 1))}
 .roofline-explorer .widget-label, .roofline-explorer .widget-inline-hbox .widget-label,
 .roofline-explorer select, .roofline-explorer input, .roofline-explorer button,
 .roofline-explorer .roofline-message, .roofline-explorer .roofline-number-label
   {font-size: calc(13px * var(--rs, 1))}
 .roofline-explorer .roofline-number-label {text-align: right; padding-right: 4px; white-space: nowrap;
-  overflow: hidden; text-overflow: ellipsis}
-.roofline-explorer .roofline-note {font-size: calc(12px * var(--rs, 1)); color: #555; margin-top: 0.3em;
-  max-width: 34em}
+  overflow: hidden; text-overflow: ellipsis; color: var(--rf-fg1)}
+.roofline-explorer .roofline-number .widget-readout {display: none}
+.roofline-explorer .roofline-note {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
+  margin-top: 0.3em; max-width: 34em}
+.roofline-explorer .roofline-message p {margin: 2px 0}
+.roofline-explorer .roofline-message .roofline-warn {color: var(--rf-warn)}
+.roofline-explorer .roofline-message .roofline-error {color: var(--rf-error)}
+.roofline-explorer .roofline-stale {opacity: 0.3}
+.roofline-explorer .roofline-alt {position: absolute; width: 1px; height: 1px; overflow: hidden;
+  clip: rect(0 0 0 0); white-space: nowrap}
+.roofline-explorer .roofline-stale-note {color: var(--rf-error); font-size: calc(13px * var(--rs, 1));
+  max-width: 24em}
 """
 
 
@@ -319,8 +268,9 @@ class Explorer(W.VBox):
     controls : ``Scenario`` fields to put controls on, in order: a field name gets the standard widget;
         a ``(name, widget)`` pair brings its own (e.g. a field of a Scenario subclass, like a chunk size).
     scenario : starting values (the lesson's worked example); ``reset()`` returns to it.
-    readout : function -> HTML shown beside the figure (``decode_readout`` by default; None hides it).
-        Called as ``readout(scenario)``, or ``readout(scenario, options)`` when there are knobs.
+    readout : function -> HTML shown beside the figure, called as ``readout(scenario)``, or
+        ``readout(scenario, options)`` when there are knobs (default ``views.readouts.decode_readout``;
+        None hides it).
     knobs : ``{name: widget}`` for settings that are not ``Scenario`` fields (kernels per step, all-reduces
         on/off, the engine, ...). Their values become the figure's ``options`` (it is built with them).
     to_options : converts the knob values (a dict) into figure options, e.g. µs into s. Default: as they are.
@@ -355,18 +305,21 @@ class Explorer(W.VBox):
         self._quiet = False  # set while several controls move at once (set, presets, reset)
         self._price_from_code = None  # a price set from code together with a new GPU wins over the listed one
         self._dirty = False
+        self._stale = False  # an impossible choice is showing: the next possible one redraws everything
         self.controls = {}
         for item in controls:
             name, widget = (
                 item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
             )
             self.controls[name] = widget
-        for widget in [*self.knobs.values(), *self.controls.values()]:
+        for name, widget in [*self.knobs.items(), *self.controls.items()]:
+            if name in AXES and name in self.controls:
+                mark_axis(widget, name)
             if isinstance(widget, NumberControl):
                 continue
-            widget.layout.width = _LAYOUT.width
+            widget.layout.width = "100%"
             if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
-                widget.style.description_width = _STYLE["description_width"]
+                widget.style.description_width = LABEL_WIDTH
         self.initial = (self.scenario, {name: w.value for name, w in self.knobs.items()})
         options = self._options()
         self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
@@ -375,9 +328,21 @@ class Explorer(W.VBox):
         self.image = W.Image(
             format="jpeg",
             value=jpeg(self.live),
-            layout=W.Layout(flex="1 1 560px", max_width="900px", min_width="0", height="auto"),
+            layout=W.Layout(
+                flex="1 1 520px", max_width=f"{IMAGE_MAX_WIDTH_PX}px", min_width="0", height="auto"
+            ),
         )
-        self.readout = W.HTML(self._readout_html(self.scenario), layout=W.Layout(flex="0 1 auto"))
+        self.image.add_class("roofline-figure")
+        # The figure in words: read by screen readers where it stands (visually hidden), and copied into the
+        # image's alt text by the accessibility script.
+        self.alt = W.HTML(self._alt_html())
+        self.alt.add_class("roofline-alt")
+        # The readout asks for 32 em beside the figure (its long lines wrap); a notebook narrower than the
+        # figure's basis and that puts it below. In em, so a projector's larger type moves it below sooner.
+        self.readout = W.HTML(
+            self._readout_html(self.scenario), layout=W.Layout(flex="0 1 32em", min_width="330px")
+        )
+        self.readout.add_class("roofline-readout-box")
         self.message = W.HTML("")
         self.message.add_class("roofline-message")
         self.last_update_s = 0.0
@@ -390,15 +355,17 @@ class Explorer(W.VBox):
         self.grid = W.GridBox(
             [*self.controls.values(), *self.knobs.values()],
             layout=W.Layout(
-                grid_template_columns="repeat(auto-fill, minmax(31em, 1fr))", grid_gap="2px 12px"
+                grid_template_columns=f"repeat(auto-fill, minmax({CONTROL_MIN_WIDTH}, 1fr))",
+                grid_gap="1px 14px",
             ),
         )
+        self.grid.add_class("roofline-controls")
         self.toolbar = self._toolbar()
-        figure_row = W.Box(
-            [self.image, self.readout],
-            layout=W.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", grid_gap="8px"),
+        self.figure_row = W.Box(
+            [self.image, self.alt, self.readout],
+            layout=W.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", grid_gap="10px"),
         )
-        super().__init__([self.style_html, self.grid, self.toolbar, self.message, figure_row])
+        super().__init__([self.style_html, self.grid, self.toolbar, self.message, self.figure_row])
         self.add_class("roofline-explorer")
         self.add_class(self._uid)
 
@@ -411,6 +378,13 @@ class Explorer(W.VBox):
         bundle = super()._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = f"{RUN_HINT} ({type(self.live).__name__} explorer)"
         return bundle
+
+    def _ipython_display_(self) -> None:
+        """Show the explorer, after the small script that makes its sliders and figure accessible."""
+        from IPython.display import display
+
+        display(accessibility_script())
+        display(self._repr_mimebundle_(), raw=True)
 
     # ---- moving it from code ----
     def set(self, _force: bool = False, **values) -> None:
@@ -457,9 +431,16 @@ class Explorer(W.VBox):
             self.reset(**settings)
             if not self.message.value:
                 self.message.value = f"<p><b>{html.escape(label)}:</b> {html.escape(said)}</p>"
+            self.bring_into_view()
 
         button.on_click(click)
         return button
+
+    def bring_into_view(self) -> None:
+        """Ask the page to scroll the explorer's top into view (a set-up button sits below the explorer,
+        beside its question): a marker in the message that the accessibility script acts on once."""
+        marker = f'<span class="roofline-scroll-request" data-request="{next(_ids)}"></span>'
+        self.message.value = self.message.value + marker
 
     def apply_preset(self, name: str) -> None:
         """Apply one of ``presets`` by name."""
@@ -494,12 +475,15 @@ class Explorer(W.VBox):
         """Projector scale: figure resolution, labels and readout grow by ``scale`` (1 = notebook size)."""
         self.scale = float(scale)
         self.live.set_scale(self.scale)
-        self.image.layout.max_width = f"{900 * self.scale:.0f}px"
-        self.image.layout.flex = f"1 1 {560 * self.scale:.0f}px"
+        self.image.layout.max_width = f"{IMAGE_MAX_WIDTH_PX * self.scale:.0f}px"
+        self.image.layout.flex = f"1 1 {520 * self.scale:.0f}px"
         self.style_html.value = self._css()
         self.image.value = jpeg(self.live)
 
     # ---- internals ----
+    def _alt_html(self) -> str:
+        return f'<div class="roofline-alt-text">{html.escape(alt_text(self.live))}</div>'
+
     def _css(self) -> str:
         return f"<style>{_CSS} .{self._uid} {{--rs: {getattr(self, 'scale', 1.0)}}}</style>"
 
@@ -582,6 +566,19 @@ class Explorer(W.VBox):
         )
         return candidate.with_(num_gpus=need), note
 
+    def _supported_precision(self, candidate: Scenario) -> tuple[Scenario, str]:
+        """A new GPU without math for the weights' precision (bf16 on an Apple GPU, fp8 on an A100): the
+        nearest precision it has, with a note. A precision chosen by hand that the GPU lacks stays an
+        error ("Not possible"), so the menu's marks are the lesson."""
+        new_gpu = get_gpu(candidate.gpu).id != get_gpu(self.scenario.gpu).id
+        if not new_gpu or _supports(candidate.gpu, candidate.weight_precision):
+            return candidate, ""
+        other = nearest_supported_precision(candidate.gpu, candidate.weight_precision)
+        if other is None:
+            return candidate, ""
+        note = f"{candidate.gpu} has no {candidate.weight_precision} math: weights P set to {other}."
+        return candidate.with_(weight_precision=other), note
+
     def _refresh_menus(self) -> None:
         """Mark what each model needs on this GPU and precision, and precisions this GPU lacks."""
         s = self.scenario
@@ -622,9 +619,12 @@ class Explorer(W.VBox):
         except RooflineError as err:
             self._error(err)
             return
+        candidate, precision_note = self._supported_precision(candidate)
         candidate, note = self._raise_gpus(candidate)
+        note = " ".join(n for n in (precision_note, note) if n)
         if (
             not force
+            and not self._stale
             and candidate == self.scenario
             and self._options() == {k: self.live.options.get(k) for k in self._options()}
         ):
@@ -643,21 +643,33 @@ class Explorer(W.VBox):
         fields = ("gpu", "num_gpus", "weight_precision")
         menus_changed = any(getattr(candidate, f) != getattr(self.scenario, f) for f in fields)
         self.scenario = candidate
-        self.message.value = f'<p style="color:#8a5a00"><b>Note:</b> {html.escape(note)}</p>' if note else ""
+        self.message.value = f'<p class="roofline-warn"><b>Note:</b> {html.escape(note)}</p>' if note else ""
         self.image.value = picture
+        self.alt.value = self._alt_html()
+        self.image.remove_class("roofline-stale")
+        self._stale = False
         self.readout.value = text
         if menus_changed or note:
             self._refresh_menus()
-            if note and "num_gpus" in self.controls:
-                self._quiet = True
-                try:
-                    self.controls["num_gpus"].value = candidate.num_gpus
-                finally:
-                    self._quiet = False
+            self._quiet = True
+            try:  # controls the explorer moved itself (G raised, a precision the new GPU has)
+                for field in ("num_gpus", "weight_precision"):
+                    if note and field in self.controls:
+                        self.controls[field].value = getattr(candidate, field)
+            finally:
+                self._quiet = False
         self.last_update_s = time.perf_counter() - start
 
     def _error(self, err: Exception) -> None:
-        self.message.value = f'<p style="color:#b00020"><b>Not possible:</b> {html.escape(str(err))}</p>'
+        """Say why the choice is not possible; grey out the figure (it still shows the last possible
+        choice) and take the numbers away, so no stale number sits under the message."""
+        self.message.value = f'<p class="roofline-error"><b>Not possible:</b> {html.escape(str(err))}</p>'
+        self.image.add_class("roofline-stale")
+        self._stale = True
+        self.readout.value = (
+            '<div class="roofline-stale-note">No numbers for this choice (see the message above). The '
+            "greyed figure still shows the last possible one; change a control to go on.</div>"
+        )
 
 
 def _set_options(menu: W.Dropdown, labelled: list[tuple[str, object]]) -> None:
@@ -730,3 +742,86 @@ class _RevealWithSetup(Reveal):
 
         display(self.button())
         display(Reveal(self.summary, self.body_html))
+
+
+PREDICTION_HINT = "Run the notebook (Run ▸ Run All Cells), write your prediction, then open the answer."
+
+
+class Prediction(W.VBox):
+    """Predict, then check: a box for the learner's prediction and a button that opens the answer only
+    once the box holds one (the answer is not in the page before). With ``setup=(explorer, settings)`` or
+    ``(explorer, settings, label)`` a "set up this question" button comes first (``Explorer.setup_button``).
+    Unrun, a front end without widgets shows the folded answer (``Reveal``) instead.
+
+    >>> p = Prediction("Check your prediction", "<p>4.8 ms</p>")
+    >>> p.open_button.disabled, "4.8 ms" in p.answer.value
+    (True, False)
+    >>> p.box.value = "about 5 ms"; p.open_button.disabled
+    False
+    >>> p.open_button.click(); "4.8 ms" in p.answer.value and "about 5 ms" in p.answer.value
+    True
+    """
+
+    def __init__(
+        self, summary: str = "Check your prediction", body_html: str = "", setup: tuple | None = None
+    ):
+        self.summary, self.body_html = summary, body_html
+        self.box = W.Textarea(
+            placeholder="Your prediction first (a number, a direction, a sentence)",
+            rows=1,
+            layout=W.Layout(width="30em", max_width="100%"),
+        )
+        self.box.add_class("roofline-prediction")
+        self.open_button = W.Button(
+            description=summary, icon="eye", disabled=True, tooltip="Write your prediction first",
+            layout=W.Layout(width="auto"),
+        )  # fmt: skip
+        self.open_button.add_class("roofline-open-answer")
+        # A closed, empty fold until the answer opens (the presenter view finds a question's answer by it).
+        self.answer = W.HTML(
+            f'<details class="roofline-reveal"><summary><b>{html.escape(summary)}</b>: write your prediction '
+            "above first</summary></details>"
+        )
+        self.answer.add_class("roofline-answer")
+        self.box.observe(self._typed, names="value")
+        self.open_button.on_click(lambda _: self.open_answer())
+        items = []
+        if setup is not None:
+            explorer, settings, *label = setup
+            items.append(explorer.setup_button(*label, **settings))
+        items += [W.HBox([self.box, self.open_button], layout=W.Layout(flex_flow="row wrap", grid_gap="6px")),
+                  self.answer]  # fmt: skip
+        super().__init__(items)
+        self.add_class("roofline-predict")
+
+    def _typed(self, change) -> None:
+        ready = bool(str(change["new"]).strip())
+        self.open_button.disabled = not ready
+        self.open_button.tooltip = "" if ready else "Write your prediction first"
+
+    def open_answer(self) -> None:
+        """Show the answer under the learner's prediction (only once a prediction is written)."""
+        said = self.box.value.strip()
+        if not said:
+            return
+        self.answer.value = (
+            f'<details class="roofline-reveal" open><summary><b>{html.escape(self.summary)}</b></summary>'
+            f"<p><i>Your prediction: {html.escape(said)}</i></p>{self.body_html}</details>"
+        )
+
+    def _ipython_display_(self) -> None:
+        """The widget, then an empty folded-answer marker: the instructor app's presenter view pairs each
+        question with its answer by ``details.roofline-reveal`` before the widgets have drawn."""
+        from IPython.display import HTML, display
+
+        display(self._repr_mimebundle_(), raw=True)
+        display(HTML('<details class="roofline-reveal roofline-answer-marker" hidden></details>'))
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self.summary}: {PREDICTION_HINT}"
+        bundle["text/html"] = Reveal(self.summary, self.body_html)._repr_html_()
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<Prediction: {self.summary}>"

@@ -1,7 +1,7 @@
 """Figures of the achievable layer: the floor and what engines reach, side by side.
 
 Taught in notebooks/floor_to_real_server.ipynb; the residual figure is the centre of
-notebooks/calibration_validation.ipynb. The numbers all come from ``roofline.achievable``; this module
+notebooks/calibration_validation.ipynb. The numbers all come from ``roofline.engines``; this module
 only draws them.
 
 >>> fig = AchievableVsBatch(Scenario(batch=16), engine="vllm")
@@ -18,7 +18,7 @@ import html
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from roofline import achievable as ach
+from roofline import engines
 from roofline.lessons.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, Picture, describe, new_figure, nice_limits
@@ -71,17 +71,17 @@ class AchievableVsBatch(LiveFigure):
 
     def _draw(self, s: Scenario):
         ax = self.axes[0]
-        engine = self.options.get("engine", ach.DEFAULT_ENGINE)
-        t = ach.decode_step_times(
+        engine = self.options.get("engine", engines.DEFAULT_ENGINE)
+        t = engines.decode_step_times(
             s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
             weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
         )  # fmt: skip
         self.floor.set_data(BATCH_SWEEP, t["floor"] / MS)
         self.real.set_data(BATCH_SWEEP, t["total"] / MS)
-        self.real.set_label(f"achievable ({ach.engine_id(engine)})")
+        self.real.set_label(f"achievable ({engines.get_engine(engine).id})")
         ax.legend(loc="upper left")
         ax.set_ylim(nice_limits(np.concatenate([t["floor"], t["total"]]) / MS, log=True))
-        here = ach.decode_step_times(
+        here = engines.decode_step_times(
             s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
             weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
         )  # fmt: skip
@@ -107,8 +107,8 @@ class AchievableVsBatch(LiveFigure):
 
 def achievable_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table: one decode step at the scenario, ideal beside achievable, with the gap itemised."""
-    engine = (options or {}).get("engine", ach.DEFAULT_ENGINE)
-    t = ach.decode_step_times(
+    engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
+    t = engines.decode_step_times(
         s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
         weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
     )  # fmt: skip
@@ -116,12 +116,12 @@ def achievable_readout(s: Scenario, options: dict | None = None) -> str:
         return "<p>Does not fit in memory: no step runs.</p>"
     floor, total = float(t["floor"]), float(t["total"])
     rows = [
-        ("", "ideal", f"achievable ({html.escape(ach.engine_id(engine))})"),
+        ("", "ideal", f"achievable ({html.escape(engines.get_engine(engine).id)})"),
         ("step", f"{floor / MS:.2f} ms", f"{total / MS:.2f} ms"),
         ("tokens/s per user", f"{1 / floor:,.0f}", f"{1 / total:,.0f}"),
         ("tokens/s total", f"{s.batch / floor:,.0f}", f"{s.batch / total:,.0f}"),
     ]
-    rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in ach.BUDGET_PARTS]
+    rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
     cells = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
     return f"<table>{cells}</table>"
 
@@ -131,8 +131,8 @@ def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's tim
     ``achievable.gap_budget`` plus ``label``."""
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))
     labels, bottoms = [], np.zeros(len(cases))
-    budgets = [ach.gap_budget(**{k: v for k, v in c.items() if k != "label"}) for c in cases]
-    for part in ("floor", *ach.BUDGET_PARTS):
+    budgets = [engines.gap_budget(**{k: v for k, v in c.items() if k != "label"}) for c in cases]
+    for part in ("floor", *engines.BUDGET_PARTS):
         vals = np.array([b[part] for b in budgets]) / MS
         ax.bar(range(len(cases)), vals, bottom=bottoms, color=BUDGET_COLORS[part], label=part, width=0.6)
         bottoms += vals
@@ -146,7 +146,9 @@ def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's tim
     return Picture(fig, "gap budget")
 
 
-def residuals_figure(validation: ach.Validation, in_sample: np.ndarray | None = None) -> Picture:
+def residuals_figure(
+    validation: engines.validation.Validation, in_sample: np.ndarray | None = None
+) -> Picture:
     """Predicted against measured time, one panel per regime: held-out predictions filled (each from a
     fit that never saw its group), in-sample predictions as grey rings; the diagonal and ±20 % lines."""
     ms = validation.measurements
@@ -189,7 +191,7 @@ def residuals_figure(validation: ach.Validation, in_sample: np.ndarray | None = 
 def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100-sxm"), tp=(2, 8)) -> Picture:
     """Splitwise's measured decode steps (Llama 2 70B, tensor parallel) against batch, over the ideal floor
     and the achievable curve of its engine, one panel per GPU."""
-    ms = ach.load_measurements()
+    ms = engines.measurements.load_measurements()
     fig, axes = new_figure(len(gpus), figsize=(11, 4.2))
     batches = np.unique(np.round(np.geomspace(1, 64, 40)).astype(int))
     styles = {tp[0]: "-", tp[-1]: "-."}
@@ -197,7 +199,7 @@ def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100
         for n in tp:
             sel = (ms.source == "Splitwise") & (ms.kind == "tpot") & (ms.gpu == gpu) & (ms.num_gpus == n)
             sel &= ms.input_tokens == 512
-            t = ach.decode_step_times(
+            t = engines.decode_step_times(
                 model, gpu, batches, 512 + 64, num_gpus=n, weight_precision="fp16", kv_precision="fp16",
                 engine="splitwise-2023",
             )  # fmt: skip

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 
 from roofline._arrays import checked
 from roofline.lessons.benchmarking import latency_summary, plausibility
 from roofline.lessons.scenario import Scenario
-from roofline.ui.widgets import Explorer, decode_readout, table_html
 from roofline.units import MS
 from roofline.views.plots import (
     BATCH_SWEEP,
@@ -22,6 +20,7 @@ from roofline.views.plots import (
     nice_limits,
     show,
 )
+from roofline.views.readouts import decode_readout, table_html
 
 
 class CeilingVsBatch(LiveFigure):
@@ -105,34 +104,6 @@ def plausibility_readout(s: Scenario, options) -> str:
     rows.append(("verdict", p.verdict.split(":")[0]))
     # The same decode step as a server would run it: floor beside achievable, and the cost per 1M tokens.
     return table_html(rows) + decode_readout(s)
-
-
-def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None) -> Explorer:
-    """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, GPU count, weight precision,
-    batch and context.
-
-    >>> ex = plausibility_explorer()
-    >>> ex.set(claimed_tokens_per_s=150.0); ex.readout.value.count("plausible")
-    1
-    >>> ex.set(model="llama-3-70b", weight_precision="fp8", num_gpus=2); ex.scenario.num_gpus
-    2
-    """
-    knobs = {
-        "claimed_tokens_per_s": W.BoundedFloatText(
-            value=claimed_tokens_per_s, min=1, max=1e7, step=10, description="claimed tokens/s"
-        )
-    }
-    return Explorer(
-        CeilingVsBatch,
-        ["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
-        scenario or Scenario(context_tokens=0),
-        plausibility_readout,
-        knobs=knobs,
-        presets={
-            "the card: teammate's 2,000 tok/s, one user": {"claimed_tokens_per_s": 2000.0, "batch": 1},
-            "the card: the PM's 300 tok/s, one user": {"claimed_tokens_per_s": 300.0, "batch": 1},
-        },
-    )
 
 
 def latency_figure(latencies_s, warmup_calls: int = 1, title: str | None = None):

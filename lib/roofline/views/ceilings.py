@@ -12,9 +12,9 @@ from roofline.data import gpus as _gpu_table
 from roofline.lessons.ceilings import CEILING_COLOR_RANGE_TOKENS_PER_S, batch1_ceiling_table
 from roofline.lessons.scenario import Scenario
 from roofline.physics.precision import PRECISIONS, get_precision
-from roofline.ui.widgets import decode_readout, table_html
 from roofline.units import GB, MS, TB
 from roofline.views.plots import LiveFigure
+from roofline.views.readouts import decode_readout, table_html
 
 
 class CeilingHeatmap(LiveFigure):

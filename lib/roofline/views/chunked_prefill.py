@@ -11,9 +11,7 @@ from matplotlib.patches import Patch
 from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError
 from roofline.lessons.chunked_prefill import (
-    CHUNK_OPTIONS,
     SWEEP_CHUNKS,
-    ChunkScenario,
     _chunk_scenario,
     _memory_check,
     chunk_size_tradeoff,
@@ -21,8 +19,10 @@ from roofline.lessons.chunked_prefill import (
 )
 from roofline.lessons.scenario import Scenario
 from roofline.physics.memory import memory_available_bytes, memory_needed_bytes
+from roofline.physics.step import mixed_step
 from roofline.units import GB, MS
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
+from roofline.views.readouts import StepCase, table_html
 
 
 def _no_fit_message(live: LiveFigure, ax, s: Scenario) -> None:
@@ -222,8 +222,6 @@ class ChunkTradeoffChart(LiveFigure):
 
 def chunk_readout(s: Scenario) -> str:
     """HTML table of the numbers behind the chunked-prefill explorer (from the library)."""
-    from roofline.ui.widgets import table_html
-
     s = _chunk_scenario(s)
     kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
     try:
@@ -248,31 +246,26 @@ def chunk_readout(s: Scenario) -> str:
     )
 
 
-def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
-    """An ``Explorer`` with sliders for decoding users, prompt length and the chunk size C.
+def chunk_case(s: Scenario, options: dict | None = None) -> StepCase:
+    """The step lesson 44's explorer is about: the mixed step, B users decoding while a chunk of C prompt
+    tokens (or the whole prompt, if shorter) rides along; its output is the B users' tokens.
 
-    The chunk size is not a ``Scenario`` field, so this adds its own slider to the standard explorer.
-
-    >>> ex = chunk_explorer(ChunkScenario(batch=30, prompt_tokens=8000))
-    >>> ex.set(chunk_tokens=256); ex.scenario.chunk_tokens
-    256
-
-    Taught in lesson 44.
+    >>> from roofline.lessons.chunked_prefill import ChunkScenario
+    >>> c = chunk_case(ChunkScenario(batch=30, prompt_tokens=8000, chunk_tokens=512))
+    >>> c.title, round(float(c.step.step_time_s) * 1e3, 2)
+    ('the mixed step: 30 users decoding at 1,000 tokens each + a 512-token prompt chunk', 7.77)
     """
-    import ipywidgets as W
-
-    from roofline.ui.widgets import Explorer, combine_readouts, decode_readout
-
-    s = _chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
-    slider = W.SelectionSlider(
-        options=sorted(set(CHUNK_OPTIONS) | {s.chunk_tokens}),
-        value=s.chunk_tokens,
-        description="chunk size C (tokens)",
+    s = _chunk_scenario(s)
+    chunk = min(s.chunk_tokens, s.prompt_tokens) if s.chunk_tokens else s.prompt_tokens
+    step = mixed_step(
+        s.model, s.gpu, s.batch, s.context_tokens, chunk, num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+    )  # fmt: skip
+    title = (
+        f"the mixed step: {s.batch:,} users decoding at {s.context_tokens:,} tokens each + a "
+        f"{chunk:,}-token prompt chunk"
     )
-    readout = combine_readouts(chunk_readout, decode_readout)  # the decoders' step: floor and a good engine
-    ex = Explorer(figure, ["batch", "prompt_tokens", ("chunk_tokens", slider)], s, readout)
-    ex.controls["batch"].description = "decoding users B"
-    return ex
+    return StepCase(title, ((step, 1.0),), 1.0, float(s.batch))
 
 
 def arrivals_tradeoff_figure(r):

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.patches import Rectangle
 
-from roofline.errors import InvalidConfigurationError
 from roofline.lessons.dashboard import (
     _PANELS,
     _TITLES,
     DEFAULT_TPOT_TARGET_S,
     DEFAULT_TTFT_TARGET_S,
+    Dashboard,
     _panel_values,
     dashboard_for,
     diagnose,
@@ -22,14 +24,20 @@ from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import memory_available_bytes
 from roofline.units import GB
 from roofline.views.plots import COLORS, LiveFigure
+from roofline.views.readouts import StepCase, decode_case, fold, table_html
+
+# Latency gauges within / past their target: Okabe-Ito blue and vermillion (told apart with every kind of
+# colour blindness), the second also hatched.
+GAUGE_OK, GAUGE_OVER = "#0072B2", "#D55E00"
 
 
 class DashboardFigure(LiveFigure):
     """The serving dashboard as a grid of eight panels: a big number, a line of context and a gauge each.
 
-    Options: ``output_tokens`` (O), ``chunk_tokens``, ``kernel_efficiency``, ``seed``, ``steps`` pass to
-    ``dashboard``; ``ttft_target_s``, ``tpot_target_s`` set the latency gauges' full scale. Gauges past
-    their target turn red.
+    Options: ``output_tokens`` (O), ``chunk_tokens``, ``engine``, ``params``, ``seed``, ``steps`` pass to
+    ``dashboard``; ``ttft_target_s``, ``tpot_target_s`` set the latency gauges' full scale. A gauge past its
+    target turns from blue to vermillion and is hatched (colour-blind safe: the Okabe-Ito pair, and a
+    pattern that needs no colour at all).
     """
 
     def _build(self):
@@ -58,7 +66,7 @@ class DashboardFigure(LiveFigure):
 
     def _draw(self, s):
         o = self.options
-        keys = ("output_tokens", "chunk_tokens", "kernel_efficiency", "seed", "steps")
+        keys = ("output_tokens", "chunk_tokens", "engine", "params", "seed", "steps")
         d = dashboard_for(s, **{k: o[k] for k in keys if k in o})
         self.dashboard = d
         ttft_t = o.get("ttft_target_s", DEFAULT_TTFT_TARGET_S)
@@ -73,7 +81,10 @@ class DashboardFigure(LiveFigure):
                 bar.set_x(x)
                 bar.set_width(width)
                 if key in ("ttft", "tpot"):
-                    bar.set_color("#C0392B" if f > 1 else COLORS["compute"])
+                    over = f > 1
+                    bar.set_color(GAUGE_OVER if over else GAUGE_OK)
+                    bar.set_hatch("////" if over else "")
+                    bar.set_edgecolor("white" if over else GAUGE_OK)
                 x += width
         if not d.fits:
             need = weight_bytes(s.model, s.weight_precision)
@@ -105,33 +116,25 @@ class DashboardFigure(LiveFigure):
 
 def dashboard_readout(s: Scenario) -> str:
     """HTML readout for the dashboard explorer: the diagnosis line and how the numbers were made."""
-    from roofline.ui.widgets import table_html
-
-    d = dashboard_for(s)
-    return table_html([("diagnosis", diagnose(d)), ("source", d.source)])
+    return dashboard_table(dashboard_for(s))
 
 
-def dashboard_explorer(scenario: Scenario | None = None, **options):
-    """An ``Explorer`` over the dashboard: concurrent users, context, GPU and model.
+def dashboard_table(d: Dashboard) -> str:
+    """HTML table of one dashboard (``roofline.lessons.dashboard``): its diagnosis, and how its numbers were
+    made folded below (``fold``)."""
+    source = fold(table_html([("source", d.source)]), "how it was made")
+    return table_html([("diagnosis", diagnose(d))]) + source
 
-    >>> ex = dashboard_explorer(Scenario(batch=64, context_tokens=4096))
-    >>> ex.set(batch=300); round(ex.live.dashboard.waiting)
-    198
 
-    Taught in lesson 59.
+def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
+    """The step lesson 59's readout is about: one decode step of the batch the server runs (the users it
+    holds, not those waiting) at the scenario's context.
+
+    >>> from roofline.lessons.dashboard import dashboard_for
+    >>> s = Scenario(batch=300, context_tokens=4096)
+    >>> dashboard_case(s, dashboard_for(s)).title
+    'the running batch: one decode step of 102 users at 4,096 tokens each'
     """
-    from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
-
-    s = scenario or Scenario(batch=64, context_tokens=4096)
-    if s.batch < 1:
-        raise InvalidConfigurationError("the dashboard needs at least one user")
-    live = DashboardFigure(s, **options)
-
-    def readout(_scenario):  # the explorer updates the figure first, so its dashboard is current
-        d = live.dashboard
-        return table_html([("diagnosis", diagnose(d)), ("source", d.source)])
-
-    readout = combine_readouts(readout, decode_readout)  # one decode step of the running batch, both ways
-    ex = Explorer(live, controls=["batch", "context_tokens", "gpu", "model"], scenario=s, readout=readout)
-    ex.controls["batch"].description = "concurrent users"
-    return ex
+    running = max(1, round(d.running)) if d.fits else s.batch
+    case = decode_case(s, batch=running)
+    return replace(case, title=f"the running batch: {case.title}")

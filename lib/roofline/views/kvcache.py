@@ -17,9 +17,9 @@ from roofline.physics.memory import (
     memory_capacity_bytes,
     memory_needed_bytes,
 )
-from roofline.ui.widgets import decode_readout, table_html
 from roofline.units import GB, KiB
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
+from roofline.views.readouts import decode_readout, table_html
 
 
 def kv_table_html(kv_precision="bf16") -> str:

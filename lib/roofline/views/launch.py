@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Patch
@@ -18,10 +19,10 @@ from roofline.lessons.launch import (
 )
 from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import weight_bytes
-from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
+from roofline.physics.overheads import launch_overhead_s
 from roofline.units import MS, TB, US
-from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
+from roofline.views.readouts import StepCase, decode_case, table_html
 
 SHARE_GRID_GPUS = (
     "l4", "a10g", "rtx-4090", "l40s", "a100-40gb", "a100-80gb-sxm", "h100-pcie", "h100-sxm", "gh200", "h200",
@@ -165,7 +166,14 @@ class LaunchBars(LiveFigure):
 
 
 def launch_readout(s: Scenario, options) -> str:
-    """HTML table of the launch budget for the explorer's current settings."""
+    """HTML table of the launch budget for the explorer's current settings (the step it gives, priced, is
+    the engine readout of ``launch_case``).
+
+    >>> text = launch_readout(Scenario(context_tokens=0), dict(kernels_per_step=300, cpu_s_per_launch=4e-6,
+    ...                                                         cuda_graphs=False))
+    >>> "1.200 ms" in text and "21.1%" in text      # 300 × 4 µs beside the 4.48 ms floor
+    True
+    """
     b = launch_budget(
         s.model,
         s.gpu,
@@ -179,7 +187,7 @@ def launch_readout(s: Scenario, options) -> str:
         num_gpus=s.num_gpus,
     )
     if not b.fits:
-        return table_html([("step time", "does not fit in memory: no step time")])
+        return table_html([("GPU (roofline) time", "does not fit in memory: no step time")])
     queued = float(step_time_with_launches_s(b.roofline_time_s, b.overhead_s))  # max(GPU, CPU)
     cpu_bound = b.overhead_s > b.roofline_time_s
     return table_html(
@@ -187,44 +195,24 @@ def launch_readout(s: Scenario, options) -> str:
             ("kernel launches per step", f"{b.kernels_launched:,.0f}"),
             ("GPU (roofline) time", f"{b.roofline_time_s / MS:.2f} ms"),
             ("launch overhead", f"{b.overhead_s / MS:.3f} ms"),
-            ("step time", f"{b.step_time_s / MS:.2f} ms"),
             ("share spent launching", f"{b.share * 100:.1f}%"),
-            ("tokens/s per user", f"{b.tokens_per_s_per_user:,.0f}"),
             ("step if the CPU queues ahead", f"{queued / MS:.2f} ms" + (" (CPU-bound)" if cpu_bound else "")),
-            ("cost per 1M tokens", cost_text(s, s.batch * b.tokens_per_s_per_user)),
         ]
     )
 
 
-def launch_explorer(scenario: Scenario | None = None) -> Explorer:
-    """Lesson 03's explorer: kernels per step, CPU µs per launch, CUDA graphs on/off, model, GPU, precision.
+def launch_case(s: Scenario, options) -> StepCase:
+    """The step lesson 03's explorer is about: the decode step with its launches added (K × c CPU time, or
+    one replay with CUDA graphs), the same launches for the ideal and for a good engine.
 
-    >>> ex = launch_explorer()
-    >>> ex.set(kernels_per_step=100, cuda_graphs=True); ex.live.options["kernels_per_step"]
-    100
+    >>> c = launch_case(Scenario(context_tokens=0), dict(kernels_per_step=300, cpu_s_per_launch=4e-6,
+    ...                                                   cuda_graphs=False))
+    >>> round(float(c.step.step_time_s) * 1e3, 2), c.title      # 4.48 ms floor + 1.2 ms of launches
+    (5.68, 'one decode step of one user with no context yet, with 300 launches of 4 µs')
     """
-    knobs = {
-        "kernels_per_step": W.IntSlider(
-            value=CARD_KERNELS_PER_STEP, min=10, max=1000, step=10, description="kernels per step"
-        ),
-        "cpu_us_per_launch": W.FloatSlider(
-            value=CARD_CPU_S_PER_LAUNCH / US, min=1, max=20, step=0.5, description="CPU µs per launch"
-        ),
-        "cuda_graphs": W.Checkbox(value=False, description="CUDA graphs (one replay per step)"),
-    }
-
-    def to_options(v):
-        return {
-            "kernels_per_step": v["kernels_per_step"],
-            "cpu_s_per_launch": v["cpu_us_per_launch"] * US,
-            "cuda_graphs": v["cuda_graphs"],
-        }
-
-    return Explorer(
-        LaunchBars,
-        ["model", "gpu", "weight_precision"],
-        scenario or Scenario(context_tokens=0),
-        combine_readouts(launch_readout, decode_readout),  # then ideal beside achievable, with the cost
-        knobs=knobs,
-        to_options=to_options,
-    )
+    launches = 1 if options["cuda_graphs"] else options["kernels_per_step"]
+    cpu_s = options["cpu_s_per_launch"]
+    case = decode_case(s, launch_overhead_s=launch_overhead_s(launches, cpu_s))
+    how = " (a CUDA graph)" if options["cuda_graphs"] else ""
+    title = f"{case.title}, with {launches:,} launch{'es' if launches != 1 else ''} of {cpu_s / US:g} µs{how}"
+    return replace(case, title=title, ideal_label="floor + launches")

@@ -1,6 +1,6 @@
-"""Figures, readouts and explorers for the lever lessons: quantization, speculative decoding, mixture of
-experts and attention variants. Numbers come from the library (``roofline`` and
-``roofline.physics.speculative``); this module only draws and formats them.
+"""Figures and readouts for the lever lessons: quantization, speculative decoding, mixture of experts and
+attention variants (their explorers are in ``roofline.ui.explorers``). Numbers come from the library
+(``roofline.physics``); this module only draws and formats them.
 
 Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb,
 notebooks/mixture_of_experts.ipynb and notebooks/attention_variants.ipynb.
@@ -16,21 +16,30 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import ipywidgets as W
 import numpy as np
 
-import roofline as rl
+from roofline.data import get_gpu, get_model, models
 from roofline.errors import RooflineError
 from roofline.lessons.scenario import Scenario
-from roofline.physics.architecture import sequence_kv_bytes
+from roofline.physics.architecture import (
+    expected_experts_touched,
+    kv_bytes_per_token,
+    kv_bytes_per_token_mha,
+    sequence_kv_bytes,
+    weight_bytes,
+    weight_bytes_read,
+)
+from roofline.physics.memory import max_batch
+from roofline.physics.precision import get_precision
 from roofline.physics.speculative import (
     expected_tokens_per_step,
     speculative_collapse_batch,
     speculative_step,
 )
-from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
+from roofline.physics.step import decode_step, forward_step
 from roofline.units import GB, MS, KiB
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, new_figure, nice_limits
+from roofline.views.readouts import StepCase, table_html
 
 PALETTE = ["#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]
 
@@ -48,12 +57,12 @@ def supported_precisions(gpu, precisions=QUANT_PRECISIONS) -> list[str]:
     >>> supported_precisions("h100-sxm")
     ['bf16', 'fp8', 'int8', 'int4']
     """
-    g = rl.get_gpu(gpu)
-    return [p for p in precisions if rl.get_precision(p).compute in g.dense_flops_per_s]
+    g = get_gpu(gpu)
+    return [p for p in precisions if get_precision(p).compute in g.dense_flops_per_s]
 
 
 def _decode_sweep(s: Scenario, precision: str, batch=BATCH_SWEEP):
-    return rl.decode_step(
+    return decode_step(
         s.model, s.gpu, batch, s.context_tokens, num_gpus=s.num_gpus, weight_precision=precision,
         kv_precision=s.kv_precision, on_overflow="mask",
     )  # fmt: skip
@@ -123,8 +132,8 @@ def quantization_readout(s: Scenario) -> str:
     base = _decode_sweep(s, "bf16", s.batch)
     for p in supported_precisions(s.gpu):
         step = _decode_sweep(s, p, s.batch)
-        w = rl.weight_bytes(s.model, p)
-        most = rl.max_batch(s.model, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
+        w = weight_bytes(s.model, p)
+        most = max_batch(s.model, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
                             weight_precision=p, kv_precision=s.kv_precision)  # fmt: skip
         if not step.fits:
             rows.append((p, f"{w / GB:.1f} GB of weights; B={s.batch} does not fit (at most {most})"))
@@ -140,16 +149,6 @@ def quantization_readout(s: Scenario) -> str:
             )
         )
     return table_html(rows)
-
-
-def quantization_explorer(scenario: Scenario | None = None) -> Explorer:
-    """The quantization lesson's explorer: model, GPU, GPU count, KV precision, batch, context."""
-    return Explorer(
-        QuantizationVsBatch,
-        controls=["model", "gpu", "num_gpus", "weight_precision", "kv_precision", "batch", "context_tokens"],
-        scenario=scenario or Scenario(batch=64, context_tokens=128),
-        readout=combine_readouts(quantization_readout, decode_readout),
-    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -283,29 +282,25 @@ def speculative_readout(s: Scenario, options: dict | None = None) -> str:
     )  # fmt: skip
 
 
-def speculative_knobs(**values) -> dict:
-    """Sliders for the drafts k, the acceptance α and the draft-cost ratio r."""
-    v = {**SPECULATIVE_DEFAULTS, **values}
-    return {
-        "draft_tokens": W.IntSlider(value=v["draft_tokens"], min=0, max=12, description="drafts k"),
-        "acceptance": W.FloatSlider(
-            value=v["acceptance"], min=0.0, max=1.0, step=0.05, description="acceptance α"
-        ),  # fmt: skip
-        "draft_cost_ratio": W.FloatSlider(
-            value=v["draft_cost_ratio"], min=0.0, max=0.5, step=0.01, description="draft cost r"
-        ),  # fmt: skip
-    }
+def speculative_case(s: Scenario, options: dict | None = None) -> StepCase:
+    """The step the speculative lesson's explorer is about: one speculative cycle of B users, the verify
+    step (k + 1 new tokens each) plus k drafts at r plain decode steps each, giving each user E tokens.
 
-
-def speculative_explorer(scenario: Scenario | None = None, **knob_values) -> Explorer:
-    """The speculative-decoding lesson's explorer: model, GPU, GPUs, precision, batch, context, k, α, r."""
-    return Explorer(
-        SpeculativeSpeedupVsBatch,
-        controls=["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
-        scenario=scenario or Scenario(context_tokens=128),
-        readout=combine_readouts(speculative_readout, decode_readout),
-        knobs=speculative_knobs(**knob_values),
-    )
+    >>> c = speculative_case(Scenario(context_tokens=128), {"draft_tokens": 4, "acceptance": 0.7,
+    ...                                                     "draft_cost_ratio": 0.05})
+    >>> c.title, round(c.tokens_per_user, 2)        # E = (1 - 0.7^5) / (1 - 0.7)
+    ('one speculative cycle of one user at 128 tokens: 4 drafts, then the verify step', 2.77)
+    """
+    o = {**SPECULATIVE_DEFAULTS, **(options or {})}
+    k, a, r = int(o["draft_tokens"]), float(o["acceptance"]), float(o["draft_cost_ratio"])
+    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+              on_overflow="mask")  # fmt: skip
+    verify = forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=k + 1, **kw)
+    plain = forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=1, **kw)
+    who = "one user" if s.batch == 1 else f"{s.batch:,} users"
+    title = f"one speculative cycle of {who} at {s.context_tokens:,} tokens: {k} drafts, then the verify step"
+    parts = ((verify, 1.0), (plain, k * r))
+    return StepCase(title, parts, float(expected_tokens_per_step(a, k)), float(s.batch))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -316,7 +311,7 @@ MOE_MODELS = ("mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b", "deepseek-v3")
 
 
 def _known(ids):
-    table = rl.models()
+    table = models()
     return [m for m in ids if m in table]
 
 
@@ -355,17 +350,17 @@ class MoEReadVsBatch(LiveFigure):
     def _draw(self, s):
         left, right = self.axes
         for mid, line in self.touched.items():
-            m = rl.get_model(mid)
+            m = get_model(mid)
             shared = getattr(m, "shared_experts", 0)  # always read; the fraction is of the routed ones
-            routed = np.asarray(rl.expected_experts_touched(mid, BATCH_SWEEP)) - shared
+            routed = np.asarray(expected_experts_touched(mid, BATCH_SWEEP)) - shared
             line.set_data(BATCH_SWEEP, routed / m.experts)
-        read = np.asarray(rl.weight_bytes_read(s.model, s.weight_precision, BATCH_SWEEP)) / GB
-        resident = rl.weight_bytes(s.model, s.weight_precision) / GB
+        read = np.asarray(weight_bytes_read(s.model, s.weight_precision, BATCH_SWEEP)) / GB
+        resident = weight_bytes(s.model, s.weight_precision) / GB
         self.read.set_data(BATCH_SWEEP, read)
         self.per_token.set_data(BATCH_SWEEP, read / BATCH_SWEEP)
         self.resident.set_data([1, BATCH_SWEEP[-1] * 1.05], [resident, resident])
         right.set_ylim(nice_limits(np.concatenate([read / BATCH_SWEEP, [resident]]), log=True))
-        here = float(rl.weight_bytes_read(s.model, s.weight_precision, s.batch)) / GB
+        here = float(weight_bytes_read(s.model, s.weight_precision, s.batch)) / GB
         self.marker.set_data([s.batch], [here])
         self._transient_artist(
             right.annotate(
@@ -382,15 +377,15 @@ class MoEReadVsBatch(LiveFigure):
 
 def moe_readout(s: Scenario) -> str:
     """HTML table: resident vs read weights, experts touched, step and tokens/s at the scenario."""
-    m = rl.get_model(s.model)
+    m = get_model(s.model)
     step = s.decode()
-    touched = float(rl.expected_experts_touched(m, s.batch))
-    read = float(rl.weight_bytes_read(m, s.weight_precision, s.batch))
+    touched = float(expected_experts_touched(m, s.batch))
+    read = float(weight_bytes_read(m, s.weight_precision, s.batch))
     have = step.memory_capacity_bytes
     rows = [
         ("experts", f"{m.experts} routed, {m.experts_per_token} per token" if m.is_moe else "dense model"),
         ("experts touched per layer", f"{touched:.1f} of {m.experts}"),
-        ("weights resident", f"{rl.weight_bytes(m, s.weight_precision) / GB:,.1f} GB"),
+        ("weights resident", f"{weight_bytes(m, s.weight_precision) / GB:,.1f} GB"),
         ("weights read per step", f"{read / GB:,.1f} GB"),
         ("memory needed", f"{step.memory_needed_bytes / GB:,.0f} GB of {have / GB:,.0f} GB"),
     ]  # fmt: skip
@@ -405,16 +400,6 @@ def moe_readout(s: Scenario) -> str:
     return table_html(rows)
 
 
-def moe_explorer(scenario: Scenario | None = None) -> Explorer:
-    """The MoE lesson's explorer: model, GPU, GPU count, weight precision, batch, context."""
-    return Explorer(
-        MoEReadVsBatch,
-        controls=["model", "gpu", "num_gpus", "weight_precision", "batch", "context_tokens"],
-        scenario=scenario or Scenario(model="mixtral-8x7b", num_gpus=2, batch=8),
-        readout=combine_readouts(moe_readout, decode_readout),
-    )
-
-
 # --------------------------------------------------------------------------------------------------
 # Attention variants
 # --------------------------------------------------------------------------------------------------
@@ -426,16 +411,16 @@ CONTEXT_SWEEP = np.unique(np.round(np.geomspace(128, 131072, 120)).astype(int))
 def as_mqa(model):
     """The same model with one KV head (multi-query attention): a hypothetical row for comparison.
 
-    >>> rl.kv_bytes_per_token(as_mqa("llama-3-8b")) / KiB      # 2 x 32 x 1 x 128 x 2 bytes
+    >>> kv_bytes_per_token(as_mqa("llama-3-8b")) / KiB      # 2 x 32 x 1 x 128 x 2 bytes
     16.0
     """
-    m = rl.get_model(model)
+    m = get_model(model)
     return replace(m, id=f"{m.id} as MQA", kv_heads=1)
 
 
 def attention_kind(model) -> str:
     """A short label for a model's attention: MHA, GQA, MQA, MLA, plus any sliding window."""
-    m = rl.get_model(model)
+    m = get_model(model)
     if getattr(m, "is_mla", False):
         kind = "MLA"
     elif m.kv_heads == m.attention_heads:
@@ -495,14 +480,14 @@ def kv_per_token_figure(kv_precision: str = "bf16"):
     MHA equivalent of the GQA and MLA models as grey bars. Returns a matplotlib Figure."""
     rows = []
     for mid in _known(("llama-2-7b", "llama-3-8b")):
-        rows.append((f"{mid}\n{attention_kind(mid)}", rl.kv_bytes_per_token(mid, kv_precision),
-                     rl.kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
+        rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
+                     kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
     mqa = as_mqa("llama-3-8b")
-    rows.append(("llama-3-8b as MQA\n(hypothetical)", rl.kv_bytes_per_token(mqa, kv_precision),
-                 rl.kv_bytes_per_token_mha(mqa, kv_precision)))  # fmt: skip
+    rows.append(("llama-3-8b as MQA\n(hypothetical)", kv_bytes_per_token(mqa, kv_precision),
+                 kv_bytes_per_token_mha(mqa, kv_precision)))  # fmt: skip
     for mid in _known(("deepseek-v3",)):
-        rows.append((f"{mid}\n{attention_kind(mid)}", rl.kv_bytes_per_token(mid, kv_precision),
-                     rl.kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
+        rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
+                     kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))
     x = np.arange(len(rows))
     ax.bar(x - 0.2, [r[2] / KiB for r in rows], 0.4, color="#bbbbbb", label="if full multi-head")
@@ -518,28 +503,18 @@ def kv_per_token_figure(kv_precision: str = "bf16"):
 
 def attention_readout(s: Scenario) -> str:
     """HTML table: attention kind, KV per token, KV per user at T, the batch's KV and the largest batch."""
-    m = rl.get_model(s.model)
+    m = get_model(s.model)
     per_user = float(sequence_kv_bytes(m, s.context_tokens, s.kv_precision))
     rows = [
         ("attention", attention_kind(m)),
-        ("KV per token (full layers)", f"{rl.kv_bytes_per_token(m, s.kv_precision) / KiB:,.1f} KiB"),
+        ("KV per token (full layers)", f"{kv_bytes_per_token(m, s.kv_precision) / KiB:,.1f} KiB"),
         ("KV per user at T", f"{per_user / GB:.3f} GB"),
         ("KV of the batch", f"{s.batch * per_user / GB:,.1f} GB"),
     ]
     try:
-        most = rl.max_batch(m, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
+        most = max_batch(m, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
                             weight_precision=s.weight_precision, kv_precision=s.kv_precision)  # fmt: skip
         rows.append(("largest batch that fits", f"{most:,} users"))
     except RooflineError as err:
         rows.append(("largest batch that fits", str(err)))
     return table_html(rows)
-
-
-def attention_explorer(scenario: Scenario | None = None) -> Explorer:
-    """The attention-variants lesson's explorer: model, GPU, GPU count, precisions, batch, context."""
-    return Explorer(
-        KvPerUserVsContext,
-        controls=["model", "gpu", "num_gpus", "weight_precision", "kv_precision", "batch", "context_tokens"],
-        scenario=scenario or Scenario(context_tokens=32768, batch=16),
-        readout=combine_readouts(attention_readout, decode_readout),
-    )

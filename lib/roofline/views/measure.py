@@ -90,7 +90,7 @@ def decode_vs_roofline(cfg: TransformerConfig, machine: Measurement, by_batch: D
         ax1.annotate(f"compute-bound from B≈{b_star:.0f}", (b_star, ax1.get_ylim()[0]), xytext=(4, 8),
                      textcoords="offset points", color=COLORS["compute"])  # fmt: skip
     mbu1 = achieved_mbu(cfg, machine, by_batch.min_s[0, 0], int(by_batch.batch[0]), t0)
-    ax1.set_title(f"vs batch (context {t0}); MBU at B={by_batch.batch[0]}: {mbu1:.0%}")
+    ax1.set_title(f"vs batch (context {t0}); at B={by_batch.batch[0]}, MBU measured: {mbu1:.0%}")
     ax1.set_xlabel("batch (users)")
     ax1.set_ylabel("decode step time (ms)")
     ax1.legend(loc="upper left", fontsize=9)

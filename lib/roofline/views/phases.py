@@ -8,7 +8,7 @@ import html
 import numpy as np
 
 from roofline.data import get_gpu, gpus
-from roofline.lessons.phases import PROMPT_SWEEP, paste_fits, prefill_stall, ridge_points
+from roofline.lessons.phases import PROMPT_SWEEP, card_prefill_s, paste_fits, prefill_stall, ridge_points
 from roofline.lessons.scenario import Scenario
 from roofline.physics.balance import compute_bound_prompt_tokens, prefill_crossover_prompt_tokens
 from roofline.physics.core import ridge_point_flop_per_byte
@@ -17,6 +17,7 @@ from roofline.physics.precision import get_precision, peak_flops_per_s
 from roofline.physics.step import stalled_decode_steps
 from roofline.units import MS, TFLOPS
 from roofline.views.plots import COLORS, LiveFigure, RooflineChart, describe, nice_limits
+from roofline.views.readouts import StepCase, table_html
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -46,12 +47,6 @@ class HtmlTable:
 
     def __repr__(self) -> str:
         return f"<HtmlTable: {len(self.rows)} rows>"
-
-
-def _table(rows) -> str:
-    from roofline.ui.widgets import table_html  # imported here: widgets pulls in ipywidgets
-
-    return table_html(rows)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -338,71 +333,71 @@ def roofline_readout(s: Scenario) -> str:
         )
     else:
         rows.append((f"prefill P={s.prompt_tokens:,}", "does not fit in memory: no time"))
-    return _table(rows)
+    return table_html(rows)
 
 
 def prefill_readout(s: Scenario) -> str:
-    """HTML readout for the prefill explorer (lesson 15): prefill vs one decode step, and the crossover."""
-    ok = fits(
-        s.model,
-        s.gpu,
-        1,
-        max(s.prompt_tokens, s.context_tokens),
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )
+    """HTML readout for the prefill explorer (lesson 15): what each prefill estimate counts, one decode
+    step, and where prefill turns compute-bound. The prefill priced, floor beside a good engine, is the
+    engine readout of ``prefill_case``.
+
+    >>> text = prefill_readout(Scenario(prompt_tokens=500))
+    >>> "8.12 ms" in text and "7.06 ms" in text and "7.12 ms" in text   # 2·N·P, 2·N′·P, the full prefill
+    True
+    """
     kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    rows = [
-        (
-            "compute-bound from",
-            f"P ≈ {compute_bound_prompt_tokens(s.model, s.gpu, s.weight_precision):,.0f}"
-            f" (rule); P = {prefill_crossover_prompt_tokens(s.model, s.gpu, **kw):,} (full)",
-        )
-    ]
+    ok = fits(s.model, s.gpu, 1, max(s.prompt_tokens, s.context_tokens), **kw)
+    crossover = (
+        f"P ≈ {compute_bound_prompt_tokens(s.model, s.gpu, s.weight_precision):,.0f} (rule); "
+        f"P = {prefill_crossover_prompt_tokens(s.model, s.gpu, **kw):,} (full)"
+    )
     if not ok:
-        return _table(rows + [("prefill", "does not fit in memory: no time")])
+        return table_html([("prefill", "does not fit in memory: no time"), ("compute-bound from", crossover)])
+    card = float(card_prefill_s(s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus,
+                                weight_precision=s.weight_precision))  # fmt: skip
     rough, exact = s.prefill(include_attention=False), s.prefill()
     d = s.decode(batch=1)
-    rows += [
-        (f"prefill P={s.prompt_tokens:,} (2NP)", f"{rough.time_s / MS:.2f} ms ({rough.binding}-bound)"),
-        ("with attention's P² term", f"{exact.time_s / MS:.2f} ms ({exact.binding}-bound)"),
+    p = f"{s.prompt_tokens:,}"
+    rows = [
+        (f"the card's 2·N·P (all N × {p} tokens)", f"{card / MS:.2f} ms"),
+        (f"the layers' matmuls (2·N′·P, P = {p})", f"{rough.time_s / MS:.2f} ms ({rough.binding}-bound)"),
+        ("+ attention's P² term: the prefill", f"{exact.time_s / MS:.2f} ms ({exact.binding}-bound)"),
         (f"one decode step, B=1, T={s.context_tokens:,}", f"{d.step_time_s / MS:.2f} ms ({d.binding}-bound)"),
-        ("prefill in decode steps", f"{stalled_decode_steps(exact.time_s, d.step_time_s):,.1f}"),
+        ("the prefill in decode steps", f"{stalled_decode_steps(exact.time_s, d.step_time_s):,.1f}"),
+        ("compute-bound from", crossover),
     ]
-    # what a good engine reaches (the calibrated layer), beside the floors above
-    from roofline import achievable
+    return table_html(rows)
 
-    engine = achievable.DEFAULT_ENGINE
-    real_prefill = achievable.prefill_times(
-        s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision, engine=engine,
-    )["total"]  # fmt: skip
-    real_step = achievable.decode_step_times(
-        s.model, s.gpu, 1, s.context_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision, engine=engine,
-    )["total"]  # fmt: skip
-    rows += [
-        (f"a good engine ({engine}): prefill", f"{float(real_prefill) / MS:.2f} ms"),
-        (f"a good engine ({engine}): decode step", f"{float(real_step) / MS:.2f} ms"),
-    ]
-    return _table(rows)
+
+def prefill_case(s: Scenario, options: dict | None = None) -> StepCase:
+    """The step lesson 15's prefill explorer is about: one prefill of a P-token prompt; it computes P
+    prompt tokens (priced per 1M prompt tokens).
+
+    >>> prefill_case(Scenario(prompt_tokens=500)).title
+    'one prefill of a 500-token prompt'
+    """
+    step = s.prefill()
+    title = f"one prefill of a {s.prompt_tokens:,}-token prompt"
+    return StepCase(title, ((step, 1.0),), float(s.prompt_tokens), 1.0, unit="prompt tokens")
 
 
 def stall_readout(s: Scenario) -> str:
-    """HTML readout for the stall explorer (lesson 15): the freeze and the steps B users miss."""
+    """HTML readout for the stall explorer (lesson 15): the freeze (the card's 2·N·P and the full prefill)
+    and the steps the B streaming users miss; their step, priced, is the engine readout below it.
+
+    >>> "129.9 ms" in stall_readout(Scenario(batch=30, prompt_tokens=8000))   # 2 × 8.03e9 × 8,000 ÷ 989e12
+    True
+    """
     kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    rough = prefill_stall(s.model, s.gpu, s.prompt_tokens, 1, 0, include_attention=False, **kw)
     exact = prefill_stall(s.model, s.gpu, s.prompt_tokens, s.batch, s.context_tokens, **kw)
     if not np.isfinite(exact.decode_step_time_s):
-        return _table([("streaming users", "do not fit in memory: no step time")])
-    return _table(
+        return table_html([("streaming users", "do not fit in memory: no step time")])
+    card = float(card_prefill_s(s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus,
+                                weight_precision=s.weight_precision))  # fmt: skip
+    return table_html(
         [
-            (
-                "freeze, 2NP rule",
-                f"{rough.prefill_time_s / MS:.1f} ms = {rough.stalled_steps:.1f} batch-1 steps",
-            ),
-            ("freeze, with attention", f"{exact.prefill_time_s / MS:.1f} ms"),
+            (f"freeze: the card's 2·N·P (P = {s.prompt_tokens:,})", f"{card / MS:.1f} ms"),
+            ("freeze: the prefill (with attention)", f"{exact.prefill_time_s / MS:.1f} ms"),
             (f"decode step, B={s.batch}, T={s.context_tokens:,}", f"{exact.decode_step_time_s / MS:.2f} ms"),
             ("steps each user misses", f"{exact.stalled_steps:.1f}"),
         ]

@@ -3,7 +3,8 @@
 Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
 physics (one vectorized library call per curve) and moves the existing artists instead of building a new
 figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
-itself as a PNG in a notebook; ``roofline.ui.widgets.Explorer`` puts it behind sliders.
+itself as a PNG image with its alt text (``alt_text``) in a notebook; ``roofline.ui.widgets.Explorer`` puts it
+behind sliders.
 
 Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
 step time for a server that cannot start.
@@ -17,6 +18,8 @@ True
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from roofline import achievable
+from roofline import engines
 from roofline.data import get_gpu
 from roofline.errors import RooflineError
 from roofline.lessons.scenario import Scenario
@@ -120,6 +123,47 @@ def describe(s: Scenario) -> str:
     return f"{s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, {s.kv_precision} KV"
 
 
+def alt_text(figure) -> str:
+    """A figure described in words for a screen reader (its alt text): the kind of figure, its title(s),
+    each panel's title and axes, and the scenario it shows. Built from the figure itself, so it says what
+    the picture says after every redraw. ``figure`` is a ``LiveFigure`` or a matplotlib ``Figure``.
+
+    >>> alt_text(StepTimeVsBatch(Scenario(batch=32))).startswith("Figure (StepTimeVsBatch):")
+    True
+    """
+    fig = figure.fig if isinstance(figure, LiveFigure) else figure
+    parts = []
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    if title:
+        parts.append(title)
+    for ax in fig.axes:
+        bits = [ax.get_title()]
+        x, y = ax.get_xlabel(), ax.get_ylabel()
+        if x or y:
+            bits.append(f"{y or 'value'} against {x or 'position'}")
+        legend = ax.get_legend()
+        if legend is not None:
+            bits.append("lines: " + "; ".join(t.get_text() for t in legend.get_texts()))
+        parts.append(", ".join(b for b in bits if b))
+    kind = type(figure).__name__ if isinstance(figure, LiveFigure) else "figure"
+    text = ". ".join(p for p in parts if p)
+    if isinstance(figure, LiveFigure):
+        s = figure.scenario
+        text += f". Shows {describe(s)}, B={s.batch}, T={s.context_tokens:,}"
+    return f"Figure ({kind}): {text}."
+
+
+def png_html(png_bytes: bytes, alt: str) -> str:
+    """An ``<img>`` of PNG bytes with its alt text: how a figure shows itself in a notebook, so the saved
+    notebook carries the description too.
+
+    >>> png_html(b"png", "a figure")
+    '<img alt="a figure" src="data:image/png;base64,cG5n"/>'
+    """
+    data = base64.b64encode(png_bytes).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"/>'
+
+
 class LiveFigure:
     """Base class for the course's figures, drawn in place.
 
@@ -181,8 +225,10 @@ class LiveFigure:
         self.render()
         return canvas_png(self.fig)
 
-    def _repr_png_(self) -> bytes:
-        return self.png()
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the picture with its alt text (``alt_text``), and the short text form. (No
+        ``_repr_png_``: IPython would store the picture a second time beside the HTML.)"""
+        return {"text/html": png_html(self.png(), alt_text(self)), "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         s = self.scenario
@@ -288,7 +334,7 @@ class LiveFigure:
 
 class StepTimeVsBatch(LiveFigure):
     """Decode step time against batch, split into weight read, KV read and compute (ms, log-log), with
-    what a good engine reaches beside the ideal step (``roofline.achievable``; ``options["engine"]``,
+    what a good engine reaches beside the ideal step (``roofline.engines``; ``options["engine"]``,
     default vLLM; ``achievable=False`` leaves it out)."""
 
     def _build(self):
@@ -301,7 +347,7 @@ class StepTimeVsBatch(LiveFigure):
             "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
         }
         if self.options.get("achievable", True):
-            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
+            engine = engines.get_engine(self.options.get("engine", engines.DEFAULT_ENGINE)).id
             self.lines["achievable"] = m(
                 ax.plot([], [], color=COLORS["prefill"], ls="-.", lw=2, label=f"a good engine ({engine})")[0]
             )
@@ -331,10 +377,10 @@ class StepTimeVsBatch(LiveFigure):
         real_ms = np.full(BATCH_SWEEP.shape, np.nan)
         if "achievable" in self.lines:
             try:
-                real_ms = achievable.decode_step_times(
+                real_ms = engines.decode_step_times(
                     s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
                     weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-                    engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
+                    engine=self.options.get("engine", engines.DEFAULT_ENGINE),
                 )["total"] / MS  # fmt: skip
             except RooflineError:
                 pass  # no calibration for this case: the ideal alone
@@ -392,7 +438,7 @@ class _TwoPanelsVsBatch(LiveFigure):
     def _build_achievable(self):
         self.real = []
         if self.options.get("achievable", True):
-            engine = achievable.engine_id(self.options.get("engine", achievable.DEFAULT_ENGINE))
+            engine = engines.get_engine(self.options.get("engine", engines.DEFAULT_ENGINE)).id
             for ax, curve in zip(self.axes, self.curves, strict=True):
                 curve.set_label("ideal (floor)")
                 (line,) = ax.plot(
@@ -405,10 +451,10 @@ class _TwoPanelsVsBatch(LiveFigure):
         if not self.real:
             return
         try:
-            step_s = achievable.decode_step_times(
+            step_s = engines.decode_step_times(
                 s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
                 weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-                engine=self.options.get("engine", achievable.DEFAULT_ENGINE),
+                engine=self.options.get("engine", engines.DEFAULT_ENGINE),
             )["total"]  # fmt: skip
         except RooflineError:
             step_s = np.full(BATCH_SWEEP.shape, np.nan)
@@ -640,14 +686,17 @@ matplotlib.rcParams["svg.hashsalt"] = "speed-physics"  # deterministic output if
 
 
 class Picture:
-    """A rendered figure that shows as PNG in a notebook, with a short, stable text form (for nbval)."""
+    """A rendered figure that shows as a PNG image with alt text in a notebook, with a short, stable text
+    form (for nbval)."""
 
     def __init__(self, fig: Figure, name: str = "figure"):
         self.png_bytes = figure_png(fig)
         self.name = name
+        self.alt = alt_text(fig).replace("Figure (figure):", f"Figure ({name}):", 1)
 
-    def _repr_png_(self) -> bytes:
-        return self.png_bytes
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the picture with its alt text, and the short text form."""
+        return {"text/html": png_html(self.png_bytes, self.alt), "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         return f"<{self.name}>"

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
+import html
+
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
@@ -15,8 +16,10 @@ from roofline.lessons.profiling import (
     naive_combined_speedups,
 )
 from roofline.lessons.scenario import Scenario
-from roofline.ui.widgets import Explorer, table_html
+from roofline.units import MS
+from roofline.views.cost_text import cost_text
 from roofline.views.plots import STYLE_PATH, LiveFigure, new_figure, show
+from roofline.views.readouts import decode_case, engine_step_s, table_html
 
 
 def _draw_bars(ax, b: AmdahlBreakdown, artist=lambda a: a):
@@ -100,63 +103,31 @@ class AmdahlBars(LiveFigure):
 
 
 def amdahl_readout(s: Scenario, options) -> str:
-    """HTML table: untouched share, new time, speedup and ceiling."""
+    """HTML table: untouched share, new time, speedup and ceiling; then the step the four controls set
+    (one decode step on a good engine) before and after, and its cost per 1M tokens before and after.
+
+    >>> text = amdahl_readout(Scenario(), dict(p1=0.3, s1=3.0, p2=0.0, s2=1.0))
+    >>> "1.25x" in text and "cost per 1M tokens" in text
+    True
+    """
     p, sp = [options["p1"], options["p2"]], [options["s1"], options["s2"]]
     b = amdahl_breakdown(p, sp)
     wrong_sum, wrong_product = naive_combined_speedups(sp)
-    return table_html(
-        [
-            ("untouched share", f"{b.old_parts[0]:.2f}"),
-            ("new time (fraction of old)", f"{b.new_time_fraction:.3f}"),
-            ("speedup", f"{b.speedup:.2f}x"),
-            ("ceiling (both parts free)", fmt_ceiling(b.ceiling)),
-            ("wrong: speedups added / multiplied", f"{wrong_sum:g}x / {wrong_product:g}x"),
+    rows = [
+        ("untouched share", f"{b.old_parts[0]:.2f}"),
+        ("new time (fraction of old)", f"{b.new_time_fraction:.3f}"),
+        ("speedup", f"{b.speedup:.2f}x"),
+        ("ceiling (both parts free)", fmt_ceiling(b.ceiling)),
+        ("wrong: speedups added / multiplied", f"{wrong_sum:g}x / {wrong_product:g}x"),
+    ]
+    case = decode_case(s)
+    step_s = engine_step_s(s, case) if s.decode().fits else float("nan")
+    if step_s == step_s:  # not NaN: the step these fractions act on, before and after
+        after_s = step_s * b.new_time_fraction
+        rows += [
+            ("the step, a good engine", f"{step_s / MS:.2f} ms → {after_s / MS:.2f} ms"),
+            ("cost per 1M tokens", f"{cost_text(s, s.batch / step_s)} → {cost_text(s, s.batch / after_s)}"),
         ]
-    )
-
-
-def amdahl_explorer(p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP")) -> Explorer:
-    """Lesson 60's explorer: share and speedup of two non-overlapping optimizations.
-
-    >>> ex = amdahl_explorer()
-    >>> ex.set(s2=1.0); "1.25x" in ex.readout.value
-    True
-    >>> ex.set(p2=0.9); "Not possible" in ex.message.value     # 0.3 + 0.9 > 1: parts would overlap
-    True
-    >>> ex.set(p1=0.3, s1=7.0, p2=0.0); "1.35x" in ex.readout.value   # 1 / (0.7 + 0.3 / 7) = 1.346
-    True
-    """
-
-    # Sliders that move on release; their readouts take typed values (e.g. a share of 0.37, a 7x speedup).
-    def frac(v, d):
-        return W.FloatSlider(value=v, min=0.0, max=1.0, step=0.01, description=d, continuous_update=False)
-
-    def speed(v, d):  # 1x to 1,000x on a log scale
-        return W.FloatLogSlider(
-            value=v,
-            base=10,
-            min=0,
-            max=3,
-            step=0.01,
-            description=d,
-            continuous_update=False,
-            readout_format=".3g",
-        )
-
-    knobs = {
-        "p1": frac(p1, f"{names[0]}: share p₁"),
-        "s1": speed(s1, f"{names[0]}: speedup s₁"),
-        "p2": frac(p2, f"{names[1]}: share p₂"),
-        "s2": speed(s2, f"{names[1]}: speedup s₂"),
-    }
-
-    def to_options(v):
-        return {**v, "names": names}
-
-    presets = {
-        "the card: attention 30% made 3x": {"p1": 0.3, "s1": 3.0, "p2": 0.0, "s2": 1.0},
-        "the card: attention 3x and MLP (50%) 2x": {"p1": 0.3, "s1": 3.0, "p2": 0.5, "s2": 2.0},
-    }
-    return Explorer(
-        AmdahlBars, [], Scenario(), amdahl_readout, knobs=knobs, to_options=to_options, presets=presets
-    )
+    else:
+        rows.append(("the step, a good engine", "does not fit in memory: no step time"))
+    return table_html(rows) + f'<div class="roofline-note">the step: {html.escape(case.title)}</div>'

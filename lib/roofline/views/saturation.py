@@ -20,6 +20,7 @@ from roofline.physics.memory import max_batch
 from roofline.physics.precision import peak_flops_per_s
 from roofline.units import MS
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
+from roofline.views.readouts import table_html
 
 
 class ThroughputVsLatency(LiveFigure):
@@ -223,8 +224,6 @@ def saturation_readout(s) -> str:
     >>> "B = 438" in saturation_readout(Scenario(context_tokens=128))
     True
     """
-    from roofline.ui.widgets import table_html
-
     g = get_gpu(s.gpu)
     ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, s.weight_precision), g.memory_bandwidth_bytes_per_s)
     flip = compute_bound_batch(

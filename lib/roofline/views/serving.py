@@ -3,21 +3,20 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
+from dataclasses import replace
+
 import numpy as np
 
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.serving import (
-    OUTPUT_TOKEN_OPTIONS,
-    USER_OPTIONS,
     USERS_SWEEP,
     serve_continuous_batching,
     serve_one_at_a_time,
 )
-from roofline.ui.widgets import Explorer, table_html
 from roofline.units import MS
 from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
+from roofline.views.readouts import StepCase, decode_case, table_html
 
 
 class QueueVsBatching(LiveFigure):
@@ -138,35 +137,12 @@ def serving_readout(s: Scenario, options: dict) -> str:
     return table_html(rows)
 
 
-def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_tokens: int = 400):
-    """The lesson-25 explorer: users queued, output tokens per request, context per user, GPU.
-    Taught in lesson 25.
+def serving_case(s: Scenario, options: dict) -> StepCase:
+    """The step lesson 25's explorer is about: one decode step of the batched server, all
+    ``options["users"]`` users (U = B) at the scenario's context. Taught in lesson 25.
 
-    >>> serving_explorer().live.options
-    {'users': 20, 'output_tokens': 400}
+    >>> serving_case(Scenario(), {"users": 20}).title
+    'the batched server: one decode step of 20 users at 1,000 tokens each'
     """
-
-    scenario = scenario or Scenario()
-    style = {"description_width": "11em"}
-    layout = W.Layout(width="26em")
-    knobs = {
-        "users": W.SelectionSlider(
-            options=sorted(set(USER_OPTIONS) | {users}),
-            value=users,
-            description="users U",
-            style=style,
-            layout=layout,
-        ),
-        "output_tokens": W.SelectionSlider(
-            options=sorted(set(OUTPUT_TOKEN_OPTIONS) | {output_tokens}),
-            value=output_tokens,
-            description="output tokens n",
-            style=style,
-            layout=layout,
-        ),
-    }
-    from roofline.ui.widgets import combine_readouts, decode_readout
-
-    # the lesson's table, then one decode step of the batched server: the floor beside a good engine
-    readout = combine_readouts(serving_readout, decode_readout)
-    return Explorer(QueueVsBatching, ["context_tokens", "gpu"], scenario, readout, knobs=knobs)
+    case = decode_case(s, batch=int(options.get("users", 20)))
+    return replace(case, title=f"the batched server: {case.title}")

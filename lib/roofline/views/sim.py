@@ -1,4 +1,4 @@
-"""Figures of the serving simulator: the batch timeline, latency against load, the validation scatter.
+"""Figures of the serving simulator: the batch timeline, latency against load, the validation figures.
 
 Taught in notebooks/slos_and_capacity.ipynb and notebooks/serving_validation.ipynb. Numbers come from
 ``roofline.sim``; this module only draws them.
@@ -18,7 +18,9 @@ from matplotlib.lines import Line2D
 
 from roofline import sim
 from roofline.units import MS
+from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, LiveFigure, describe, new_figure, nice_limits, show
+from roofline.views.readouts import table_html
 
 WAIT_COLOR = "#999999"
 
@@ -148,11 +150,10 @@ def timeline_readout(s, options: dict) -> str:
     """HTML table beside the timeline explorer: percentiles, throughput, preemptions, stability.
 
     >>> from roofline.lessons.scenario import Scenario
-    >>> "TTFT p50 / p99" in timeline_readout(Scenario(), {"load": 0.5, "requests": 40})
+    >>> text = timeline_readout(Scenario(), {"load": 0.5, "requests": 40})
+    >>> "TTFT p50 / p99" in text and "cost per 1M tokens" in text
     True
     """
-    from roofline.ui.widgets import table_html
-
     r = _run(s, options)
     rows = [
         ("arrival rate", f"{r.rate_per_s:.3g} req/s (sustainable: about {r.sustainable_rate_per_s:.3g})"),
@@ -166,47 +167,14 @@ def timeline_readout(s, options: dict) -> str:
             f"{r.tpot_s_percentiles['p50'] / MS:.1f} / {r.tpot_s_percentiles['p99'] / MS:.1f} ms",
         ),
         ("output tokens/s", f"{r.throughput_output_tokens_per_s:,.0f}"),
+        # what the GPUs cost per output token at this load (idle time is paid for too)
+        ("cost per 1M tokens", cost_text(s, float(r.throughput_output_tokens_per_s))),
         ("GPU busy", f"{100 * r.busy_fraction:.0f}%"),
         ("preemptions", f"{r.preemptions}"),
     ]
     if r.unstable:
         rows.append(("warning", "the queue grows without bound"))
     return table_html(rows)
-
-
-def timeline_explorer(scenario=None, load: float = 0.9, chunk_tokens: int = 512, requests: int = 150):
-    """The batch-timeline explorer: load (a fraction of the sustainable rate), chunk size, prompt and answer
-    lengths, model and GPU. ``requests`` stays at a few hundred at most, so a slider move redraws fast.
-
-    >>> ex = timeline_explorer()
-    >>> ex.set(load=0.5); ex.live.options["load"]
-    0.5
-    """
-    import ipywidgets as W
-
-    from roofline.ui.widgets import Explorer
-
-    def slider(options, value, description):
-        return W.SelectionSlider(options=sorted(set(options) | {value}), value=value, description=description)
-
-    knobs = {
-        "load": slider([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], load, "load (× sustainable)"),
-        "chunk_tokens": slider([0, 256, 512, 1024, 2048, 4096], chunk_tokens, "chunk (0 = off)"),
-        "input_tokens": slider([256, 512, 1000, 2000, 4000, 8000], 2000, "prompt (tokens)"),
-        "output_tokens": slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
-    }
-
-    def to_options(values):
-        return {**values, "requests": requests}
-
-    return Explorer(
-        BatchTimeline,
-        controls=["model", "gpu", "num_gpus"],
-        scenario=scenario,
-        readout=timeline_readout,
-        knobs=knobs,
-        to_options=to_options,
-    )
 
 
 def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
@@ -239,32 +207,67 @@ def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
     return show(fig, "latency against load")
 
 
-def validation_figure(results: list[dict]):
-    """Simulated (ideal) against measured TTFT and TPOT, log-log, one colour per engine, with the y = x
-    line: points below it are faster in simulation than on the real server. Returns a picture.
+ENGINE_COLORS = {"vllm": COLORS["decode"], "tensorrt-llm": COLORS["prefill"], "sglang": COLORS["compute"]}
+
+
+def _engine_color(engine: str) -> str:
+    return ENGINE_COLORS.get(engine, COLORS["capacity"])
+
+
+def validation_figure(results: list[dict], ideal: bool = False):
+    """Simulated against measured TTFT (left) and TPOT (right), log-log, one colour per engine, with the
+    y = x line: points below it are faster in simulation than on the real server. ``results`` are rows of
+    ``roofline.sim.validation`` (``sim_*``; with ``ideal=True`` the ``ideal_*`` figures are drawn instead).
+    Returns a picture.
 
     >>> from roofline.sim import validation
-    >>> validation_figure([validation.simulate_row(validation.load_measured_rows()[0])])
+    >>> validation_figure(validation.stored_results()[:20])
     <simulated against measured>
     """
-    fig, axes = new_figure(2)
+    fig, axes = new_figure(2, figsize=(8, 3.5))  # ~900 points: a compact PNG
+    prefix = "ideal_" if ideal else "sim_"
     engines = sorted({r["engine"] for r in results})
-    colors = dict(
-        zip(
-            engines,
-            [COLORS["decode"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]],
-            strict=False,
-        )
-    )
     for ax, key, name in ((axes[0], "ttft_s", "TTFT"), (axes[1], "tpot_s", "TPOT")):
         for e in engines:
             rs = [r for r in results if r["engine"] == e]
-            ax.plot([r[key] / MS for r in rs], [r["sim_" + key] / MS for r in rs], "o", ms=4, alpha=0.7,
-                    color=colors[e], label=e)  # fmt: skip
-        vals = np.array([r[k] / MS for r in results for k in (key, "sim_" + key)])
+            ax.plot([r[key] / MS for r in rs], [r[prefix + key] / MS for r in rs], "o", ms=2.5,
+                    color=_engine_color(e), label=e)  # fmt: skip
+        vals = np.array([r[k] / MS for r in results for k in (key, prefix + key)])
         lo, hi = nice_limits(vals, log=True)
         ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="simulated = measured")
-        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"measured {name} (ms)",
-               ylabel=f"simulated {name}, ideal (ms)", title=name)  # fmt: skip
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"measured mean {name} (ms)",
+               ylabel=f"simulated {name}, {'ideal' if ideal else 'engine'} (ms)", title=name)  # fmt: skip
         ax.legend(loc="upper left", fontsize=9)
     return show(fig, "simulated against measured")
+
+
+def residual_figure(results: list[dict], goals=(0.30, 0.15)):
+    """The relative error of each row, (simulated − measured) ÷ measured, against its concurrency: TTFT
+    (left) and TPOT (right), one colour per engine, the goals (± ``goals`` for TTFT and TPOT) shaded. A
+    residual plot: a trend with concurrency says which regime the model gets wrong. Returns a picture.
+
+    >>> from roofline.sim import validation
+    >>> residual_figure(validation.stored_results()[:20])
+    <errors against concurrency>
+    """
+    fig, axes = new_figure(2, figsize=(8, 3.5))
+    engines = sorted({r["engine"] for r in results})
+    for ax, key, name, goal in (
+        (axes[0], "ttft_error", "TTFT", goals[0]),
+        (axes[1], "tpot_error", "TPOT", goals[1]),
+    ):
+        ax.axhspan(
+            -100 * goal, 100 * goal, color=COLORS["overflow"], alpha=0.2, lw=0, label=f"goal ± {goal:.0%}"
+        )
+        ax.axhline(0, color="black", lw=1)
+        rng = np.random.default_rng(0)  # a little horizontal jitter: concurrencies repeat
+        for e in engines:
+            rs = [r for r in results if r["engine"] == e]
+            x = np.array([r["concurrency"] for r in rs]) * np.exp(rng.uniform(-0.08, 0.08, len(rs)))
+            y = np.clip([100 * r[key] for r in rs], -100, 150)
+            ax.plot(x, y, "o", ms=2.5, color=_engine_color(e), label=e)
+        ax.set(xscale="log", ylim=(-100, 150), xlabel="concurrency (clients)",
+               ylabel=f"{name} error (%), clipped at 150",
+               title=f"{name}: simulated vs measured")  # fmt: skip
+        ax.legend(loc="upper left", fontsize=9)
+    return show(fig, "errors against concurrency")

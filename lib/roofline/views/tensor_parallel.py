@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -12,10 +13,9 @@ from matplotlib.figure import Figure
 from roofline.data import get_gpu, get_model
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
-from roofline.ui.widgets import Explorer, combine_readouts, decode_readout, table_html
 from roofline.units import GB, MS
-from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
+from roofline.views.readouts import StepCase, decode_case, table_html
 
 
 class SpeedupVsGPUs(LiveFigure):
@@ -220,11 +220,13 @@ def scaling_comparison_figure(
 
 
 def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
-    """HTML table for the lesson-24 explorer: per-GPU weights, floor, all-reduces, step and speedup.
-    ``options["communication"]`` (default True) says whether the all-reduces count. Taught in lesson 24.
+    """HTML table for the lesson-24 explorer: per-GPU weights, the floor without all-reduces, the
+    all-reduces and the speedup over one GPU; ``options["communication"]`` (default True) says whether the
+    all-reduces count. The step itself, priced, is the engine readout of ``tensor_parallel_case``.
+    Taught in lesson 24.
 
     >>> s = Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
-    >>> "11.78 ms" in tensor_parallel_readout(s)
+    >>> "10.53 ms" in tensor_parallel_readout(s)        # 70.55 GB over 2 × 3.35 TB/s
     True
     """
     comm_on = (options or {}).get("communication", True)
@@ -242,17 +244,13 @@ def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
         ("weights per GPU", f"{weight_bytes_per_gpu(s.model, s.weight_precision, s.num_gpus) / GB:.1f} GB")
     ]
     if not sc.fits:
-        return table_html(rows + [("step time", "does not fit in memory: no step time")])
-    t = sc.step_time_s if comm_on else sc.step_time_ideal_s
+        return table_html(rows + [("ideal step (no all-reduce)", "does not fit in memory: no step time")])
     rows += [
         ("ideal step (no all-reduce)", f"{sc.step_time_ideal_s / MS:.2f} ms"),
         (
             f"all-reduces ({2 * m.layers} per step)",
             f"{sc.communication_time_s / MS:.2f} ms" + ("" if comm_on else " (switched off)"),
         ),
-        ("step time", f"{t / MS:.2f} ms"),
-        ("tokens/s per user", f"{1 / t:,.0f}"),
-        ("cost per 1M tokens", cost_text(s, s.batch / t)),
         (
             "speedup over 1 GPU",
             "no 1-GPU baseline (does not fit)"
@@ -263,19 +261,17 @@ def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
     return table_html(rows)
 
 
-def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
-    """The lesson-24 explorer: model, GPU, weight precision, G, batch, and all-reduces on/off.
-    Taught in lesson 24.
+def tensor_parallel_case(s: Scenario, options: dict | None = None) -> StepCase:
+    """The step lesson 24's explorer is about: the decode step on G GPUs, with its all-reduces when
+    ``options["communication"]`` (default True) says so, for the ideal and for a good engine alike.
 
-    >>> tensor_parallel_explorer()
-    <Explorer SpeedupVsGPUs: model, gpu, weight_precision, num_gpus, batch, communication>
+    >>> c = tensor_parallel_case(Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2,
+    ...                                   context_tokens=0))
+    >>> c.title, c.communication
+    ('one decode step of one user with no context yet, on 2 GPUs with their all-reduces', True)
     """
-    scenario = scenario or Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
-    knob = W.Checkbox(value=True, description="include the all-reduces", indent=False)
-    return Explorer(
-        SpeedupVsGPUs,
-        ["model", "gpu", "weight_precision", "num_gpus", "batch"],
-        scenario,
-        combine_readouts(tensor_parallel_readout, decode_readout),  # then ideal beside achievable
-        knobs={"communication": knob},
-    )
+    comm_on = bool((options or {}).get("communication", True))
+    case = decode_case(s, include_communication=comm_on)
+    gpus = "on one GPU" if s.num_gpus == 1 else f"on {s.num_gpus} GPUs"
+    how = "" if s.num_gpus == 1 else (" with their all-reduces" if comm_on else " without all-reduces")
+    return replace(case, title=f"{case.title}, {gpus}{how}", communication=comm_on)

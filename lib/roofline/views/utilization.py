@@ -3,23 +3,24 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
 from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 
+from roofline.engines.registry import DEFAULT_ENGINE
 from roofline.lessons.scenario import Scenario
 from roofline.lessons.utilization import decode_timeline, sample_busy, timeline_metrics
 from roofline.physics.cost import cost_per_million_tokens_usd
-from roofline.ui.widgets import Explorer, decode_readout, table_html
 from roofline.units import MS
 from roofline.views.plots import COLORS, LiveFigure, describe
+from roofline.views.readouts import decode_readout, table_html
 
 
 class UtilTimeline(LiveFigure):
     """Kernels as bars on a time axis, the sampler's windows shaded busy/idle, and the three figures.
 
     Options: ``gap_s`` (idle time after each step, s), ``window_s`` (sampling window, s), ``n_steps``,
-    ``step_time_s`` (None: roofline time ÷ 0.8).
+    ``step_time_s`` (None: the step a real engine takes, ``engine`` default vLLM, ``params`` to override its
+    numbers).
     """
 
     def _build(self):
@@ -52,6 +53,9 @@ class UtilTimeline(LiveFigure):
             gap_s=o.get("gap_s", 0.0),
             weight_precision=s.weight_precision,
             kv_precision=s.kv_precision,
+            num_gpus=s.num_gpus,
+            engine=o.get("engine", DEFAULT_ENGINE),
+            params=o.get("params"),
         )
         m = timeline_metrics(t, window)
         w0, busy = sample_busy(t.starts_s, t.ends_s, window, 0.0, t.t_end_s)
@@ -89,6 +93,9 @@ def utilization_readout(s: Scenario, options) -> str:
         gap_s=options.get("gap_s", 0.0),
         weight_precision=s.weight_precision,
         kv_precision=s.kv_precision,
+        num_gpus=s.num_gpus,
+        engine=options.get("engine", DEFAULT_ENGINE),
+        params=options.get("params"),
     )
     m = timeline_metrics(t, options.get("window_s", 1e-3))
     gap_s = options.get("gap_s", 0.0)
@@ -105,45 +112,3 @@ def utilization_readout(s: Scenario, options) -> str:
         rows.append(("cost per 1M tokens, gaps included", f"${cost:.2f}"))
     # The step without gaps: floor beside what a good engine reaches (its overheads are gaps too).
     return table_html(rows) + decode_readout(s)
-
-
-def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
-    """Lesson 09's explorer: batch (MFU rises, GPU-util stays at 100 %) and the gap between steps.
-
-    >>> ex = utilization_explorer()
-    >>> ex.set(gap_ms=6.0); 'data-key="&quot;GPU-util&quot;"><b>100%' in ex.readout.value
-    False
-    """
-    knobs = {
-        "gap_ms": W.FloatSlider(
-            value=0.0,
-            min=0.0,
-            max=12.0,
-            step=0.5,
-            description="idle gap after each step (ms)",
-            continuous_update=False,
-        ),
-        "window_ms": W.SelectionSlider(
-            options=[0.5, 1.0, 2.0, 5.0],
-            value=1.0,
-            description="sampler window (ms)",
-            continuous_update=False,
-        ),
-    }
-
-    def to_options(v):
-        return {"gap_s": v["gap_ms"] * MS, "window_s": v["window_ms"] * MS, "n_steps": 3}
-
-    return Explorer(
-        UtilTimeline,
-        ["batch", "context_tokens", "model", "gpu", "weight_precision"],
-        scenario or Scenario(context_tokens=0),
-        utilization_readout,
-        knobs=knobs,
-        to_options=to_options,
-        presets={
-            "the card: one user, steps back to back": {"batch": 1, "gap_ms": 0.0},
-            "64 users, steps back to back": {"batch": 64, "gap_ms": 0.0},
-            "one user, a 6 ms gap after each step": {"batch": 1, "gap_ms": 6.0},
-        },
-    )

@@ -1,0 +1,126 @@
+"""``roofline calibrate``: a few of your measurements become an engine you can name everywhere.
+
+Taught in notebooks/floor_to_real_server.ipynb. Each ``--point`` is one measurement of the model on the GPU
+(``--model``, ``--gpu``, ``--gpus``, ``--weights``, ``--kv`` as every command takes them):
+
+    tpot=MS[,batch=B][,context=T]      the time between tokens of B users each holding T tokens of KV
+    ttft=MS[,batch=B][,prompt=P]       the time to first token of B prompts of P tokens, alone
+    latency=MS,batch=B,prompt=P,output=O   a whole static batch
+
+The fit starts from ``--base``'s fitted costs (default vLLM) and keeps its kernels
+(``roofline.engines.calibrate``); the engine is saved in your own tables (``roofline list engines``
+shows it) unless ``--dry-run``, and then ``--engine NAME`` works in every command and explorer. A
+measurement below the ideal floor, or two of one configuration more than 2x apart, is refused with why.
+
+    roofline calibrate --name NAME --model M --gpu G --point tpot=6.4,context=1000 [--point ...]
+                       [--base ENGINE] [--gpus N] [--weights P] [--kv P] [--dry-run] [--json]
+"""
+
+from __future__ import annotations
+
+from roofline import engines
+from roofline.apps import cli
+from roofline.engines import calibrate
+
+EXIT_OK = 0
+KEYS = {"batch": "batch", "context": "input_tokens", "prompt": "input_tokens", "output": "output_tokens"}
+
+
+def add_parser(subparsers) -> None:
+    """Register ``calibrate`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "calibrate",
+        help="fit an engine of your own to a few of your measurements, saved under a name",
+        description="Fit your engine's per-step, per-layer and per-sequence costs to your measurements; "
+        "the kernels keep their measured efficiencies.",
+    )
+    cli.add_common_arguments(p)
+    p.add_argument("--name", type=cli._lower, required=True, help="your engine's id (e.g. my-vllm)")
+    p.add_argument("--base", default="vllm", metavar="ENGINE", help="the engine you measured (default vllm)")
+    p.add_argument(
+        "--point",
+        action="append",
+        required=True,
+        metavar="KIND=MS[,key=value]",
+        help="one measurement: tpot=MS (with batch=, context=), ttft=MS (batch=, prompt=) or latency=MS "
+        "(batch=, prompt=, output=); repeat for several",
+    )
+    p.add_argument("--dry-run", action="store_true", help="fit and show, but save nothing")
+
+
+def parse_point(text: str, args) -> calibrate.Point:
+    """One ``--point`` as a ``Point`` (times in ms on the command line, seconds inside).
+
+    >>> import argparse
+    >>> a = argparse.Namespace(model="llama-3-8b", gpu="h100-sxm", gpus=1, weights="bf16", kv="bf16")
+    >>> p = parse_point("tpot=6.4,batch=4,context=1000", a)
+    >>> p.kind, p.measured_s, p.batch, p.input_tokens
+    ('tpot', 0.0064, 4, 1000)
+    """
+    kind, fields = None, {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        try:
+            number = float(value)
+        except ValueError:
+            raise cli.usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
+        if key in calibrate.KINDS and kind is None:
+            kind, fields["measured_s"] = key, number / 1000
+        elif key in KEYS and number == int(number) and number >= (0 if key == "context" else 1):
+            fields[KEYS[key]] = int(number)
+        else:
+            raise cli.usage_error(
+                "calibrate",
+                f"--point {text!r}: unknown or bad part {part!r} (kinds: tpot, ttft, latency in "
+                "ms; then batch=, context=, prompt=, output= as whole numbers)",
+            )
+    if kind is None:
+        raise cli.usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
+    if kind == "tpot":
+        fields.setdefault("output_tokens", 1)
+    return calibrate.Point(
+        model=args.model,
+        gpu=args.gpu,
+        kind=kind,
+        num_gpus=args.gpus,
+        weight_precision=args.weights,
+        kv_precision=args.kv,
+        **fields,
+    )
+
+
+def run(args) -> int:
+    """Fit, report, and save unless ``--dry-run``."""
+    base = engines.get_engine(args.base)
+    points = [parse_point(t, args) for t in args.point]
+    cal = calibrate.fit_points(points, args.name, base.id)
+    costs = cal.overheads[args.name]
+    saved = [] if args.dry_run else calibrate.save(cal, args.name, base.id, points)
+    if args.json:
+        cli.print_json(
+            {
+                "command": "calibrate",
+                "engine": args.name,
+                "base": base.id,
+                "points": len(points),
+                "costs_s": costs,
+                "base_costs_s": engines.load_calibration().overheads_for(base.id)[0]
+                if args.dry_run
+                else None,
+                "prior_dominated": cal.provenance.get("prior_dominated", []),
+                "saved": saved,
+            }
+        )
+        return EXIT_OK
+    rows = [(name.replace("_s", "").replace("_", " "), cli._fmt_time(value)) for name, value in costs.items()]
+    print(f"calibrate: {args.name}, on {base.name}'s kernels, from {len(points)} measurement(s)")
+    print(cli._block(rows))
+    weak = cal.provenance.get("prior_dominated", [])
+    if weak:
+        print(
+            f"kept near {base.id}'s values (your points do not pin them): "
+            + ", ".join(w.split(".")[-1] for w in weak)
+        )
+    print("saved: " + ", ".join(saved) if saved else "not saved (--dry-run)")
+    return EXIT_OK

@@ -1,0 +1,509 @@
+"""The instructor app's server: Voilà, with the promises ``instructor`` prints kept on every route.
+
+``roofline.apps.instructor`` parses the command line into a ``Plan``; this module runs it
+(``launch(plan)``). Over plain Voilà it
+
+- checks the Host header on every route (loopback names only, so a web page cannot reach the app by DNS
+  rebinding) and asks for the token on every route but the scripts and styles of Voilà, its template and
+  the lab extensions (public code, the same bytes as in the packages). Voilà serves two routes with
+  neither: ``/voila/query/<kernel>`` (it hands the page's query string, token included, to whoever
+  connects) and ``/voila/files/*``. A page opened with the token gets a login cookie, so links, images
+  and reloads need no token in the URL, and the page takes the token out of the address bar;
+- refuses to start when a setting read after the command line (a Jupyter config file such as
+  ``voila.json``) breaks a promise: another interface, token, Host check or Content-Security-Policy;
+- serves a start page listing the lessons by title (``roofline.lessons.course_map``);
+- sets the ``_xsrf`` cookie on lesson pages: Voilà's page sends it back in its "page closed" request,
+  which shuts the page's kernel down at once (without the cookie the server refused the request, 403,
+  and the kernel waited for the culler);
+- caps the live kernels (``max_kernels``): one more page first shuts down the least recently active idle
+  kernel, a closed page's before an open one's; with nothing to shut down, the page says so (HTTP 503);
+- keeps a spare kernel, started in advance with the lessons' modules imported, for the next lesson
+  opened without a preheated kernel of its own (a switch to such a lesson took 3.8 s, now 3.2 s);
+- lets the browser keep the lab extensions' scripts (their file names carry a content hash) instead of
+  asking the server again on every page, which took 0.1-0.3 s of every lesson switch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.authorizer import AllowAllAuthorizer
+from jupyter_server.auth.identity import PasswordIdentityProvider
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from tornado import web
+from traitlets import Bool, Float, Integer
+from traitlets.config import Config
+from voila.app import Voila
+from voila.request_info_handler import RequestInfoSocketHandler
+from voila.static_file_handler import AllowListFileHandler, MultiStaticFileHandler, TemplateStaticFileHandler
+from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.treehandler import TornadoVoilaTreeHandler
+
+from roofline.apps.instructor import (
+    CONTENT_SECURITY_POLICY,
+    JUPYTER_DATA,
+    LOCAL_HOSTNAMES,
+    TEMPLATE,
+    Plan,
+    tornado_settings,
+)
+from roofline.lessons.course_map import course_map
+
+# A kernel active this recently may belong to a page that is still loading (a page connects to its kernel
+# a few seconds after the server rendered it): never shut down to make room (CourseKernelManager's
+# page_load_grace_s).
+PAGE_LOAD_GRACE_S = 30.0
+# Seconds between a page taking the spare kernel and the next spare's start (the page is still loading).
+SPARE_DELAY_S = 10.0
+
+
+# --- every route: the Host check, and the token where there is anything to protect ------------------------
+
+
+def is_loopback_host(host: str, names: list[str] = LOCAL_HOSTNAMES) -> bool:
+    """Whether a Host header (with or without a port) names this machine: a loopback address or a name in
+    ``names``; the same rule as Jupyter's own handlers (``allow_remote_access = False``).
+
+    >>> [is_loopback_host(h) for h in ("127.0.0.1:8866", "localhost", "[::1]:80", "evil.example:8866")]
+    [True, True, True, False]
+    """
+    name = re.match(r"^(.*?)(:\d+)?$", host).group(1).strip("[]")
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return name in names
+
+
+class _LoopbackOnly:
+    """Host check for Voilà's plain static-file handlers (Voilà's JavaScript and CSS: no token needed)."""
+
+    def prepare(self):
+        if not is_loopback_host(self.request.host, self.settings.get("local_hostnames", LOCAL_HOSTNAMES)):
+            raise web.HTTPError(403)
+        return super().prepare()
+
+
+class LoopbackTemplateStaticHandler(_LoopbackOnly, TemplateStaticFileHandler):
+    """``/voila/templates/<template>/static/*``: the template's scripts and styles."""
+
+
+class LoopbackStaticHandler(_LoopbackOnly, MultiStaticFileHandler):
+    """``/voila/static/*``: Voilà's own scripts and styles."""
+
+
+class GuardedRequestInfoHandler(WebSocketMixin, RequestInfoSocketHandler, JupyterHandler):
+    """``/voila/query/<kernel>`` with the Host check and the token (Jupyter's handler checks), like the
+    kernel websocket beside it. No course notebook asks for it (``voila.utils.get_query_string``)."""
+
+
+class GuardedFileHandler(JupyterHandler, AllowListFileHandler):
+    """``/voila/files/*`` (a notebook's images) with the Host check and the token (or login cookie)."""
+
+
+class LessonPageHandler(TornadoVoilaHandler):
+    """A lesson page (``/voila/render/NAME.ipynb``), which also sets the ``_xsrf`` cookie: Voilà's page
+    sends it back with its "page closed" request (``/voila/api/shutdown/<kernel>``), whose kernel is
+    then shut down at once instead of idling until the culler or the kernel cap removes it."""
+
+    async def get(self, path=None):
+        self.xsrf_token  # noqa: B018 - reading it sets the cookie
+        return await super().get(path)
+
+
+# --- the start page ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LessonLink:
+    """One line of the start page: the notebook, its number ("" for lessons without one) and title."""
+
+    notebook: str
+    number: str
+    title: str
+    minutes: int = 0
+
+
+def _first_heading(path: Path) -> str:
+    """A notebook's first Markdown heading, else its file name without ``.ipynb``."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError):
+        return path.stem
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            match = re.search(r"^#+\s+(.+)$", "".join(cell.get("source", "")), re.M)
+            if match:
+                return match.group(1).strip()
+    return path.stem
+
+
+def lesson_links(root: Path, names: list[str] | None = None) -> list[LessonLink]:
+    """The lessons ``names`` (default: every notebook in ``root``, in the course map's order) with their
+    titles: the course map's where it lists the notebook, else the notebook's first heading.
+
+    >>> from roofline.apps.instructor import NOTEBOOKS
+    >>> [(x.number, x.title) for x in lesson_links(NOTEBOOKS, ["16_step_time.ipynb", "28_kv_cache.ipynb"])]
+    [('16', 'The step-time model'), ('28', 'The KV cache')]
+    """
+    mapped = {row.notebook: row for row in course_map(root)}
+    if names is None:
+        others = sorted(p.name for p in root.glob("*.ipynb") if p.name not in mapped)
+        names = [*(n for n in others if n.startswith("00")), *mapped, *(n for n in others if n[:2] != "00")]
+    links = []
+    for name in names:
+        row = mapped.get(name)
+        if row is not None:
+            links.append(LessonLink(name, row.number, row.title, row.minutes))
+        else:
+            links.append(LessonLink(name, "", _first_heading(root / name)))
+    return links
+
+
+def start_page_html(
+    today: list[LessonLink], every: list[LessonLink], base_url: str = "/", query: str = ""
+) -> str:
+    """The start page: ``today`` (the lessons named on the command line; empty: every lesson is listed
+    instead), then every lesson folded, then Voilà's file list. ``query`` (``scale=1.5``, ...) is added
+    to every lesson link; the token is not (the page's login cookie carries it).
+
+    >>> page = start_page_html([LessonLink("16_step_time.ipynb", "16", "The step-time model", 35)], [])
+    >>> '<a href="/voila/render/16_step_time.ipynb">The step-time model</a>' in page
+    True
+    """
+    suffix = f"?{query}" if query else ""
+
+    def items(links: list[LessonLink]) -> str:
+        rows = []
+        for link in links:
+            href = html.escape(f"{base_url}voila/render/{quote(link.notebook)}{suffix}")
+            minutes = f' <span class="min">{link.minutes} min</span>' if link.minutes else ""
+            rows.append(
+                f'<li><span class="num">{html.escape(link.number)}</span> '
+                f'<a href="{href}">{html.escape(link.title)}</a>{minutes}</li>'
+            )
+        return "\n".join(rows)
+
+    heading = "Today's lessons" if today else "Lessons"
+    body = [
+        f"<h2>{heading}</h2>",
+        f'<ol class="roofline-lessons">\n{items(today or every)}\n</ol>',
+    ]
+    if today:
+        body.append(
+            f"<details><summary>Every lesson ({len(every)})</summary><ol>{items(every)}</ol></details>"
+        )
+    tree = html.escape(f"{base_url}voila/tree{suffix}")
+    body.append(f'<p class="files"><a href="{tree}">All files (Voil&agrave;&rsquo;s list)</a></p>')
+    return "\n".join([_START_PAGE_HEAD, *body, f"<script>{STRIP_TOKEN_JS}</script>", "</body></html>"])
+
+
+_START_PAGE_HEAD = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Speed Physics: instructor mode</title>
+<link rel="icon" href="data:;base64,=">
+<style>
+  body { font: 18px/1.5 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em;
+         color: #222; }
+  h1 { font-size: 1.7em; margin-bottom: 0.2em; }
+  ol { list-style: none; padding-left: 0; } li { margin: 0.4em 0; }
+  .num { display: inline-block; min-width: 2.4em; color: #666; font-variant-numeric: tabular-nums; }
+  .min { color: #777; font-size: 0.85em; margin-left: 0.4em; }
+  details, .files { margin-top: 1.5em; font-size: 0.9em; }
+</style></head>
+<body>
+<h1>Speed Physics</h1>"""
+
+# The lesson template's script that takes the token out of the address bar, used by the start page too.
+STRIP_TOKEN_JS = (JUPYTER_DATA / "voila/templates" / TEMPLATE / "static/strip_token.js").read_text()
+
+
+class StartPageHandler(JupyterHandler):
+    """``/``: the lessons named on the command line with their titles, every lesson folded below."""
+
+    def initialize(self, root: Path, lessons: list[str]):
+        self.root, self.lessons = root, lessons
+
+    def get(self):
+        kept = [(k, v.decode()) for k, vs in self.request.query_arguments.items() if k != "token" for v in vs]
+        every = lesson_links(self.root)
+        today = lesson_links(self.root, self.lessons) if self.lessons else []
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.write(start_page_html(today, every, self.base_url, urlencode(kept)))
+
+
+# Voilà's routes without a Host check or a token, and what replaces each; the start page replaces the
+# file list at "/" (the list stays at /voila/tree).
+REPLACEMENTS = {
+    RequestInfoSocketHandler: GuardedRequestInfoHandler,
+    AllowListFileHandler: GuardedFileHandler,
+    TemplateStaticFileHandler: LoopbackTemplateStaticHandler,
+    MultiStaticFileHandler: LoopbackStaticHandler,
+    TornadoVoilaHandler: LessonPageHandler,
+}
+
+
+def guard_routes(routes: list[tuple], server_url: str, root: Path, lessons: list[str]) -> list[tuple]:
+    """Voilà's routes with the course's handlers in place; a route still without a Host check (a future
+    Voilà's new handler) stops the app from starting rather than serving it unchecked. ``root`` and
+    ``lessons`` are the start page's (``Plan.root``, ``Plan.lessons``).
+
+    >>> routes = [("/voila/files/(.*)", AllowListFileHandler, {"path": "."})]
+    >>> [handler.__name__ for _, handler, _ in guard_routes(routes, "/", Path("."), [])]
+    ['GuardedFileHandler']
+    """
+    guarded = []
+    for pattern, handler, *kwargs in routes:
+        if handler is TornadoVoilaTreeHandler and pattern == server_url:
+            handler, kwargs = StartPageHandler, [{"root": root, "lessons": lessons}]
+        handler = REPLACEMENTS.get(handler, handler)
+        if not issubclass(handler, JupyterHandler | _LoopbackOnly):
+            raise SystemExit(
+                f"instructor: Voilà's route {pattern} ({handler.__name__}) has no Host check or token; "
+                "roofline.apps.instructor_server.REPLACEMENTS needs an entry for it"
+            )
+        guarded.append((pattern, handler, *kwargs))
+    return guarded
+
+
+# --- the kernels: a cap, a spare kernel, and a preheated kernel's idle time restarted when taken -------
+
+
+def kernel_to_evict(kernels, now: datetime, keep=(), grace_s: float = PAGE_LOAD_GRACE_S) -> str | None:
+    """The kernel to shut down to make room: not busy (Jupyter's culler's rule: a kernel whose first
+    status message was missed stays "starting"), not in ``keep`` (the preheated pools), not active in the
+    last ``grace_s`` seconds (its page may still be loading); a closed page's (no connection) before an
+    open one's, then the longest idle. None when no kernel qualifies.
+
+    ``kernels``: ``(kernel_id, execution_state, connections, last_activity)`` rows.
+
+    >>> t = lambda minute: datetime(2026, 1, 1, 10, minute, tzinfo=UTC)
+    >>> rows = [("open-old", "idle", 1, t(0)), ("closed", "starting", 0, t(5)), ("busy", "busy", 0, t(0))]
+    >>> kernel_to_evict(rows, now=t(10))
+    'closed'
+    >>> kernel_to_evict(rows, now=t(10), keep={"closed"})
+    'open-old'
+    >>> kernel_to_evict([("loading", "starting", 0, t(10))], now=t(10)) is None
+    True
+    """
+    candidates = [
+        (connections > 0, last_activity, kernel_id)
+        for kernel_id, state, connections, last_activity in kernels
+        if kernel_id not in keep and state != "busy" and (now - last_activity).total_seconds() >= grace_s
+    ]
+    return min(candidates)[2] if candidates else None
+
+
+class _KernelCap:
+    """Mixed into Voilà's kernel manager (a MappingKernelManager): at most ``max_kernels`` kernels."""
+
+    def _pooled(self) -> set[str]:
+        """Kernels waiting in a preheated pool (never shut down to make room)."""
+        tasks = [t for pool in getattr(self, "_pools", {}).values() for t in pool]
+        return {
+            t.result()["kernel_id"] for t in tasks if t.done() and not t.cancelled() and not t.exception()
+        }
+
+    def live_kernels(self) -> int:
+        """Kernels running or being started (pool refills included)."""
+        pending = sum(not t.done() for pool in getattr(self, "_pools", {}).values() for t in pool)
+        return len(self.list_kernel_ids()) + pending + self._starting
+
+    async def make_room(self) -> None:
+        """Shut down kernels until one more fits under the cap; HTTP 503 with a message if none can go."""
+        while self.max_kernels and self.live_kernels() >= self.max_kernels:
+            rows = [
+                (
+                    k,
+                    getattr(kernel, "execution_state", ""),
+                    self._kernel_connections.get(k, 0),
+                    kernel.last_activity,
+                )
+                for k in self.list_kernel_ids()
+                for kernel in [self.get_kernel(k)]
+            ]
+            victim = kernel_to_evict(rows, datetime.now(UTC), self._pooled(), self.page_load_grace_s)
+            if victim is None:
+                raise web.HTTPError(
+                    503,
+                    f"All {self.max_kernels} lesson kernels are in use (instructor --max-kernels "
+                    f"{self.max_kernels}). Close a lesson tab you no longer need and reload, or restart "
+                    "instructor with a larger --max-kernels (each kernel takes about 125 MB).",
+                )
+            self.log.info(
+                "instructor: %s kernels (the cap): shutting down idle kernel %s", self.max_kernels, victim
+            )
+            await ensure_async(self.shutdown_kernel(victim))
+
+    async def start_kernel(self, *args, **kwargs):
+        await self.make_room()
+        self._starting += 1
+        try:
+            return await ensure_async(super().start_kernel(*args, **kwargs))
+        finally:
+            self._starting -= 1
+
+
+# What every lesson imports first (the notebooks' import cell): a spare kernel imports it in advance.
+SPARE_WARM_UP = (
+    "import matplotlib.pyplot, ipywidgets; "
+    "from roofline import engines, lessons, measure, selfcheck, sim, ui, views"
+)
+
+
+class _SpareKernel:
+    """Mixed into Voilà's kernel manager: one kernel started in advance in the lessons' directory, with
+    the lessons' modules imported, handed to the next page that needs a new kernel (a lesson without a
+    preheated kernel); the page skips the kernel's start and imports (about 1.2 s of a 4 s switch here).
+    The next spare starts ``spare_delay_s`` later, never in the cap's last place. A page on a spare
+    kernel does not see Voilà's request variables (``QUERY_STRING``, ...); no lesson reads them."""
+
+    _spare: str | None = None
+
+    def _is_spare_request(self, kwargs) -> bool:
+        return kwargs.get("path") in ("", None) and kwargs.get("kernel_name") in (
+            None,
+            self.default_kernel_name,
+        )
+
+    async def start_kernel(self, *args, **kwargs):
+        spare = self._spare
+        if spare is not None and self._is_spare_request(kwargs):
+            self._spare = None
+            self.schedule_spare()
+            if spare in self:  # (the cap may have shut it down to make room)
+                self.get_kernel(spare).last_activity = datetime.now(UTC)
+                return spare
+        return await super().start_kernel(*args, **kwargs)
+
+    def schedule_spare(self, delay_s: float | None = None) -> None:
+        """Start the next spare kernel after ``delay_s`` (default ``spare_delay_s``)."""
+        delay_s = self.spare_delay_s if delay_s is None else delay_s
+        asyncio.get_event_loop().call_later(delay_s, lambda: asyncio.ensure_future(self._start_spare()))
+
+    async def _start_spare(self) -> None:
+        if self._spare is not None or (self.max_kernels and self.live_kernels() + 1 >= self.max_kernels):
+            return  # one already waits, or it would take the cap's last place, which is a page's
+        warm_up = f"--IPKernelApp.exec_lines={SPARE_WARM_UP}"
+        self._spare = await ensure_async(super().start_kernel(path="", extra_arguments=[warm_up]))
+
+    async def cull_kernel_if_idle(self, kernel_id: str):
+        if kernel_id != self._spare:  # the spare waits, idle and unconnected, by design
+            return await ensure_async(super().cull_kernel_if_idle(kernel_id))
+
+
+class _PoolTaking:
+    """Mixed into Voilà's preheating kernel manager: room for the pool's refill before a page takes a
+    kernel, and the taken kernel's idle time restarted.
+
+    A kernel waiting in the pool is exempt from culling, but its idle time runs from when it finished
+    rendering. Once a page takes it, the page needs a few seconds to load before its websocket connects;
+    a culler pass in that gap found a kernel "idle" for longer than the timeout with no connection and
+    shut it down under the page (the page then never showed its widgets).
+    """
+
+    async def get_rendered_notebook(self, *args, **kwargs):
+        await self.make_room()  # taking a kernel starts the pool's refill
+        render_task, rendered, kernel_id = await super().get_rendered_notebook(*args, **kwargs)
+        self.get_kernel(kernel_id).last_activity = datetime.now(UTC)
+        return render_task, rendered, kernel_id
+
+
+def course_kernel_manager_factory(factory):
+    """Wrap Voilà's ``voila_kernel_manager_factory``: its kernel manager (configurable as
+    ``CourseKernelManager``) gets the cap (``max_kernels``), the spare kernel (``spare_kernel``) and, when
+    preheating, ``_PoolTaking``."""
+    if getattr(factory, "_course_factory", False):
+        return factory
+
+    def make(*args, **kwargs):
+        base = factory(*args, **kwargs)
+        mixins = (_SpareKernel, _KernelCap)
+        if hasattr(base, "get_rendered_notebook"):
+            mixins = (_PoolTaking, *mixins)
+
+        class CourseKernelManager(*mixins, base):
+            max_kernels = Integer(0, config=True, help="Most kernels alive at once (0: no cap).")
+            page_load_grace_s = Float(
+                PAGE_LOAD_GRACE_S, config=True, help="Seconds a kernel just used is kept from the cap."
+            )
+            spare_kernel = Bool(False, config=True, help="Keep one kernel started in advance.")
+            spare_delay_s = Float(SPARE_DELAY_S, config=True, help="Seconds before the next spare starts.")
+
+            def __init__(self, **kw):
+                self._starting = 0
+                super().__init__(**kw)
+                if self.spare_kernel:
+                    self.schedule_spare(delay_s=0)
+
+        return CourseKernelManager
+
+    make._course_factory = True
+    return make
+
+
+# --- the app ---------------------------------------------------------------------------------------------
+
+
+def broken_promises(app: Voila, plan: Plan) -> list[str]:
+    """The settings, as Voilà ends up with them after every config file and option, that break what
+    ``instructor`` printed: where it listens, its token, the Host check, the Content-Security-Policy."""
+    problems = []
+    if app.ip != "127.0.0.1":
+        problems.append(f"Voila.ip is {app.ip!r} (instructor mode listens on 127.0.0.1 only)")
+    if app.port != plan.port:
+        problems.append(f"Voila.port is {app.port} (use --port {app.port})")
+    if (app.token or "") != plan.token or app.auto_token:
+        problems.append("Voila.token differs from the printed one (use --token T or --no-token)")
+    if (
+        app.identity_provider_class is not PasswordIdentityProvider
+        or app.authorizer_class is not AllowAllAuthorizer
+    ):
+        problems.append("Voila.identity_provider_class or Voila.authorizer_class replaces the token check")
+    settings = app.tornado_settings
+    if settings.get("allow_remote_access", True) or settings.get("local_hostnames") != LOCAL_HOSTNAMES:
+        problems.append("Voila.tornado_settings drops the Host check")
+    if settings.get("headers", {}).get("Content-Security-Policy") != CONTENT_SECURITY_POLICY:
+        problems.append("Voila.tornado_settings replaces the Content-Security-Policy")
+    return problems
+
+
+class CourseVoila(Voila):
+    """Voilà with the course's routes and checks; ``launch(plan)`` starts it."""
+
+    plan: Plan | None = None
+
+    def initialize(self, argv=None):
+        super().initialize(argv)
+        problems = broken_promises(self, self.plan)
+        if problems:
+            raise SystemExit(
+                "instructor: not starting, a setting breaks what instructor mode promises: "
+                + "; ".join(problems)
+                + ". It comes from a Jupyter config file (voila.json or voila.py in this directory or in "
+                "`jupyter --paths`' config directories) or an option; to serve a network, run `voila` itself."
+            )
+
+    def init_handlers(self) -> list:
+        return guard_routes(super().init_handlers(), self.server_url, self.plan.root, self.plan.lessons)
+
+
+def launch(plan: Plan) -> None:
+    """Start the instructor app for ``plan`` (blocks until the server stops)."""
+    import voila.app
+
+    voila.app.voila_kernel_manager_factory = course_kernel_manager_factory(
+        voila.app.voila_kernel_manager_factory
+    )
+    CourseVoila.plan = plan
+    CourseVoila.launch_instance(
+        argv=plan.argv, config=Config(plan.config), tornado_settings=tornado_settings()
+    )

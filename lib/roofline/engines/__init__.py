@@ -1,0 +1,63 @@
+"""Real engines: which exist, what each reaches on a step, and how their numbers were fitted and checked.
+
+Taught in notebooks/floor_to_real_server.ipynb and notebooks/calibration_validation.ipynb. The one home of
+"a real engine" (issue 18): every readout, the CLI, ``generate`` and the serving simulator ask this
+package, so they agree.
+
+- ``registry``: the engines of ``data/engines.toml`` (``get_engine``; ``"ideal"`` is an engine too);
+- ``params``: an engine's numbers on a GPU, and the stored calibration (``data/calibration.toml``);
+- ``model``: the only assembly of an achievable step time from a step's aggregates (``StepTimer``);
+- ``figures``: decode steps, prefills, static batches and a measurement judged, floor beside engine;
+- ``coverage``: whether a figure leaves the calibrated range;
+- ``measurements`` → ``terms`` → ``fit`` → ``validation`` → ``store``: the calibration pipeline.
+
+>>> from roofline import engines
+>>> t = engines.decode_step_times("llama-3-8b", "h100-sxm", batch=1, engine="ideal")
+>>> round(float(t["total"]) * 1e3, 2)
+4.48
+"""
+
+from roofline._lazy import submodules
+
+from .coverage import coverage
+from .figures import (
+    GenerateResult,
+    Timing,
+    decode_step_times,
+    diagnose_measurement,
+    engine_parameters,
+    gap_budget,
+    generate,
+    prefill_times,
+    serving_waves,
+)
+from .model import BUDGET_PARTS, StepTimer, StepWork, TimeBudget, assemble
+from .params import Calibration, EngineParams, engine_params, load_calibration
+from .registry import DEFAULT_ENGINE, engine_ids, get_engine
+
+__all__ = [
+    "BUDGET_PARTS",
+    "DEFAULT_ENGINE",
+    "Calibration",
+    "EngineParams",
+    "GenerateResult",
+    "StepTimer",
+    "StepWork",
+    "TimeBudget",
+    "Timing",
+    "assemble",
+    "coverage",
+    "decode_step_times",
+    "diagnose_measurement",
+    "engine_ids",
+    "engine_parameters",
+    "engine_params",
+    "gap_budget",
+    "generate",
+    "get_engine",
+    "load_calibration",
+    "prefill_times",
+    "serving_waves",
+]
+
+__getattr__ = submodules(__name__, __path__)

@@ -1,0 +1,279 @@
+"""Measured runs of real engines (``data/measured/``), read into this library's ids.
+
+Taught in notebooks/calibration_validation.ipynb. The rows come from three public studies (their licences
+and attribution in ``data/measured/``); model names go through the models table's Hugging Face ids
+(``roofline.data.model_for_hf_id``), engine names through the engines table's aliases
+(``roofline.engines.get_engine``). What each study leaves unsaid (which A100, which precision of KV) is an
+assumption stated here once, in ``HARDWARE`` and the readers' comments, and in ``data/measured/README.md``.
+
+>>> m = load_measurements()
+>>> sorted(set(m.kind.tolist()))
+['latency', 'tpot', 'tpot_serving', 'ttft']
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
+from roofline.engines.registry import get_engine
+from roofline.physics.architecture import active_parameter_count
+
+# The GPUs behind each study's hardware names. LLM-Inference-Bench does not name its variants: its A100
+# runs were on ALCF Polaris (A100 SXM4 40 GB); its H100 is taken as the 80 GB SXM. See data/measured/README.
+HARDWARE = {
+    "Nvidia A100 GPU": "a100-40gb",
+    "Nvidia H100 GPU": "h100-sxm",
+    "a100-80gb": "a100-80gb-sxm",
+    "h100-80gb": "h100-sxm",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200",
+}
+# Names a study uses that are not Hugging Face ids.
+STUDY_MODEL_NAMES = {"llama2-70b": "meta-llama/Llama-2-70b-hf"}  # Splitwise
+# The engine vintage each study ran where the engines table keeps several (data/engines.toml, `version`).
+STUDY_ENGINES = {
+    "LLM-Inference-Bench": {"vllm": "vllm-2024", "tensorrt-llm": "tensorrt-llm-2024"},
+}
+_PREC = {"fp16": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4", "bf16": "bf16"}
+
+
+@dataclass
+class Measurements:
+    """Measured rows, one entry per row in every array field."""
+
+    source: np.ndarray  # dataset name
+    kind: np.ndarray  # "latency", "ttft", "tpot", "tpot_serving"
+    model: np.ndarray
+    gpu: np.ndarray
+    engine: np.ndarray
+    num_gpus: np.ndarray
+    batch: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    weight_precision: np.ndarray
+    kv_precision: np.ndarray
+    measured_s: np.ndarray
+    measured_throughput: np.ndarray  # tokens/s as the study printed it (latency rows), else NaN
+    prefill_chunk: np.ndarray  # prompt tokens per prefill pass (llama.cpp's -b); 0 = the whole prompt
+
+    def __len__(self) -> int:
+        return len(self.measured_s)
+
+    def subset(self, mask) -> Measurements:
+        """The rows where ``mask`` holds (a bool array or indices)."""
+        return Measurements(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
+
+    @property
+    def regime(self) -> np.ndarray:
+        """The regime each row measures: batch-1 decode, batched decode, prefill/TTFT or end-to-end."""
+        return np.select(
+            [
+                (self.kind == "tpot") & (self.batch == 1),
+                (self.kind == "tpot") | (self.kind == "tpot_serving"),
+                self.kind == "ttft",
+            ],
+            ["batch-1 decode", "batched decode", "prefill/TTFT"],
+            "end-to-end",
+        )
+
+    @property
+    def group(self) -> np.ndarray:
+        """Configuration group of each row: model × GPU × engine (held out together in validation)."""
+        return np.array([f"{m}|{g}|{e}" for m, g, e in zip(self.model, self.gpu, self.engine, strict=True)])
+
+
+def _read_csv(name: str) -> list[dict]:
+    text = (table_path(MEASURED_DIR) / name).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _study_engine(study: str, name: str) -> str:
+    eng = get_engine(name).id
+    return STUDY_ENGINES.get(study, {}).get(eng, eng)
+
+
+def _model_id(name: str) -> str | None:
+    m = model_for_hf_id(STUDY_MODEL_NAMES.get(name, name))
+    return m.id if m else None
+
+
+def _inference_bench_rows(name: str, quant: bool) -> list[dict]:
+    """LLM-Inference-Bench: static batches of B requests × L prompt tokens × L output tokens; latency."""
+    rows = []
+    for x in _read_csv(name):
+        model = _model_id(x["Model"])
+        if model is None:
+            continue
+        wp, kvp = ("fp16", "fp16")
+        if quant:  # "Weight = fp16, KV Cache = fp8"
+            wp, kvp = (_PREC[part.split("=")[1].strip().lower()] for part in x["kv_cache_dtype"].split(","))
+        length = int(x["Input Output Length"])
+        # llama.cpp's "batch size" is its prompt-processing batch (-b), not concurrent requests: its
+        # throughput is 2L ÷ latency (one sequence), and at "batch 1" the prompt goes one token per pass.
+        llama_cpp = x["Framework"] == "llama.cpp"
+        rows.append(
+            dict(
+                source="LLM-Inference-Bench" + (" (precision sweep)" if quant else ""),
+                kind="latency",
+                model=model,
+                gpu=HARDWARE[x["Hardware"]],
+                engine=_study_engine("LLM-Inference-Bench", x["Framework"]),
+                num_gpus=int(x["Num of Hardware"]),
+                batch=1 if llama_cpp else int(x["Batch Size"]),
+                input_tokens=length,
+                output_tokens=length,
+                weight_precision=wp,
+                kv_precision=kvp,
+                measured_s=float(x["latency" if quant else "Latency"]),
+                measured_throughput=float(x["throughput" if quant else "Throughput"]),
+                prefill_chunk=int(x["Batch Size"]) if llama_cpp else 0,
+            )
+        )
+    return rows
+
+
+def _splitwise_rows() -> list[dict]:
+    """Splitwise: 5 repeats per configuration, averaged; TTFT and the mean decode step are separate rows."""
+    repeats: dict = {}
+    for x in _read_csv("splitwise_perf_model.csv"):
+        key = (
+            x["model"],
+            x["hardware"],
+            int(x["tensor_parallel"]),
+            int(x["batch_size"]),
+            int(x["prompt_size"]),
+            int(x["token_size"]),
+        )
+        repeats.setdefault(key, []).append((float(x["prompt_time"]) * 1e-3, float(x["token_time"]) * 1e-3))
+    rows = []
+    for (mdl, hw, tp, b, p, o), v in repeats.items():
+        ttft, tpot = np.mean(v, axis=0)
+        common = dict(
+            source="Splitwise",
+            model=_model_id(mdl),
+            gpu=HARDWARE[hw],
+            engine="splitwise-2023",
+            num_gpus=tp,
+            batch=b,
+            input_tokens=p,
+            output_tokens=o,
+            weight_precision="fp16",
+            kv_precision="fp16",
+            measured_throughput=math.nan,
+            prefill_chunk=0,
+        )
+        rows.append(dict(kind="ttft", measured_s=float(ttft), **common))
+        rows.append(dict(kind="tpot", measured_s=float(tpot), **common))
+    return rows
+
+
+def _aiconfigurator_rows() -> list[dict]:
+    """aiconfigurator: aggregated serving at a concurrency; only TPOT (its TTFT holds queueing)."""
+    rows = []
+    for x in _read_csv("aiconfigurator_silicon_hopper.csv"):
+        model = _model_id(x["model_path"])
+        if model is None or x["mode"] != "agg" or int(x["pp_size"] or 1) != 1:
+            continue
+        eng = get_engine(x["backend"]).id
+        wp = "fp8" if x["gemm_quant_mode"].startswith("fp8") else "bf16"
+        # KV in FP8 where TensorRT-LLM runs FP8 weights (its FP8 recipes quantize KV too); BF16 elsewhere
+        kvp = "fp8" if (wp == "fp8" and eng == "tensorrt-llm") else "bf16"
+        rows.append(
+            dict(
+                source="aiconfigurator",
+                kind="tpot_serving",
+                model=model,
+                gpu=HARDWARE[x["system"]],
+                engine=eng,
+                num_gpus=int(x["tp_size"]),
+                batch=int(x["batch_size"]),
+                input_tokens=int(x["isl"]),
+                output_tokens=int(x["osl"]),
+                weight_precision=wp,
+                kv_precision=kvp,
+                measured_s=float(x["silicon_tpot_ms"]) * 1e-3,
+                measured_throughput=math.nan,
+                prefill_chunk=0,
+            )
+        )
+    return rows
+
+
+@functools.cache
+def load_measurements() -> Measurements:
+    """Every measured row the calibration uses, mapped to this library's ids (read once)."""
+    rows = (
+        _inference_bench_rows("llm_inference_bench.csv", quant=False)
+        + _inference_bench_rows("llm_inference_bench_quant.csv", quant=True)
+        + _splitwise_rows()
+        + _aiconfigurator_rows()
+    )
+    return Measurements(**{k: np.array([r[k] for r in rows]) for k in rows[0]})
+
+
+STUDY_FILES = {
+    "LLM-Inference-Bench": "llm_inference_bench.csv",
+    "LLM-Inference-Bench (precision sweep)": "llm_inference_bench_quant.csv",
+    "Splitwise": "splitwise_perf_model.csv",
+    "aiconfigurator": "aiconfigurator_silicon_hopper.csv",
+}
+
+
+def coverage() -> list[dict]:
+    """Per study: the rows its carried file holds and the measured rows the library expresses from them
+    (a Splitwise configuration's 5 repeats become one TTFT and one TPOT row; aiconfigurator's disaggregated,
+    pipelined and TTFT figures are left out).
+
+    >>> {c["source"]: c["rows_expressed"] > 0 for c in coverage()}["Splitwise"]
+    True
+    """
+    ms = load_measurements()
+    return [
+        {
+            "source": study,
+            "file": name,
+            "rows_in_file": len(_read_csv(name)),
+            "rows_expressed": int((ms.source == study).sum()),
+        }
+        for study, name in STUDY_FILES.items()
+    ]
+
+
+def nearest_measured(
+    model_id, gpu_id, engine, batch, input_tokens, output_tokens, num_gpus, k=3
+) -> list[dict]:
+    """The ``k`` measured configurations closest to this one (same engine first; distance in log sizes).
+
+    >>> nearest_measured("llama-3-8b", "h100-sxm", "vllm-2024", 1, 128, 128, 1, k=1)[0]["model"]
+    'llama-3-8b'
+    """
+    ms = load_measurements()
+    same = ms.engine == get_engine(engine).id
+    ms = ms.subset(same if same.any() else np.ones(len(ms), bool))
+    params = np.array([active_parameter_count(x) for x in ms.model])
+    dist = (
+        np.abs(np.log(ms.batch / batch))
+        + np.abs(np.log(ms.input_tokens / input_tokens))
+        + np.abs(np.log(ms.output_tokens / output_tokens))
+        + np.abs(np.log(ms.num_gpus / num_gpus))
+        + np.abs(np.log(params / active_parameter_count(model_id)))
+        + (ms.model != model_id) * 0.5
+        + (ms.gpu != gpu_id) * 1.0
+    )
+    names = ("source", "model", "gpu", "num_gpus", "batch", "input_tokens", "output_tokens")
+    seen, found = set(), []
+    for j in np.argsort(dist, kind="stable"):
+        key = tuple(getattr(ms, f)[j].item() for f in names)
+        if key not in seen:
+            seen.add(key)
+            found.append({**dict(zip(names, key, strict=True)), "engine": str(ms.engine[j])})
+        if len(found) == k:
+            break
+    return found

@@ -1,0 +1,477 @@
+"""What a step takes on a real engine: the one place an achievable step time is assembled.
+
+Taught in notebooks/floor_to_real_server.ipynb ("From the floor to a real server"). Every figure of a
+real engine in the course comes from :func:`assemble`: the explorer readouts, the CLI, ``generate``, the
+gap budget, the dashboards of lessons 09 and 59, the serving simulator's per-iteration cost and the fit.
+
+A step is described by its work (:class:`StepWork`) on the GPUs that run each layer at once (N under tensor
+parallelism, one under a layer split): ideal times of its GEMMs, its attention and its collectives, and
+how many kernels it launches. A real engine runs it kernel by kernel (:class:`EngineParams`):
+
+    GEMMs      smax(GEMM FLOPs ÷ (e_c × peak), weight bytes ÷ (e_b × bandwidth))   smax(a, b) = (a⁴ + b⁴)^¼
+    MoE        smax₂(routed experts' FLOPs ÷ (e_c,moe × peak), their bytes read ÷ (e_b,moe × bandwidth))
+    attention  attention FLOPs ÷ (e_att × peak) + prompt tokens' Q, K, V, O ÷ (e_tok × bandwidth)
+               + KV read ÷ (e_kv × bandwidth)
+    per layer  GEMM kernels × t_gemm + layers × t_attention + MoE layers × t_moe + layers × t_layer
+    per step   t_step + sequences × t_seq (+ what the caller adds: a CPU launching kernels, lesson 03)
+    comm       all-reduce bytes ÷ link + all-reduces × start-up + ring hops × t_hop
+
+The fractions e and the kernel costs t_gemm, t_attention are measured on the GPU's kernels
+(``roofline.engines.kernels``); t_step, t_seq, t_layer and t_hop are fitted per engine on measured runs
+(``roofline.engines.fit``). The floor is max(all FLOPs ÷ peak, all bytes ÷ bandwidth), and every kernel term
+is at least its share of it, so an engine is never faster than the floor. The ideal engine *is* the
+floor: a ``roofline`` engine times the whole step as max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth))
+plus its costs (with f = 1 and no costs for the ideal).
+
+>>> t = StepTimer("vllm", "llama-3-8b", "h100-sxm")
+>>> b = t.budget(gemm_flops=15.0e9, weight_bytes=15.0e9, tokens=1, sequences=1)
+>>> round(b.floor_s * 1e3, 2), bool(b.total_s > b.floor_s)      # 15 GB ÷ 3.35 TB/s
+(4.48, True)
+>>> ideal = StepTimer("ideal", "llama-3-8b", "h100-sxm")
+>>> bool(ideal.time_s(15.0e9, 15.0e9, tokens=1, sequences=1) == b.floor_s)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.data import get_gpu, get_model
+from roofline.engines.params import EngineParams, engine_params
+from roofline.engines.registry import get_engine
+from roofline.errors import InvalidConfigurationError
+from roofline.physics.architecture import routed_expert_bytes_read, routed_expert_parameters_per_token
+from roofline.physics.parallel import tensor_parallel_comm_time_s
+from roofline.physics.precision import peak_flops_per_s
+
+# The gap budget's parts above the floor, in the order they stack (keys of ``TimeBudget.parts``).
+BUDGET_PARTS = ("kernel efficiency", "per-step", "per-layer", "communication")
+SMOOTH = 4  # the GEMM's smooth max: loads and math overlap imperfectly near the ridge (kernels.py)
+MOE_SMOOTH = 2  # an MoE layer's: its two GEMMs and the activation run one after another (moe_kernels.py)
+ACTIVATION_BYTES = 2.0  # prompt tokens' Q, K, V, O move as 16-bit activations
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """A step's work as ideal times (s) and counts; floats or arrays that broadcast.
+
+    ``compute_s``/``memory_s``: the whole step at peak math and bandwidth (the floor's terms). The kernel
+    terms: ``gemm_compute_s``, ``gemm_memory_s`` (weights), ``attention_compute_s``, ``attention_token_s``
+    (prompt tokens' Q, K, V, O), ``kv_memory_s`` (the KV cache read), ``moe_compute_s``, ``moe_memory_s``
+    (an MoE's routed experts, run by its MoE kernels). Counts: ``moe_layers``, ``gemm_kernels``,
+    ``attention_kernels``, ``layers``, ``sequences``, ``collectives``, ``hops``; ``prefill`` is 1 where the
+    step carries prompt tokens (its attention kernels are prefill ones). ``extra_s`` is time the caller
+    adds to every engine alike.
+    """
+
+    compute_s: object
+    memory_s: object
+    gemm_compute_s: object = 0.0
+    gemm_memory_s: object = 0.0
+    attention_compute_s: object = 0.0
+    attention_token_s: object = 0.0
+    kv_memory_s: object = 0.0
+    moe_compute_s: object = 0.0
+    moe_memory_s: object = 0.0
+    moe_layers: object = 0.0
+    gemm_kernels: object = 0.0
+    attention_kernels: object = 0.0
+    prefill: object = 0.0
+    layers: object = 0.0
+    sequences: object = 0.0
+    comm_bytes_s: object = 0.0
+    collectives: object = 0.0
+    hops: object = 0.0
+    extra_s: object = 0.0
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """One step's time from the floor up (s); the parts add up to ``total_s``. ``binding`` says whether
+    math or memory takes longer once the engine's efficiencies are applied."""
+
+    floor_s: object
+    kernel_efficiency_s: object
+    per_step_s: object
+    per_layer_s: object
+    communication_s: object
+    extra_s: object
+    total_s: object
+    kernel_compute_s: object
+    kernel_memory_s: object
+
+    @property
+    def binding(self):
+        """``"compute"`` or ``"memory"``: which takes longer at the engine's efficiencies."""
+        b = np.where(np.asarray(self.kernel_compute_s) > self.kernel_memory_s, "compute", "memory")
+        return str(b) if b.ndim == 0 else b
+
+    @property
+    def parts(self) -> dict:
+        """{"floor", "kernel efficiency", "per-step", "per-layer", "communication", "total"} in seconds
+        (the caller's added time, if any, is inside "per-step")."""
+        return {
+            "floor": self.floor_s,
+            "kernel efficiency": self.kernel_efficiency_s,
+            "per-step": self.per_step_s + self.extra_s,
+            "per-layer": self.per_layer_s,
+            "communication": self.communication_s,
+            "total": self.total_s,
+        }
+
+
+def _maximum(a, b):
+    if isinstance(a, float) and isinstance(b, float):  # the simulator's scalar steps: skip numpy
+        return a if a > b else b
+    return np.maximum(a, b)
+
+
+def _smax(a, b, k=SMOOTH):
+    """(aᵏ + bᵏ)^(1/k), written so that a or b may be 0 (and arrays)."""
+    hi = _maximum(a, b)
+    lo = a + b - hi
+    if isinstance(hi, float):
+        return hi * (1.0 + (lo / hi) ** k) ** (1.0 / k) if hi > 0 else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(hi > 0, hi * (1.0 + (lo / np.where(hi > 0, hi, 1.0)) ** k) ** (1.0 / k), 0.0)
+
+
+def step_parts(
+    p: EngineParams,
+    compute_s,
+    memory_s,
+    gemm_compute_s,
+    gemm_memory_s,
+    attention_compute_s,
+    attention_token_s,
+    kv_memory_s,
+    moe_compute_s,
+    moe_memory_s,
+    moe_layers,
+    gemm_kernels,
+    attention_kernels,
+    prefill,
+    layers,
+    sequences,
+    comm_bytes_s,
+    collectives,
+    hops,
+):
+    """The formula of the module docstring, part by part (s): (math at the engine's efficiency, memory at
+    its efficiency, the kernels' time, per-layer costs, per-step costs, communication). The arguments are
+    ``StepWork``'s fields in order (floats or arrays)."""
+    if p.roofline:
+        compute = compute_s / p.gemm_compute_fraction
+        memory = memory_s / p.gemm_bandwidth_fraction
+        kernels, per_layer = _maximum(compute, memory), layers * p.layer_overhead_s
+    else:
+        g_compute = gemm_compute_s / p.gemm_compute_fraction
+        g_memory = gemm_memory_s / p.gemm_bandwidth_fraction
+        a_compute = attention_compute_s / p.attention_compute_fraction
+        a_memory = attention_token_s / p.attention_token_fraction + kv_memory_s / p.kv_bandwidth_fraction
+        m_compute = moe_compute_s / p.moe_compute_fraction
+        m_memory = moe_memory_s / p.moe_bandwidth_fraction
+        compute, memory = g_compute + a_compute + m_compute, g_memory + a_memory + m_memory
+        kernels = _smax(g_compute, g_memory) + a_compute + a_memory + _smax(m_compute, m_memory, MOE_SMOOTH)
+        attention_kernel_s = p.decode_attention_kernel_s + prefill * (
+            p.prefill_attention_kernel_s - p.decode_attention_kernel_s
+        )
+        per_layer = (
+            gemm_kernels * p.gemm_kernel_s
+            + attention_kernels * attention_kernel_s
+            + moe_layers * p.moe_kernel_s
+            + layers * p.layer_overhead_s
+        )
+    per_step = p.step_overhead_s + sequences * p.sequence_overhead_s
+    comm = comm_bytes_s + collectives * p.collective_latency_s + hops * p.hop_latency_s
+    return compute, memory, kernels, per_layer, per_step, comm
+
+
+_WORK_FIELDS = (
+    "compute_s",
+    "memory_s",
+    "gemm_compute_s",
+    "gemm_memory_s",
+    "attention_compute_s",
+    "attention_token_s",
+    "kv_memory_s",
+    "moe_compute_s",
+    "moe_memory_s",
+    "moe_layers",
+    "gemm_kernels",
+    "attention_kernels",
+    "prefill",
+    "layers",
+    "sequences",
+    "comm_bytes_s",
+    "collectives",
+    "hops",
+)
+
+
+def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
+    """The achievable time of ``work`` on an engine with numbers ``p`` (s): the formula of the module
+    docstring, itemised. ``p``'s fields may be arrays (one value per step, as the fit uses).
+
+    >>> card = engine_params("ideal", "h100-sxm").replace(bandwidth_fraction=0.8, step_overhead_s=1e-3)
+    >>> b = assemble(StepWork(compute_s=1e-3, memory_s=4e-3), card)
+    >>> round(b.total_s * 1e3, 3), b.binding     # 4 ms ÷ 0.8 + 1 ms
+    (6.0, 'memory')
+    """
+    compute, memory, kernels, per_layer, per_step, comm = step_parts(
+        p, *(getattr(work, f) for f in _WORK_FIELDS)
+    )
+    floor = _maximum(work.compute_s, work.memory_s)
+    return TimeBudget(
+        floor_s=floor,
+        kernel_efficiency_s=kernels - floor,
+        per_step_s=per_step,
+        per_layer_s=per_layer,
+        communication_s=comm,
+        extra_s=work.extra_s,
+        total_s=kernels + per_layer + per_step + comm + work.extra_s,
+        kernel_compute_s=compute,
+        kernel_memory_s=memory,
+    )
+
+
+def gemm_kernels_per_step(model) -> int:
+    """GEMM kernels one forward pass launches: per layer the attention's projections (fused QKV and the
+    output; MLA's compressed projections and its absorbed products) and the MLP's (fused gate-up and down;
+    an MoE layer's router and any shared expert: its routed experts are the MoE kernel's), and the LM head.
+
+    >>> # 32 × 4 + 1; 61 × 7 + 3 × 2 + 58 × 3 + 1
+    >>> gemm_kernels_per_step("llama-3-8b"), gemm_kernels_per_step("deepseek-v3")
+    (129, 608)
+    """
+    m = get_model(model)
+    attention = (6 + (1 if m.q_lora_rank else 0)) if m.is_mla else 2
+    moe_layers = (m.layers - m.first_dense_layers) if m.is_moe else 0
+    moe = 1 + (2 if m.shared_experts else 0)  # the router and any shared expert; routed experts: t_moe
+    return int(m.layers * attention + (m.layers - moe_layers) * 2 + moe_layers * moe + 1)
+
+
+def attention_token_bytes(model) -> float:
+    """Bytes of Q, K, V in and O out per prompt token, over all layers (bytes): the per-token traffic of
+    prefill attention, L × (2H + 2H_kv) × d_h × 2 bytes.
+
+    >>> attention_token_bytes("llama-3-8b")     # 32 × (64 + 16) × 128 × 2
+    655360.0
+    """
+    m = get_model(model)
+    return float(m.layers * (2 * m.attention_heads + 2 * m.kv_heads) * m.head_dim * ACTIVATION_BYTES)
+
+
+class StepTimer:
+    """Step times of one model on one deployment with one engine: the constants looked up once, then
+    :meth:`budget` / :meth:`time_s` per step from its work, or :meth:`of_step` for a physics ``Step``.
+
+    Parameters
+    ----------
+    engine : an engine id or alias (``"vllm"``, ``"ideal"``, …), see ``roofline.engines.get_engine``.
+    model, gpu : ids or rows of ``roofline.data``.
+    num_gpus : N ≥ 1 GPUs per worker. parallel : ``"tensor"`` or ``"pipeline"`` (default: the engine's).
+    weight_precision, kv_precision : set the GEMMs' peak and format, and the KV cache's format.
+    communication : whether tensor-parallel all-reduces count; default: yes for a real engine, no for the
+        ideal (the course's floor leaves them out unless asked, as ``forward_step`` does).
+    params : the engine's numbers, to override the calibration (``engine_params(...).replace(...)``).
+
+    >>> tp = StepTimer("vllm", "llama-3-70b", "h100-sxm", num_gpus=4)
+    >>> tp.lanes, tp.collectives        # four GPUs on every layer, two all-reduces per layer
+    (4, 160)
+    """
+
+    def __init__(
+        self,
+        engine,
+        model,
+        gpu,
+        *,
+        num_gpus: int = 1,
+        parallel: str | None = None,
+        weight_precision: str = "bf16",
+        kv_precision: str = "bf16",
+        communication: bool | None = None,
+        params: EngineParams | None = None,
+    ):
+        self.engine = get_engine(engine)
+        self.model, self.gpu = get_model(model), get_gpu(gpu)
+        if isinstance(num_gpus, bool) or int(num_gpus) != num_gpus or num_gpus < 1:
+            raise InvalidConfigurationError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
+        self.num_gpus = int(num_gpus)
+        self.parallel = self.engine.parallel if parallel is None else str(parallel).lower()
+        if self.parallel not in ("tensor", "pipeline"):
+            raise InvalidConfigurationError(f"parallel must be 'tensor' or 'pipeline', got {parallel!r}")
+        self.weight_precision, self.kv_precision = weight_precision, kv_precision
+        self._params = params
+        # GPUs working on the same layer at once: all of them when every matrix is split, one in a pipeline
+        self.lanes = self.num_gpus if self.parallel == "tensor" else 1
+        self.peak_flops_per_s = self.lanes * peak_flops_per_s(self.gpu, weight_precision)
+        # attention runs in 16-bit math whatever the weights: BF16, else FP16 (Apple), else FP32
+        math = next((p for p in ("bf16", "fp16", "fp32") if p in self.gpu.dense_flops_per_s), None)
+        self.attention_peak_flops_per_s = self.lanes * (
+            self.gpu.dense_flops_per_s[math] if math else peak_flops_per_s(self.gpu, weight_precision)
+        )
+        self.bandwidth_bytes_per_s = self.lanes * self.gpu.memory_bandwidth_bytes_per_s
+        talks = self.parallel == "tensor" and self.num_gpus > 1
+        talks &= (self.engine.kind != "ideal") if communication is None else bool(communication)
+        self.collectives = 2 * self.model.layers if talks else 0
+        self.hops = self.collectives * 2 * (self.num_gpus - 1)
+        link = max(self.gpu.interconnect_bytes_per_s, 1.0)  # all-reduce bytes grow with the step's tokens
+        self.comm_s_per_token = (
+            float(tensor_parallel_comm_time_s(self.model, 1, self.num_gpus, link, latency_s=0.0))
+            if talks
+            else 0.0
+        )
+        self.gemm_kernels = gemm_kernels_per_step(self.model)
+        self.token_bytes = attention_token_bytes(self.model)
+        m = self.model
+        self.moe_layers = (m.layers - m.first_dense_layers) if m.is_moe else 0
+
+    @property
+    def params(self) -> EngineParams:
+        """The engine's numbers on this GPU (from the calibration on first use, or as given)."""
+        if self._params is None:
+            self._params = engine_params(
+                self.engine,
+                self.gpu,
+                weight_precision=self.weight_precision,
+                kv_precision=self.kv_precision,
+                model=self.model,
+            )
+        return self._params
+
+    def _values(
+        self,
+        gemm_flops,
+        weight_bytes,
+        attention_flops=0.0,
+        kv_read_bytes=0.0,
+        kv_write_bytes=0.0,
+        prompt_tokens=0.0,
+        tokens=1.0,
+        sequences=1.0,
+        moe_flops=0.0,
+        moe_bytes=0.0,
+    ) -> tuple:
+        """``StepWork``'s fields (without ``extra_s``), in order, from a step's FLOPs, bytes and counts."""
+        peak, bw = self.peak_flops_per_s, self.bandwidth_bytes_per_s
+        if isinstance(tokens, float) and isinstance(prompt_tokens, float):  # the simulator's scalar steps
+            any_tokens, prefill = (1.0 if tokens > 0.0 else 0.0), (1.0 if prompt_tokens > 0.0 else 0.0)
+        else:
+            any_tokens, prefill = np.minimum(tokens, 1.0), np.minimum(prompt_tokens, 1.0)
+        return (
+            (gemm_flops + moe_flops + attention_flops) / peak,
+            (weight_bytes + moe_bytes + kv_read_bytes + kv_write_bytes) / bw,
+            gemm_flops / peak,
+            weight_bytes / bw,
+            attention_flops / self.attention_peak_flops_per_s,
+            prompt_tokens * self.token_bytes / bw,
+            kv_read_bytes / bw,
+            moe_flops / peak,
+            moe_bytes / bw,
+            self.moe_layers * any_tokens,
+            self.gemm_kernels * any_tokens,
+            self.model.layers * any_tokens,
+            prefill,
+            self.model.layers * any_tokens,
+            sequences,
+            tokens * self.comm_s_per_token,
+            self.collectives * any_tokens,
+            self.hops * any_tokens,
+        )
+
+    def work(self, gemm_flops, weight_bytes, *, extra_s=0.0, **load) -> StepWork:
+        """The :class:`StepWork` of a step: ``gemm_flops`` (FLOP), ``weight_bytes`` (bytes) and the keywords
+        ``attention_flops`` (FLOP), ``kv_read_bytes``, ``kv_write_bytes`` (bytes), ``prompt_tokens``,
+        ``tokens``, ``sequences`` (counts), ``moe_flops``, ``moe_bytes`` (an MoE's routed experts: FLOP,
+        bytes; not in ``gemm_flops``/``weight_bytes``) and ``extra_s`` (s)."""
+        return StepWork(*self._values(gemm_flops, weight_bytes, **load), extra_s=extra_s)
+
+    def budget(self, gemm_flops, weight_bytes, **load) -> TimeBudget:
+        """The itemised time of one step (s): see :func:`assemble`; keywords as :meth:`work`."""
+        return assemble(self.work(gemm_flops, weight_bytes, **load), self.params)
+
+    def time_s(
+        self,
+        gemm_flops,
+        weight_bytes,
+        attention_flops=0.0,
+        kv_read_bytes=0.0,
+        kv_write_bytes=0.0,
+        prompt_tokens=0.0,
+        tokens=1.0,
+        sequences=1.0,
+        moe_flops=0.0,
+        moe_bytes=0.0,
+        extra_s=0.0,
+    ):
+        """The achievable time of one step (s): ``budget(...).total_s``, without itemising; arguments as
+        :meth:`work`, positional or by name (the simulator's hot path: floats stay floats)."""
+        values = self._values(
+            gemm_flops,
+            weight_bytes,
+            attention_flops,
+            kv_read_bytes,
+            kv_write_bytes,
+            prompt_tokens,
+            tokens,
+            sequences,
+            moe_flops,
+            moe_bytes,
+        )
+        _, _, kernels, per_layer, per_step, comm = step_parts(self.params, *values)
+        return kernels + per_layer + per_step + comm + extra_s
+
+    def of_step(self, step, extra_s=None) -> TimeBudget:
+        """The budget of a physics ``Step`` (``roofline.forward_step`` and its wrappers); ``extra_s``
+        defaults to the step's own launch overhead.
+
+        >>> from roofline.physics.step import decode_step
+        >>> s = decode_step("llama-3-8b", "h100-sxm", batch=[1, 32], context_tokens=1000)
+        >>> b = StepTimer("ideal", "llama-3-8b", "h100-sxm").of_step(s)
+        >>> bool(np.allclose(b.total_s, s.step_time_s))
+        True
+        """
+        load = step_load(step, extra_s, self.model)
+        return assemble(self.work(load.pop("gemm_flops"), load.pop("weight_bytes"), **load), self.params)
+
+
+def routed_expert_load(model, weight_precision: str, tokens):
+    """(FLOPs, bytes read) of an MoE's routed experts in a step of ``tokens`` tokens (0 for a dense model):
+    the work its MoE kernels run (``roofline.physics.architecture``).
+
+    >>> [round(float(x) / 1e9, 1) for x in routed_expert_load("mixtral-8x7b", "bf16", 1)]
+    [22.5, 22.5]
+    """
+    m = get_model(model)
+    if not m.is_moe:
+        return 0.0 * np.asarray(tokens, float), 0.0 * np.asarray(tokens, float)
+    n = np.maximum(tokens, 1.0)
+    flops = 2.0 * routed_expert_parameters_per_token(m) * np.asarray(tokens, float)
+    return flops, np.where(np.asarray(tokens) > 0, routed_expert_bytes_read(m, weight_precision, n), 0.0)
+
+
+def step_load(step, extra_s=None, model=None) -> dict:
+    """The keywords of :meth:`StepTimer.work` for a physics ``Step``: its GEMM, routed-expert and attention
+    FLOPs, weight, routed-expert and KV bytes, prompt tokens (sequences computing more than one token, and
+    any prompt chunk), tokens and sequences (one more for a chunk). ``model`` is the step's model when it is
+    not a row of the tables (a shape built in code, as the measure lab's)."""
+    f = lambda x: np.asarray(x, float)  # noqa: E731
+    chunk, batch, new, tokens = f(step.chunk_tokens), f(step.batch), f(step.new_tokens), f(step.tokens)
+    moe_flops, moe_bytes = routed_expert_load(model or step.model_id, step.weight_precision, tokens)
+    return dict(
+        gemm_flops=f(step.flops) - f(step.attention_flops) - moe_flops,
+        weight_bytes=f(step.weight_bytes_read) - moe_bytes,
+        moe_flops=moe_flops,
+        moe_bytes=moe_bytes,
+        attention_flops=f(step.attention_flops),
+        kv_read_bytes=f(step.kv_bytes_read),
+        kv_write_bytes=f(step.kv_bytes_written),
+        prompt_tokens=np.where(new > 1, batch * new, 0.0) + chunk,
+        tokens=f(step.tokens),
+        sequences=batch + (chunk > 0),
+        extra_s=f(step.launch_overhead_s) if extra_s is None else extra_s,
+    )

@@ -1,0 +1,502 @@
+"""An engine's numbers on one GPU, and where each comes from: kernel timings, sourced figures or the fit.
+
+Taught in notebooks/floor_to_real_server.ipynb; fitted by ``roofline.engines.fit``.
+
+:class:`EngineParams` is what the step model (``roofline.engines.model``) needs, each number meaning what
+its name says:
+
+- **kernels** (per GPU and engine, from kernel timings: ``roofline.engines.kernels``): the fraction of
+  dense peak a large GEMM reaches, the fraction of peak bandwidth a skinny GEMM streams its weights at, a
+  GEMM's fixed cost; prefill attention's fraction of peak math and of bandwidth for its per-token traffic,
+  decode attention's fraction of bandwidth for the KV cache, and each attention kernel's fixed cost;
+- **the engine** (per engine, fitted on measured runs: ``data/calibration.toml``): its CPU time per step
+  (scheduling, sampling), per sequence in a step, and its small kernels per layer (norms, rotary,
+  activations, cache writes);
+- **the link** (per GPU, from NCCL's tuning model and measured hops: ``roofline.physics.parallel``): the
+  start-up of one all-reduce and the latency of each ring hop, to which an engine adds its own per
+  all-reduce cost (fitted: launches and synchronization beyond NCCL's model).
+
+An engine whose kernels were not timed (an older vintage: ``kernels = ""`` in ``data/engines.toml``) has
+the bandwidth fractions of its GEMMs and of its decode attention fitted too, per GPU family, starting from
+the timed kernels of its family; its compute fractions are the family's timed ones. The ideal
+engine is the roofline: fractions 1, no costs (``roofline`` True).
+
+The calibration file is read through ``roofline.data`` and checked: a fraction outside (0, 1], a negative
+cost, a missing key or a syntax error is a ``DataTableError`` naming the file and the entry.
+
+>>> p = engine_params("vllm", "h100-sxm")
+>>> 0.6 < p.gemm_compute_fraction < 0.9, p.kernels_from
+(True, 'fitted')
+>>> engine_params("ideal", "h100-sxm").roofline
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import tomllib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from roofline.data import DataTableError, get_gpu, gpus, read_toml, user_data_dir
+from roofline.engines.registry import get_engine
+from roofline.errors import InvalidConfigurationError
+from roofline.physics.parallel import hop_latency_s as link_hop_latency_s
+
+CALIBRATION_FILE = "calibration.toml"
+# Per-engine costs in the file (seconds), with their meanings.
+OVERHEADS = {
+    "step_overhead_s": "per step: scheduling, sampling, launches the engine cannot hide",
+    "layer_overhead_s": "per layer per step: the small kernels (norms, rotary, activations, cache writes)",
+    "sequence_overhead_s": "per sequence per step: sampling and bookkeeping",
+    "allreduce_overhead_s": "per all-reduce, beyond the link's NCCL latency: launches, synchronization",
+}
+# Fitted per GPU family for engines without kernel timings (fractions of peak bandwidth): how well their own
+# weight-streaming GEMMs and paged-attention kernels of the time read memory. Their compute fractions are the
+# family's timed kernels' (a GEMM's math has not changed since; fitting it end to end let it absorb
+# preemptions and scheduling instead: issue 19).
+FITTED_FRACTIONS = ("gemm_bandwidth_fraction", "kv_bandwidth_fraction")
+# The kernel timings' names (roofline.engines.kernels) -> EngineParams' names.
+KERNEL_NAMES = {
+    "gemm_compute_fraction": "gemm_compute_fraction",
+    "gemm_bandwidth_fraction": "gemm_bandwidth_fraction",
+    "gemm_overhead_s": "gemm_kernel_s",
+    "prefill_attention_compute_fraction": "attention_compute_fraction",
+    "prefill_attention_bandwidth_fraction": "attention_token_fraction",
+    "prefill_attention_overhead_s": "prefill_attention_kernel_s",
+    "decode_attention_bandwidth_fraction": "kv_bandwidth_fraction",
+    "decode_attention_overhead_s": "decode_attention_kernel_s",
+}
+MOE_NAMES = ("moe_compute_fraction", "moe_bandwidth_fraction", "moe_kernel_s")
+# The GEMM format a weight precision runs in: weight-only formats dequantize into 16-bit GEMMs.
+GEMM_DTYPES = {"fp8": "fp8", "fp8-block128": "fp8-block128"}
+# Without MoE timings for a GPU's family, an MoE layer costs like this many GEMM kernels (router, gate-up,
+# down): its grouped GEMMs stream their experts at the GEMMs' fractions.
+MOE_KERNELS_PER_LAYER = 3
+
+
+@dataclass(frozen=True)
+class EngineParams:
+    """One engine's numbers on one GPU: fractions in (0, 1] and seconds. ``*_from`` say where from.
+
+    ``roofline`` True means the engine is the roofline itself (the ideal, or a what-if such as "kernels
+    at 80 % of bandwidth"): a step takes max(math ÷ compute fraction, memory ÷ bandwidth fraction) of
+    the whole step, plus the costs, instead of a sum over its kernels.
+    """
+
+    engine: str
+    gpu_family: str
+    gemm_compute_fraction: float
+    gemm_bandwidth_fraction: float
+    gemm_kernel_s: float
+    attention_compute_fraction: float
+    attention_token_fraction: float
+    kv_bandwidth_fraction: float
+    prefill_attention_kernel_s: float
+    decode_attention_kernel_s: float
+    moe_compute_fraction: float
+    moe_bandwidth_fraction: float
+    moe_kernel_s: float
+    step_overhead_s: float
+    layer_overhead_s: float
+    sequence_overhead_s: float
+    hop_latency_s: float
+    collective_latency_s: float
+    kernels_from: str
+    overheads_from: str
+    roofline: bool = False
+
+    @property
+    def bandwidth_fraction(self) -> float:
+        """The weights' share of peak bandwidth (a GEMM streaming its weights), the headline fraction."""
+        return self.gemm_bandwidth_fraction
+
+    @property
+    def compute_fraction(self) -> float:
+        """The share of dense peak a large GEMM reaches, the headline fraction."""
+        return self.gemm_compute_fraction
+
+    def replace(self, **changes) -> EngineParams:
+        """A copy with some numbers changed (a "what if"), checked. ``bandwidth_fraction`` and
+        ``compute_fraction`` set every bandwidth or compute fraction at once.
+
+        >>> engine_params("ideal", "h100-sxm").replace(bandwidth_fraction=0.8).kv_bandwidth_fraction
+        0.8
+        """
+        for short, names in (
+            (
+                "bandwidth_fraction",
+                (
+                    "gemm_bandwidth_fraction",
+                    "kv_bandwidth_fraction",
+                    "attention_token_fraction",
+                    "moe_bandwidth_fraction",
+                ),
+            ),
+            (
+                "compute_fraction",
+                ("gemm_compute_fraction", "attention_compute_fraction", "moe_compute_fraction"),
+            ),
+        ):
+            if short in changes:
+                value = changes.pop(short)
+                changes.update({n: value for n in names})
+        new = dataclasses.replace(self, **changes)
+        _check_params(new)
+        return new
+
+
+def _check_params(p: EngineParams) -> None:
+    for f in dataclasses.fields(p):
+        v = getattr(p, f.name)
+        if f.name.endswith("_fraction"):
+            if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1):
+                raise InvalidConfigurationError(f"{f.name} must be in (0, 1], got {v!r}")
+        elif f.name.endswith("_s"):
+            if not (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                raise InvalidConfigurationError(f"{f.name} must be a time >= 0 s, got {v!r}")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The stored fit. ``overheads`` maps engine → {name in ``OVERHEADS``: seconds}; ``fractions`` maps
+    (family, engine) → {name in ``FITTED_FRACTIONS``: fraction} for engines without kernel timings;
+    ``ranges`` maps (family, engine) → the measured range it was fitted on."""
+
+    overheads: dict
+    fractions: dict = field(default_factory=dict)
+    gpu_family: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    source: str = ""
+
+    def family(self, gpu_id: str) -> str:
+        """GPU family of ``gpu_id`` ("ampere", "hopper", …); "unknown" if neither file nor name says."""
+        return self.gpu_family.get(gpu_id) or gpu_families().get(gpu_id, "unknown")
+
+    def overheads_for(self, engine: str) -> tuple[dict, str]:
+        """({name: seconds}, where from): the engine's fitted costs, else the median over fitted engines."""
+        if engine in self.overheads:
+            return dict(self.overheads[engine]), "fitted"
+        med = {k: float(np.median([o[k] for o in self.overheads.values()])) for k in OVERHEADS}
+        return med, "median over fitted engines (no rows of this engine)"
+
+    def fractions_for(self, family: str, engine: str) -> tuple[dict | None, str]:
+        """The fractions fitted for an engine without kernel timings on a family, and where from;
+        (None, why) where it has none on this family (then its family's kernel timings are used)."""
+        if (family, engine) in self.fractions:
+            return dict(self.fractions[(family, engine)]), "fitted end to end"
+        return None, f"no {engine} rows on {family} GPUs: the family's kernel timings"
+
+
+@functools.lru_cache(maxsize=512)
+def kernel_numbers(
+    kernels: str, gpu_id: str, weight_precision: str, kv_precision: str, architecture: str = "dense"
+) -> tuple[dict, str]:
+    """({EngineParams name: value}, where from): the kernel numbers of ``gpu_id`` from the timings of the
+    engine ``kernels`` ("" for the median over the timed engines), GEMMs in the format ``weight_precision``
+    runs in, a ``kv_precision`` cache (``roofline.engines.kernels.kernel_parameters``), and for an
+    ``architecture`` "moe" or "mla-moe" its MoE layers' and MLA attention's own kernels
+    (``roofline.engines.moe_kernels``)."""
+    from roofline.engines.kernels import kernel_parameters
+
+    dtype = GEMM_DTYPES.get(weight_precision, "bf16")
+    kv = "fp8" if kv_precision == "fp8" else "bf16"
+    try:
+        raw = kernel_parameters(gpu_id, kernels or None, dtype=dtype, kv_dtype=kv)
+    except InvalidConfigurationError:  # an FP8 cache on a GPU without FP8 math is converted to 16 bits
+        if kv == "bf16":
+            raise
+        raw = kernel_parameters(gpu_id, kernels or None, dtype=dtype, kv_dtype="bf16")
+        raw["source"] += "; FP8 KV read at the 16-bit cache's rate (no FP8 attention timings here)"
+    numbers = {ours: float(raw[theirs]) for theirs, ours in KERNEL_NAMES.items()}
+    sources = [raw["source"]]
+    numbers.update(
+        moe_compute_fraction=numbers["gemm_compute_fraction"],
+        moe_bandwidth_fraction=numbers["gemm_bandwidth_fraction"],
+        moe_kernel_s=MOE_KERNELS_PER_LAYER * numbers["gemm_kernel_s"],
+    )
+    if architecture != "dense":
+        sources.append(_moe_mla_numbers(numbers, kernels, gpu_id, weight_precision, kv, architecture))
+    return numbers, "; ".join(x for x in sources if x and x != "fitted") or "fitted"
+
+
+def _moe_mla_numbers(
+    numbers: dict, kernels: str, gpu_id: str, weight_precision: str, kv: str, architecture: str
+) -> str:
+    """Set an MoE model's MoE-layer numbers and an MLA model's attention numbers from their own kernel
+    timings, where the GPU's family has them; say where they came from."""
+    from roofline.engines.moe_kernels import CHECKPOINT_TO_MOE, mla_parameters, moe_parameters
+
+    notes = []
+    try:
+        moe = moe_parameters(gpu_id, kernels or None, CHECKPOINT_TO_MOE.get(weight_precision, "bf16"))
+        numbers.update(
+            moe_compute_fraction=moe["moe_compute_fraction"],
+            moe_bandwidth_fraction=moe["moe_bandwidth_fraction"],
+            moe_kernel_s=moe["moe_overhead_s"],
+        )
+        notes.append("" if moe["source"] == "fitted" else f"MoE: {moe['source']}")
+    except InvalidConfigurationError as exc:
+        notes.append(f"MoE layers as grouped GEMMs ({exc})")
+    if architecture == "mla-moe":
+        try:
+            mla = mla_parameters(gpu_id, kernels or None, kv)
+            numbers.update(
+                attention_compute_fraction=mla["mla_prefill_compute_fraction"],
+                kv_bandwidth_fraction=mla["mla_decode_bandwidth_fraction"],
+                prefill_attention_kernel_s=mla["mla_prefill_overhead_s"],
+                decode_attention_kernel_s=mla["mla_decode_overhead_s"],
+            )
+            notes.append("" if mla["source"] == "fitted" else f"MLA: {mla['source']}")
+        except (InvalidConfigurationError, KeyError) as exc:
+            notes.append(f"MLA attention as other attention ({exc})")
+    return "; ".join(n for n in notes if n)
+
+
+MEASURED_MACHINE = (
+    "a machine you measured (roofline measure): its row holds the bandwidth and matmul rate it reached, "
+    "so kernels run at those rates (fractions 1) and only the engine's own costs are added"
+)
+
+
+@functools.cache
+def project_gpu_ids() -> frozenset:
+    """The ids of the project's GPU rows (``data/gpus.toml``), without a learner's measured machines."""
+    from roofline.data import load_gpus
+
+    return frozenset(load_gpus())
+
+
+def measured_machine_numbers() -> dict:
+    """Kernel numbers of a machine ``roofline measure`` measured: fractions 1 of its measured rates, no
+    fixed kernel cost (its measurements already include it)."""
+    numbers = {name: 1.0 for name in (*KERNEL_NAMES.values(), *MOE_NAMES) if name.endswith("_fraction")}
+    numbers.update({name: 0.0 for name in (*KERNEL_NAMES.values(), *MOE_NAMES) if name.endswith("_s")})
+    return numbers
+
+
+def architecture_of(model) -> str:
+    """ "dense", "moe" or "mla-moe": which kernel timings a model's layers need.
+
+    >>> architecture_of("llama-3-8b"), architecture_of("mixtral-8x7b"), architecture_of("deepseek-v3")
+    ('dense', 'moe', 'mla-moe')
+    """
+    from roofline.data import get_model
+
+    m = get_model(model)
+    return ("mla-moe" if m.is_mla else "moe") if m.is_moe else ("mla-moe" if m.is_mla else "dense")
+
+
+def engine_params(
+    engine,
+    gpu,
+    calibration: Calibration | None = None,
+    *,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    model=None,
+) -> EngineParams:
+    """The numbers ``engine`` (an id, alias or ``Engine``) runs at on ``gpu`` with weights in
+    ``weight_precision`` (FP8 GEMMs reach less of their peak than BF16 ones) and a ``kv_precision`` cache;
+    with ``model``, an MoE model's expert layers and an MLA model's attention take their own kernel timings.
+
+    >>> p = engine_params("TRT-LLM", "a100-40gb")
+    >>> p.engine, p.gpu_family
+    ('tensorrt-llm', 'ampere')
+    >>> p.kernels_from
+    "a100-40gb has no kernel timings: a100-80gb-sxm's (same ampere family, nearest rates)"
+    """
+    e, g = get_engine(engine), get_gpu(gpu)
+    if e.kind == "ideal":
+        ones = {
+            n: 1.0
+            for n in (
+                "gemm_compute_fraction",
+                "gemm_bandwidth_fraction",
+                "attention_compute_fraction",
+                "attention_token_fraction",
+                "kv_bandwidth_fraction",
+                "moe_compute_fraction",
+                "moe_bandwidth_fraction",
+            )
+        }
+        zeros = {
+            n: 0.0
+            for n in (
+                "gemm_kernel_s",
+                "prefill_attention_kernel_s",
+                "decode_attention_kernel_s",
+                "moe_kernel_s",
+                "step_overhead_s",
+                "layer_overhead_s",
+                "sequence_overhead_s",
+            )
+        }
+        return EngineParams(
+            engine=e.id,
+            gpu_family=gpu_families().get(g.id, "unknown"),
+            **ones,
+            **zeros,
+            **link_latencies(g),
+            kernels_from="the roofline (no fit)",
+            overheads_from="the roofline (no fit)",
+            roofline=True,
+        )
+    cal = calibration or load_calibration()
+    arch = architecture_of(model) if model is not None else "dense"
+    if g.id not in project_gpu_ids():  # a machine the learner measured: its row holds measured rates
+        kernels, kernels_from = measured_machine_numbers(), MEASURED_MACHINE
+    else:
+        kernels, kernels_from = kernel_numbers(e.kernels, g.id, weight_precision, kv_precision, arch)
+        kernels = dict(kernels)  # the cached dict stays as computed
+    fam = cal.family(g.id)
+    if not e.kernels:
+        fitted, how = cal.fractions_for(fam, e.id)
+        kernels.update(fitted or {})
+        kernels_from = f"bandwidth fractions {how}; the rest: {kernels_from}"
+    oh, how_oh = cal.overheads_for(e.id)
+    link = link_latencies(g)
+    link["collective_latency_s"] += oh.pop("allreduce_overhead_s")
+    return EngineParams(
+        engine=e.id,
+        gpu_family=fam,
+        **kernels,
+        **oh,
+        **link,
+        kernels_from=kernels_from,
+        overheads_from=how_oh,
+    )
+
+
+def link_latencies(gpu) -> dict:
+    """The start-up of one all-reduce and the latency of one ring hop over ``gpu``'s link (s), from NCCL's
+    tuning model and measured PCIe hops (``data/assumptions.toml``): what every engine's collectives pay.
+
+    >>> {k: round(v * 1e6, 1) for k, v in link_latencies("h100-sxm").items()}
+    {'hop_latency_s': 0.6, 'collective_latency_s': 6.6}
+    """
+    from roofline.assumptions import assumption
+
+    g = get_gpu(gpu)
+    return {
+        "hop_latency_s": link_hop_latency_s(g.interconnect),
+        "collective_latency_s": assumption("collective_base_latency_s"),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the calibration file
+# --------------------------------------------------------------------------------------------------
+
+
+def load_calibration() -> Calibration:
+    """The stored fit (``data/calibration.toml``), checked (see the module docstring).
+
+    >>> load_calibration().overheads_for("vllm")[1]
+    'fitted'
+    """
+    return _load_cached(CALIBRATION_FILE)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(name: str) -> Calibration:
+    path, raw = read_toml(name)
+    cal = parse_calibration(raw, path)
+    user = user_data_dir() / name
+    if not user.is_file():
+        return cal
+    try:
+        mine = tomllib.loads(user.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise DataTableError(f"{user}: not valid TOML: {exc}") from None
+    yours = parse_calibration(mine, str(user), fitted=False)
+    clash = sorted(set(yours.overheads) & set(cal.overheads))
+    if clash:
+        raise DataTableError(f"{user}: {', '.join(clash)} is a project engine; calibrate under another name")
+    return dataclasses.replace(cal, overheads={**cal.overheads, **yours.overheads})
+
+
+def _number(raw, path: str, where: str, *, fraction: bool) -> float:
+    ok = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
+    if ok and (0 < raw <= 1 if fraction else raw >= 0):
+        return float(raw)
+    rule = "a fraction in (0, 1]" if fraction else "a time >= 0 s"
+    raise DataTableError(f"{path}, {where}: must be {rule}, got {raw!r}")
+
+
+def _table(raw: dict, key: str, path: str) -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise DataTableError(f"{path}, [{key}]: expected a table, got {type(value).__name__}")
+    return value
+
+
+def parse_calibration(raw: dict, path: str = CALIBRATION_FILE, fitted: bool = True) -> Calibration:
+    """A :class:`Calibration` from the parsed TOML ``raw``; ``DataTableError`` (naming ``path`` and the
+    entry) for anything out of range or missing.
+
+    >>> parse_calibration({"engine": {"x": {"step_overhead_s": -1}}}, "c.toml")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.DataTableError: c.toml, [engine."x"]: missing layer_overhead_s...
+    """
+    overheads = {}
+    for eng, v in _table(raw, "engine", path).items():
+        where = f'[engine."{eng}"]'
+        missing = [k for k in OVERHEADS if not isinstance(v, dict) or k not in v]
+        if missing:
+            raise DataTableError(f"{path}, {where}: missing {', '.join(missing)} (seconds)")
+        overheads[eng] = {k: _number(v[k], path, f"{where} {k}", fraction=False) for k in OVERHEADS}
+    if not overheads and fitted:
+        raise DataTableError(f"{path}: needs [engine.*] tables (a fitted calibration)")
+    fractions = {}
+    for fam, per_engine in _table(raw, "fraction", path).items():
+        for eng, v in per_engine.items():
+            where = f'[fraction.{fam}."{eng}"]'
+            if not isinstance(v, dict) or not set(FITTED_FRACTIONS) <= set(v):
+                raise DataTableError(
+                    f"{path}, {where}: needs {', '.join(FITTED_FRACTIONS)} (fractions of peak)"
+                )
+            fractions[(fam, eng)] = {
+                k: _number(v[k], path, f"{where} {k}", fraction=True) for k in FITTED_FRACTIONS
+            }
+    ranges = {(f, e): dict(v) for f, per in _table(raw, "range", path).items() for e, v in per.items()}
+    return Calibration(
+        overheads=overheads,
+        fractions=fractions,
+        gpu_family=dict(_table(raw, "gpu_family", path)),
+        ranges=ranges,
+        provenance=dict(_table(raw, "provenance", path)),
+        source=path,
+    )
+
+
+def gpu_families() -> dict:
+    """GPU id → architecture family for every GPU in the tables, from the product names. Data-centre and
+    client dies of one generation are different chips (an RTX 3090's GA102 is not an A100's GA100), so
+    they are different families: one never borrows the other's kernel timings.
+
+    >>> f = gpu_families()
+    >>> f["h100-sxm"], f["a100-40gb"], f["rtx-3090"], f["rtx-4090"], f["mi355x"]
+    ('hopper', 'ampere', 'ampere-client', 'ada', 'cdna4')
+    """
+    rules = (  # (family, name fragments), first match wins
+        ("apple", ("apple", " m2 ", " m3 ", " m4 ")),
+        ("cdna4", ("mi355", "mi350")),
+        ("cdna3", ("mi300", "mi325")),
+        ("ampere-client", ("a10g", "3090", " a10 ")),
+        ("ampere", ("a100",)),
+        ("hopper", ("h100", "h200", "gh200", "h20")),
+        ("blackwell-client", ("5090", "pro 6000", "rtx-pro-6000")),
+        ("blackwell", ("b200", "b300", "gb200", "b100")),
+        ("ada", ("l40", "l4", "4090")),
+    )
+    table = {}
+    for gid, g in gpus().items():
+        name = f" {g.id} {g.name} {g.vendor} ".lower()
+        table[gid] = next((fam for fam, keys in rules if any(k in name for k in keys)), "unknown")
+    return table

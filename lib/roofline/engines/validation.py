@@ -1,0 +1,245 @@
+"""How well the fitted engines predict runs they were not fitted to: group k-fold cross-validation.
+
+Taught in notebooks/calibration_validation.ipynb. Rows are grouped by model × GPU × engine and whole groups
+are held out together, so a group's rows are predicted by a fit that never saw that configuration.
+
+>>> v = validate(k=5)
+>>> len(v.predicted_s) == len(v.measurements)
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.data import MEASURED_DIR, DataTableError, table_path
+from roofline.engines.fit import fit, predict_rows, usable_rows
+from roofline.engines.measurements import Measurements, load_measurements
+from roofline.engines.params import Calibration, load_calibration
+from roofline.engines.registry import get_engine
+from roofline.engines.terms import measured_terms, terms_for
+
+REGIMES = ("batch-1 decode", "batched decode", "prefill/TTFT", "end-to-end", "throughput")
+# Goals of the held-out median absolute error, per regime (fractions).
+GOALS = {"batch-1 decode": 0.10, "batched decode": 0.15, "end-to-end": 0.15, "prefill/TTFT": 0.20}
+
+
+def group_folds(groups: np.ndarray, k: int = 5) -> np.ndarray:
+    """Fold (0 … k−1) of every row, whole groups together: groups sorted by name, dealt round-robin.
+
+    >>> group_folds(np.array(["b", "a", "b", "c"]), k=2).tolist()
+    [1, 0, 1, 0]
+    """
+    names = np.unique(groups)
+    fold_of = {g: j % k for j, g in enumerate(names)}
+    return np.array([fold_of[g] for g in groups])
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Predictions for every usable row (each from a fit that never saw its group), and their errors."""
+
+    measurements: Measurements
+    predicted_s: np.ndarray
+    fold: np.ndarray
+    k: int
+
+    @property
+    def abs_error(self) -> np.ndarray:
+        """|predicted ÷ measured − 1| per row (fraction)."""
+        return np.abs(self.predicted_s / self.measurements.measured_s - 1)
+
+    def throughput_abs_error(self) -> np.ndarray:
+        """|predicted ÷ measured − 1| of the study's throughput column, NaN elsewhere: latency rows whose
+        printed throughput agrees (within 5 %) with B × 2L ÷ its own latency. That leaves out llama.cpp
+        (its "batch" is not concurrent requests) and a few rows whose throughput column is inconsistent."""
+        ms = self.measurements
+        tokens = ms.batch * (ms.input_tokens + ms.output_tokens)
+        own = tokens / ms.measured_s
+        lat = (ms.kind == "latency") & (np.abs(own / ms.measured_throughput - 1) < 0.05)
+        predicted = np.where(lat, tokens / self.predicted_s, np.nan)
+        return np.abs(predicted / ms.measured_throughput - 1)
+
+    def table(self, by: str = "regime") -> list[dict]:
+        """Median and p90 absolute % error per regime (``by="regime"``), per engine (``by="engine"``) or per
+        engine × GPU family × regime (``by="engine-family-regime"``: the rows carry ``engine``, ``family``,
+        ``regime``, and ``name`` joins them).
+
+        >>> rows = stored_validation().table("engine-family-regime")
+        >>> {"engine", "family", "regime"} <= set(rows[0])
+        True
+        """
+        ms, err = self.measurements, self.abs_error
+        if by == "engine-family-regime":
+            return self._grouped_table()
+        if by == "regime":
+            keys = [(r, ms.regime == r) for r in REGIMES if r != "throughput"]
+            keys.insert(1, ("batch-1 end-to-end", (ms.kind == "latency") & (ms.batch == 1)))
+        elif by == "engine":
+            keys = [(e, ms.engine == e) for e in sorted(set(ms.engine.tolist()))]
+        else:
+            raise ValueError(f"by must be 'regime', 'engine' or 'engine-family-regime', got {by!r}")
+        rows = [summary(name, err[sel], ms.group[sel]) for name, sel in keys if sel.any()]
+        if by == "regime":
+            tp = self.throughput_abs_error()
+            sel = np.isfinite(tp)
+            rows.append(summary("throughput", tp[sel], ms.group[sel]))
+        return rows
+
+    def _grouped_table(self) -> list[dict]:
+        ms, err, cal = self.measurements, self.abs_error, load_calibration()
+        family = np.array([cal.family(g) for g in ms.gpu])
+        regime = ms.regime
+        rows = []
+        for e in sorted(set(ms.engine.tolist())):
+            for f in sorted(set(family[ms.engine == e].tolist())):
+                for r in REGIMES:
+                    sel = (ms.engine == e) & (family == f) & (regime == r)
+                    if sel.any():
+                        row = summary(r, err[sel], ms.group[sel])
+                        rows.append(
+                            {**row, "name": f"{e} | {f} | {r}", "engine": e, "family": f, "regime": r}
+                        )
+        return rows
+
+
+def summary(name: str, err: np.ndarray, groups: np.ndarray) -> dict:
+    """Rows, groups, median and p90 absolute % error of ``err`` (fractions), and the regime's goal."""
+    return {
+        "name": name,
+        "rows": int(err.size),
+        "groups": int(np.unique(groups).size),
+        "median_abs_pct": float(np.median(err) * 100),
+        "p90_abs_pct": float(np.percentile(err, 90) * 100),
+        "goal_pct": GOALS[name] * 100 if name in GOALS else None,
+    }
+
+
+def validate(k: int = 5) -> Validation:
+    """k-fold cross-validation by configuration group (model × GPU × engine)."""
+    ms, ok, terms = load_measurements(), usable_rows(), measured_terms()
+    folds = group_folds(ms.group, k)
+    pred = np.full(len(ms), np.nan)
+    for f in range(k):
+        held = folds == f
+        pred[held] = predict_rows(terms, fit(train_rows=~held))[held]
+    return Validation(ms.subset(ok), pred[ok], folds[ok], k)
+
+
+PUBLISHED = "published_checks.csv"  # in data/measured/: figures no fit sees, with their engine versions
+HELD_OUT = (
+    "calibration_held_out.csv"  # in data/: every usable row's held-out prediction (tools/fit_calibration.py)
+)
+HELD_OUT_COLUMNS = (
+    "source",
+    "kind",
+    "model",
+    "gpu",
+    "engine",
+    "num_gpus",
+    "batch",
+    "input_tokens",
+    "output_tokens",
+    "weight_precision",
+    "measured_s",
+    "predicted_s",
+    "fold",
+)
+
+
+def held_out_csv(v: Validation) -> str:
+    """The text of ``data/calibration_held_out.csv``: one line per usable row, its held-out prediction (s)."""
+    ms = v.measurements
+    lines = [",".join(HELD_OUT_COLUMNS)]
+    for i in range(len(ms)):
+        values = [getattr(ms, c)[i] for c in HELD_OUT_COLUMNS[:-3]]
+        values += [f"{ms.measured_s[i]:.9g}", f"{v.predicted_s[i]:.9g}", int(v.fold[i])]
+        lines.append(",".join(str(x) for x in values))
+    return "\n".join(lines) + "\n"
+
+
+def stored_validation() -> Validation:
+    """The held-out predictions ``tools/fit_calibration.py`` stored (``data/calibration_held_out.csv``), as a
+    :class:`Validation` of today's measurements: the notebook reads them instead of refitting five times;
+    a test checks they equal a fresh ``validate()``.
+
+    >>> v = stored_validation()
+    >>> len(v.predicted_s) == int(usable_rows().sum())
+    True
+    """
+    text = table_path(HELD_OUT).read_text(encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    ms = load_measurements().subset(usable_rows())
+    if len(rows) != len(ms) or any(r["model"] != m for r, m in zip(rows, ms.model, strict=True)):
+        raise DataTableError(
+            f"{table_path(HELD_OUT)}: stale (the measurements changed): rerun tools/fit_calibration.py"
+        )
+    pred = np.array([float(r["predicted_s"]) for r in rows])
+    return Validation(
+        ms, pred, np.array([int(r["fold"]) for r in rows]), int(max(r["fold"] for r in rows)) + 1
+    )
+
+
+def published_checks(calibration: Calibration | None = None) -> list[dict]:
+    """Published serving figures that no fit uses (``data/measured/published_checks.csv``), each with this
+    library's prediction of the same closed loop: a TPOT at a concurrency, the mean step of ``concurrency``
+    clients with prompts mixed in (``roofline.engines.terms``). ``error`` is predicted ÷ published − 1; the
+    row's ``engine_version`` says which release was measured (compare it with the engine's ``version``).
+
+    >>> checks = published_checks()
+    >>> all(c["predicted_tpot_s"] > 0 for c in checks)
+    True
+    """
+    text = (table_path(MEASURED_DIR) / PUBLISHED).read_text(encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    ms = Measurements(
+        **{
+            k: np.array(v)
+            for k, v in {
+                "source": [r["source"] for r in rows],
+                "kind": ["tpot_serving"] * len(rows),
+                "model": [r["model"] for r in rows],
+                "gpu": [r["gpu"] for r in rows],
+                "engine": [get_engine(r["engine"]).id for r in rows],
+                "num_gpus": [int(r["num_gpus"]) for r in rows],
+                "batch": [int(r["concurrency"]) for r in rows],
+                "input_tokens": [int(r["input_tokens"]) for r in rows],
+                "output_tokens": [int(r["output_tokens"]) for r in rows],
+                "weight_precision": [r["weight_precision"] for r in rows],
+                "kv_precision": [r["kv_precision"] for r in rows],
+                "measured_s": [float(r["tpot_s"]) for r in rows],
+                "measured_throughput": [np.nan] * len(rows),
+                "prefill_chunk": [0] * len(rows),
+            }.items()
+        }
+    )
+    predicted = predict_rows(terms_for(ms), calibration or load_calibration())
+    return [
+        {
+            **r,
+            "tpot_s": float(r["tpot_s"]),
+            "predicted_tpot_s": float(p),
+            "error": float(p / float(r["tpot_s"]) - 1),
+        }
+        for r, p in zip(rows, predicted, strict=True)
+    ]
+
+
+def predict(calibration: Calibration | None = None) -> np.ndarray:
+    """Predicted time (s) of every measured row: latency, TTFT or mean decode step, as the row measures.
+
+    >>> bool(np.all(predict() > 0))
+    True
+    """
+    return predict_rows(measured_terms(), calibration or load_calibration())
+
+
+def in_sample_table(calibration: Calibration | None = None) -> list[dict]:
+    """Median and p90 absolute % error per regime of ``calibration`` (default: the stored fit), all rows."""
+    ms, ok = load_measurements(), usable_rows()
+    v = Validation(ms.subset(ok), predict(calibration)[ok], np.zeros(ok.sum(), int), 1)
+    return v.table("regime")

@@ -1,0 +1,301 @@
+"""The serving simulator's event loop: requests arrive, workers step, steps are priced, tokens come out.
+
+Taught in notebooks/slos_and_capacity.ipynb. ``roofline.sim.simulate`` builds a ``Simulation`` and runs
+it; the workers (``roofline.sim.worker``) admit and plan, the cost model prices, and the event queue
+(``roofline.sim.events``) orders it all.
+
+One event per step of a worker, in which every scheduled sequence advances together. A stretch of pure
+decode steps with no arrival and no finish in between is priced in one vectorized call to the cost model
+(a "run" of k steps). Deployments: tensor parallel (inside the cost model); pipeline parallel (``stages``
+S: the batch is split into min(S, sequences) microbatches and an iteration costs the step time of one
+microbatch, while each stage is busy microbatches ÷ S of it); a policy's physical passes (llama.cpp's
+n_ubatch: a step of T tokens runs as ⌈T ÷ pass⌉ equal passes, each reading the weights); replicas behind
+a least-loaded router; disaggregated prefill and decode workers, the KV moving over the link
+(P × KV bytes per token ÷ link bandwidth + a fixed latency).
+
+>>> from roofline.sim.cost import StepCostModel
+>>> from roofline.sim.policies import assumed_policy
+>>> from roofline.sim.worker import RequestState
+>>> rq = RequestState([0], [3])
+>>> s = Simulation(StepCostModel("llama-3-8b", "h100-sxm"), assumed_policy(), rq, ["both"], 10_000,
+...                arrival_s=[0.0])
+>>> s.run()
+>>> s.steps, round(float(rq.finish_s[0]) * 1e3, 2)      # three decode steps of a 4.48 ms floor
+(3, 13.44)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from .events import EventKind, EventQueue
+from .policies import SchedulerPolicy
+from .worker import RequestState, StepWork, Worker
+
+SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
+TIMELINE_LIMIT = 250_000  # steps of worker 0 a timeline keeps (bounded memory on huge runs)
+ARRIVAL, STEP_END, KV_ARRIVAL, STEP_START = (EventKind.ARRIVAL, EventKind.STEP_END, EventKind.KV_ARRIVAL,
+                                             EventKind.STEP_START)  # fmt: skip
+
+
+class Simulation:
+    """A deployment of workers under a load; ``run()`` plays it out. Parameters: the step ``cost`` model,
+    the scheduler ``policy``, the requests' state ``rq``, one role per worker (``"both"``, ``"prefill"``,
+    ``"decode"``), the KV capacity per worker (tokens); ``arrival_s`` (sorted, s) for an open load, or
+    ``concurrency`` clients for a closed loop (each sends its next request ``think_time_s`` after its last
+    finished; client i starts at i × ``ramp_s`` ÷ C)."""
+
+    def __init__(
+        self,
+        cost,
+        policy: SchedulerPolicy,
+        rq: RequestState,
+        roles: list[str],
+        kv_capacity_tokens: int,
+        *,
+        arrival_s=None,
+        concurrency: int = 0,
+        think_time_s: float = 0.0,
+        ramp_s: float = 0.0,
+        stages: int = 1,
+        kv_transfer_latency_s: float = 0.0,
+        max_sim_time_s: float = float("inf"),
+        record_timeline: bool = False,
+    ):
+        self.cost, self.policy, self.rq, self.stages = cost, policy, rq, int(stages)
+        self.workers = [Worker(i, role, rq, policy, kv_capacity_tokens) for i, role in enumerate(roles)]
+        if record_timeline:
+            self.workers[0].log = []
+        self.entry = [w for w in self.workers if w.role != "decode"]
+        self.decoders = [w for w in self.workers if w.role == "decode"]
+        self.kv_link_s_per_token = cost.kv_bytes_per_token / cost.gpu.interconnect_bytes_per_s
+        self.kv_transfer_latency_s = float(kv_transfer_latency_s)
+        self.max_sim_time_s = float(max_sim_time_s)
+        self.think_time_s = float(think_time_s)
+        n = len(rq.out_n)
+        self.closed = arrival_s is None
+        self.arrival_s = np.full(n, np.nan) if self.closed else np.asarray(arrival_s, dtype=float)
+        self.queue = EventQueue(None if self.closed else self.arrival_s, first_sequence=n)
+        self.next_request = n
+        if self.closed:
+            c = int(concurrency)
+            for r in range(min(n, c)):
+                self.queue.push_outside(ramp_s * r / c, ARRIVAL, r, sequence=r)
+            self.next_request = min(n, c)
+        self.steps = 0
+        self.t_end_s = 0.0
+        self.truncated = False
+
+    # ---------------------------------------------------------------- the loop and its events
+
+    def run(self):
+        """Play every event until none is left or the clock passes ``max_sim_time_s``."""
+        queue, workers, limit = self.queue, self.workers, self.max_sim_time_s
+        while (event := queue.pop()) is not None:
+            t, kind, subject, payload = event
+            if t > limit:
+                self.truncated = True
+                return
+            self.t_end_s = t
+            if kind is STEP_END:
+                self._step_ends(workers[subject], t, payload)
+            elif kind is ARRIVAL:
+                if self.closed:
+                    self.arrival_s[subject] = t
+                self._join(self._least_loaded(self.entry), subject, t)
+            elif kind is STEP_START:
+                self._start_step(workers[subject], t)
+            else:  # KV_ARRIVAL
+                self._join(self._least_loaded(self.decoders), subject, t)
+
+    @staticmethod
+    def _least_loaded(pool: list[Worker]) -> Worker:
+        best = pool[0]
+        if len(pool) == 1:
+            return best
+        for w in pool[1:]:
+            if w.load() < best.load():
+                best = w
+        return best
+
+    def _join(self, w: Worker, r: int, t: float):
+        w.waiting.append(r)
+        self._kick(w, t)
+
+    def _kick(self, w: Worker, t: float):
+        """Start w's next step at t, after every other event at t (so simultaneous arrivals batch): at once
+        if no other event is due at t, else through the queue."""
+        if w.busy:
+            return
+        if self.queue.due_by(t):
+            w.busy = True
+            self.queue.push_own(t, STEP_START, w.index, None)
+        else:
+            self._start_step(w, t)
+
+    def _issue_next(self, t: float):
+        """A closed-loop client whose request finished at t sends its next one."""
+        if self.closed and self.next_request < len(self.arrival_s):
+            self.queue.push_outside(t + self.think_time_s, ARRIVAL, self.next_request)
+            self.next_request += 1
+
+    def _step_ends(self, w: Worker, t: float, work: StepWork):
+        """Advance the decoders (k steps) and the prompt chunks; emit tokens; finish or hand over."""
+        rq = self.rq
+        run_decoders, chunks, _, k = work
+        if run_decoders:
+            w.ticks += k
+            w.kv_used += (k - 1) * len(w.dec)  # every decoder grew in the first k − 1 steps
+            while w.fin and w.fin[0][0] <= w.ticks:
+                _, _, ver, r = heapq.heappop(w.fin)
+                if ver != rq.version[r] or r not in w.dec:
+                    continue
+                rq.finish_s[r] = t
+                w.kv_used -= w.drop(r) - 1  # its last token is emitted, never cached
+                self._issue_next(t)
+            w.kv_used += len(w.dec)  # the last step's emitted tokens, for those that continue
+        for r, k in chunks:
+            rq.cached[r] += k
+            if rq.cached[r] == rq.known[r]:
+                self._prompt_done(w, r, t)
+        w.busy = False
+        self._kick(w, t)
+
+    def _prompt_done(self, w: Worker, r: int, t: float):
+        """Request r's last prompt chunk ran: it emits a token, then finishes, moves or decodes."""
+        rq = self.rq
+        rq.gen[r] += 1
+        if rq.first_token_s[r] != rq.first_token_s[r]:
+            rq.first_token_s[r] = t
+        if rq.gen[r] >= rq.out_n[r]:
+            rq.finish_s[r] = t
+            w.kv_used -= w.drop(r)
+            self._issue_next(t)
+        elif w.role == "prefill":  # the first token is out: the KV moves to a decode worker
+            w.kv_used -= w.drop(r)
+            rq.known[r] += 1
+            delay = rq.cached[r] * self.kv_link_s_per_token + self.kv_transfer_latency_s
+            self.queue.push_outside(t + delay, KV_ARRIVAL, r)
+        else:
+            w.pf.remove(r)
+            rq.known[r] += 1
+            w.kv_used += 1
+            w.add_decoder(r)
+
+    # ---------------------------------------------------------------- steps and their price
+
+    def _start_step(self, w: Worker, t: float):
+        work = w.plan(t)
+        if work is None:
+            w.busy = False
+            return
+        agg = self._aggregates(w, work)
+        if work.run_decoders and not w.pf and w.role != "prefill" and self._decode_run(w, t, work, agg):
+            return
+        dt = self._price(w, *agg)
+        if w.log is not None and len(w.log) < TIMELINE_LIMIT:
+            w.log.append((t, dt, w.kv_used, len(w.pf), len(w.dec), len(w.waiting)))
+        self.steps += 1
+        w.busy = True
+        self.queue.push_own(t + dt, STEP_END, w.index, work)
+
+    def _aggregates(self, w: Worker, work: StepWork) -> tuple:
+        """The step's sums: new tokens, sequences that get logits, KV tokens read, attention pairs, KV
+        tokens written (prompt work only), and sequences in the step."""
+        rq = self.rq
+        run_decoders, chunks = work[0], work[1]
+        n_dec = len(w.dec) if run_decoders else 0
+        c_dec = w.sum_base + n_dec * w.ticks if run_decoders else 0
+        nt, kv_read, pairs, written = float(n_dec), float(c_dec), float(c_dec), 0.0
+        n_logits = n_dec  # decoders, and prompts whose last chunk runs now, get a row of logits
+        for r, k in chunks:
+            c0 = rq.cached[r]
+            nt += k
+            kv_read += c0
+            pairs += k * c0 + k * (k - 1) / 2
+            if rq.known[r] - c0 > 1 or (rq.gen[r] == 0 and rq.has_prompt[r]):
+                written += k
+            if c0 + k >= rq.known[r]:
+                n_logits += 1
+        return nt, float(n_logits), kv_read, pairs, written, n_dec + len(chunks)
+
+    def _price(self, w: Worker, nt, nseq, kv_read, pairs, written, n_seq: int) -> float:
+        """Time (s) of one step of this work; adds the GPU-busy time to the worker."""
+        if self.stages == 1 and self.policy.pass_tokens is None:
+            dt = self.cost.time_s(nt, nseq, kv_read, pairs, written)
+            w.busy_s += dt
+            return dt
+        mb = min(self.stages, n_seq)
+        passes = _passes(self.policy, nt)
+        parts = mb * passes
+        dt = passes * self.cost.time_s(
+            nt / parts, nseq / parts, kv_read / parts, pairs / parts, written / parts
+        )
+        w.busy_s += dt * mb / self.stages
+        return dt
+
+    def _decode_run(self, w: Worker, t: float, work: StepWork, agg: tuple) -> bool:
+        """A pure decode batch: nothing changes until the first decoder finishes, the KV cache fills or
+        outside work arrives, so price that many steps at once. Returns False for a single step."""
+        nt, nseq, kv_read = agg[0], agg[1], agg[2]
+        n_dec = len(w.dec)
+        due = w.fin[0][0] if w.fin else math.inf  # a stale top only shortens the run
+        k_max = 1 if work.finishing else int(min(due - w.ticks, (w.cap - w.kv_used) // n_dec))
+        if k_max <= 1:
+            return False
+        mb = min(self.stages, n_dec)
+        parts = mb * _passes(self.policy, nt)
+        horizon = self.queue.next_outside_s()
+        if horizon < math.inf:
+            # steps only get longer as contexts grow: no more than (horizon − t) ÷ first step start first
+            dt0 = (parts // mb) * self.cost.time_s(
+                nt / parts, nseq / parts, kv_read / parts, kv_read / parts, 0.0
+            )
+            k_max = min(k_max, int((horizon - t) / dt0) + 2)
+            if k_max <= 1:
+                return False
+        dts, ends = self._run_times(t, k_max, horizon, nt, nseq, kv_read, n_dec, parts, mb)
+        k = len(dts)
+        w.busy_s += sum(dts) * mb / self.stages
+        if w.log is not None and len(w.log) < TIMELINE_LIMIT:
+            starts = [t, *ends[:-1]]
+            keep = min(k, TIMELINE_LIMIT - len(w.log))
+            w.log.extend(
+                (starts[j], dts[j], w.kv_used + n_dec * j, 0, n_dec, len(w.waiting)) for j in range(keep)
+            )
+        self.steps += k
+        w.busy = True
+        self.queue.push_own(ends[-1], STEP_END, w.index, work._replace(steps=k))
+        return True
+
+    def _run_times(self, t, k_max, horizon, nt, nseq, kv_read, n_dec, parts, mb):
+        """Step times and end times (s) of up to k_max pure decode steps from t, stopping after the step
+        that crosses ``horizon``."""
+        passes = parts // mb
+        time_s = self.cost.time_s
+        if k_max <= SHORT_RUN:  # a short run: plain Python beats numpy's per-call overhead
+            dts, ends, e = [], [], t
+            for j in range(k_max):
+                if j and e >= horizon:  # outside work is due: the run stops before this step
+                    break
+                kv = kv_read + n_dec * j
+                d = passes * time_s(nt / parts, nseq / parts, kv / parts, kv / parts, 0.0)
+                e = e + d
+                dts.append(d)
+                ends.append(e)
+            return dts, ends
+        kv_j = kv_read + n_dec * np.arange(k_max, dtype=float)
+        dts = passes * np.broadcast_to(
+            time_s(nt / parts, nseq / parts, kv_j / parts, kv_j / parts, 0.0), (k_max,)
+        )
+        ends = np.cumsum(np.concatenate(([t], dts)))[1:]
+        k = max(1, int(np.count_nonzero(ends[:-1] < horizon)) + 1)
+        return dts[:k].tolist(), ends[:k].tolist()
+
+
+def _passes(policy: SchedulerPolicy, tokens: float) -> int:
+    p = policy.pass_tokens
+    return 1 if p is None or tokens <= p else math.ceil(tokens / p)

@@ -1,0 +1,486 @@
+"""Real engines (roofline.engines): the registry, the one step model, the fit, its validation, `generate`,
+and that every caller (readouts, simulator, dashboards) gets the same step time from them.
+
+Hand numbers used below (from data/*.toml and the formulas in the library's docstrings):
+
+* Llama 3 8B: ~8.03e9 parameters → 16.06e9 bytes of BF16 weights; KV per token
+  = 2 (K, V) × 32 layers × 8 KV heads × 128 head dim × 2 bytes = 131,072 bytes.
+* Llama 2 7B (MHA): 6.74e9 parameters → 13.48e9 bytes of FP16 weights; KV per token
+  = 2 × 32 layers × 32 KV heads × 128 × 2 bytes = 524,288 bytes.
+* H100 SXM: 3.35e12 bytes/s, 989e12 dense BF16 FLOP/s. A100 40 GB: 40e9 bytes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import roofline as rl
+from roofline import engines
+from roofline.engines import fit as fitting
+from roofline.engines import measurements
+from roofline.engines import validation as val
+from roofline.engines.model import BUDGET_PARTS
+
+ROOT = Path(__file__).resolve().parents[1]
+H100_BW = 3.35e12
+L8B_WEIGHTS = 2 * 8.03e9
+L8B_KV = 2 * 32 * 8 * 128 * 2
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("fit_calibration", ROOT / "tools" / "fit_calibration.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return val.validate(k=5)
+
+
+# -- the stored fit is what the tool computes from the data -------------------------------------------
+
+
+def test_stored_fit_matches_the_tool():
+    stored, fresh = engines.load_calibration(), fitting.fit()
+    assert _tool().compare(stored, fresh) == []
+    assert set(stored.ranges) == set(fresh.ranges)
+    for key, rng in fresh.ranges.items():
+        assert stored.ranges[key]["rows"] == rng["rows"]
+
+
+def test_provenance_names_datasets_rows_and_split():
+    prov = engines.load_calibration().provenance
+    assert prov["tool"] == "tools/fit_calibration.py"
+    assert {"LLM-Inference-Bench", "Splitwise", "aiconfigurator"} <= set(prov["datasets"])
+    assert prov["rows_used"] == int(fitting.usable_rows().sum())
+    assert "group" in prov["split"]
+
+
+def test_fitted_parameters_are_physical():
+    """What the fit may set stays physical: bandwidth fractions in (0, 1] and costs an engine really pays
+    (a CPU step under 30 ms, a layer's small kernels under 100 µs, an all-reduce's extra under 100 µs)."""
+    p = engines.load_calibration()
+    for fractions in p.fractions.values():
+        assert all(0 < f <= 1 for f in fractions.values())
+    for costs in p.overheads.values():
+        assert 0 < costs["step_overhead_s"] < 30e-3
+        assert 0 < costs["layer_overhead_s"] < 100e-6 and 0 < costs["allreduce_overhead_s"] < 100e-6
+        assert 0 < costs["sequence_overhead_s"] < 1e-3
+
+
+def test_kernel_fractions_mean_what_they_say():
+    """Issue 19: a GEMM's compute fraction is what large GEMMs reach (0.6-0.9 of dense peak on an H100),
+    never an end-to-end fit that absorbed something else (it was 0.22-0.32)."""
+    for engine in ("vllm", "tensorrt-llm", "sglang", "vllm-2024", "tensorrt-llm-2024"):
+        p = engines.engine_params(engine, "h100-sxm")
+        assert 0.6 < p.gemm_compute_fraction < 0.9, engine
+        assert 0.5 < p.attention_compute_fraction < 0.9, engine
+        assert 0.5 < p.gemm_bandwidth_fraction <= 1, engine
+
+
+def test_the_cards_real_kernels_come_out_of_a_current_engine():
+    """Issue 19 goal: Llama 3 8B BF16 at batch 1 on an H100 with a current engine lands in the card's
+    "150 to 180 tok/s" for real kernels, from kernel timings and fitted engine costs, not typed in."""
+    for engine in ("vllm", "tensorrt-llm"):
+        step = float(engines.decode_step_times("llama-3-8b", "h100-sxm", 1, 1024, engine=engine)["total"])
+        assert 150 <= 1 / step <= 180, (engine, 1 / step)
+
+
+# -- achievable is never faster than the ideal ----------------------------------------------------------
+
+MODELS = ["llama-3-8b", "llama-2-7b", "qwen2-7b", "mistral-7b", "mixtral-8x7b", "llama-3.1-70b", "qwen2-72b"]
+GPUS = ["h100-sxm", "h200", "a100-80gb-sxm", "a100-40gb", "gh200", "l40s", "mi300x", "b200"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(MODELS),
+    gpu=st.sampled_from(GPUS),
+    gpus=st.sampled_from([1, 2, 4, 8]),
+    engine=st.sampled_from(engines.engine_ids()),
+    batch=st.integers(1, 256),
+    inp=st.integers(1, 8192),
+    outp=st.integers(1, 64),
+)
+def test_achievable_never_beats_the_ideal(model, gpu, gpus, engine, batch, inp, outp):
+    try:
+        r = engines.generate(model, gpu, batch, inp, outp, num_gpus=gpus, engine=engine)
+    except rl.DoesNotFitError:
+        assume(False)
+    for f in ("ttft_s", "latency_s"):
+        assert getattr(r.achievable, f) >= getattr(r.ideal, f) > 0
+    if r.calibration["waves"] == 1:
+        assert r.achievable.tpot_s >= r.ideal.tpot_s
+    else:  # the batch runs in waves of fewer requests: each step is shorter, the whole run longer
+        assert r.achievable.tpot_s * r.calibration["waves"] >= r.ideal.tpot_s
+    for f in ("output_tokens_per_s", "total_tokens_per_s"):
+        assert getattr(r.achievable, f) <= getattr(r.ideal, f)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    gpu=st.sampled_from(GPUS),
+    engine=st.sampled_from(engines.engine_ids()),
+    batch=st.integers(1, 64),
+    ctx=st.integers(0, 4096),
+)
+def test_gap_budget_parts_are_non_negative_and_add_up(gpu, engine, batch, ctx):
+    b = engines.gap_budget("llama-3-8b", gpu, batch, ctx, engine=engine)
+    parts = [b["floor"], *(b[k] for k in BUDGET_PARTS)]
+    assert all(x >= 0 for x in parts)
+    assert math.isclose(sum(parts), b["total"], rel_tol=1e-12)
+
+
+# -- held-out validation by configuration group -----------------------------------------------------------
+
+
+def test_stored_held_out_predictions_are_todays(validation):
+    """The validation notebook reads data/calibration_held_out.csv: it must be what validate() gives now."""
+    stored = val.stored_validation()
+    np.testing.assert_allclose(stored.predicted_s, validation.predicted_s, rtol=1e-6)
+    assert (stored.fold == validation.fold).all()
+
+
+def test_folds_hold_out_whole_groups(validation):
+    ms = validation.measurements
+    for g in np.unique(ms.group):
+        assert np.unique(validation.fold[ms.group == g]).size == 1
+
+
+def _row(validation, name, by="regime"):
+    return next(r for r in validation.table(by) if r["name"] == name)
+
+
+def test_held_out_errors(validation):
+    """Held-out errors by group (each group predicted by a fit that never saw it). End-to-end and throughput
+    meet issue 19's 12 %. Batch-1 decode and prefill rest on Splitwise's two groups (A100 and H100 of one
+    2023 stack): holding one out predicts it from the other family, hence the wider bounds."""
+    assert _row(validation, "end-to-end")["median_abs_pct"] <= 12.0
+    assert _row(validation, "throughput")["median_abs_pct"] <= 12.0
+    assert _row(validation, "batched decode")["median_abs_pct"] <= 20.0
+    assert _row(validation, "prefill/TTFT")["median_abs_pct"] <= 25.0
+    assert _row(validation, "batch-1 decode")["median_abs_pct"] <= 35.0
+
+
+def test_held_out_honest_bounds(validation):
+    """Bounds per engine: those with many groups within 12 %, those with one or two (whose held-out error is a
+    cross-model or cross-family extrapolation) within 25 %; no regime's p90 beyond 60 %."""
+    for r in validation.table():
+        assert r["p90_abs_pct"] <= 60.0, r
+    for engine in ("vllm-2024", "tensorrt-llm-2024", "llama.cpp", "vllm"):
+        assert _row(validation, engine, "engine")["median_abs_pct"] <= 12.0, engine
+    for engine in ("deepspeed-mii", "splitwise-2023", "tensorrt-llm", "sglang"):
+        assert _row(validation, engine, "engine")["median_abs_pct"] <= 25.0, engine
+
+
+def test_held_out_is_worse_than_in_sample(validation):
+    """A sanity check that the split really hides something: held-out error ≥ in-sample error overall."""
+    ins = val.in_sample_table()
+    held = {r["name"]: r["median_abs_pct"] for r in validation.table()}
+    assert held["end-to-end"] >= next(r for r in ins if r["name"] == "end-to-end")["median_abs_pct"] - 0.5
+
+
+def test_rows_faster_than_the_floor_are_dropped():
+    ms, ok = measurements.load_measurements(), fitting.usable_rows()
+    assert np.all(ms.measured_s[ok] >= fitting.ideal_times()[ok])
+    # Splitwise's TP-2 batch-64 prefill: 64 × 512 tokens × 2 × 69e9 FLOP ÷ (2 × 312e12) ≥ 7 s, measured 0.8 s
+    bad = (ms.source == "Splitwise") & (ms.kind == "ttft") & (ms.batch == 64) & (ms.num_gpus == 2)
+    assert bad.any() and not ok[bad].any()
+
+
+# -- names, ranges, extrapolation ---------------------------------------------------------------------
+
+
+def test_unknown_engine_gets_a_suggestion():
+    with pytest.raises(rl.UnknownNameError) as err:
+        engines.get_engine("vlm")
+    assert "vllm" in err.value.suggestions
+    assert engines.get_engine("TRTLLM").id == "tensorrt-llm"
+
+
+def test_measured_configuration_is_not_extrapolated():
+    r = engines.generate("llama-3-8b", "h100-sxm", 16, 512, 512, engine="vllm-2024", weight_precision="fp16")
+    assert r.calibration["extrapolated"] is False
+    assert r.calibration["nearest_measured"] == []
+
+
+def test_gpu_without_rows_uses_its_family_and_is_flagged():
+    r = engines.generate("llama-3-8b", "gh200", 1, 128, 128, engine="vllm")
+    c = r.calibration
+    assert c["gpu_family"] == "hopper"
+    h100 = engines.engine_params("vllm", "h100-sxm")  # the GH200 borrows the H100's kernel timings
+    assert (c["bandwidth_fraction"], c["compute_fraction"]) == (
+        h100.bandwidth_fraction,
+        h100.compute_fraction,
+    )
+    assert c["engine_version"] == engines.get_engine("vllm").version
+    assert c["extrapolated"] is True
+    assert any("gh200" in x for x in c["extrapolation_reasons"])
+    assert len(c["nearest_measured"]) == 3 and c["nearest_measured"][0]["engine"] == "vllm"
+
+
+def test_outside_the_measured_batch_is_flagged():
+    r = engines.generate("llama-3-8b", "h100-sxm", 200, 128, 128, engine="vllm", weight_precision="fp16")
+    assert r.calibration["extrapolated"] is True
+    assert any("batch 200" in x for x in r.calibration["extrapolation_reasons"])
+
+
+# -- hand-derived physics ------------------------------------------------------------------------------
+
+
+def test_ideal_of_one_token_is_the_weights_over_bandwidth():
+    r = engines.generate("llama-3-8b", "h100-sxm", 1, 1, 1)
+    # prefill of 1 token and one decode step at context 1: the matmul weights, the LM head and one row of
+    # the embedding table (16,060,522,496 − 2 × 525,336,576 + 2 × 4,096 = 15,009,857,536 bytes) plus
+    # 131,072 bytes of KV (written, then read), ÷ 3.35e12 bytes/s = 4.48 ms
+    expect = (L8B_WEIGHTS - 2 * 128256 * 4096 + 2 * 4096 + L8B_KV) / H100_BW
+    assert r.ideal.ttft_s == pytest.approx(expect, rel=2e-3)
+    assert r.ideal.tpot_s == pytest.approx(expect, rel=2e-3)
+    assert r.ideal.latency_s == pytest.approx(2 * expect, rel=2e-3)
+
+
+def test_pipeline_sums_the_stages_tensor_divides():
+    # 70B on 4 GPUs at batch 1: memory-bound, so tensor = bytes ÷ (4 × bw), pipeline = bytes ÷ bw.
+    t = engines.generate("llama-3.1-70b", "h100-sxm", 1, 128, 16, num_gpus=4, parallel="tensor")
+    p = engines.generate("llama-3.1-70b", "h100-sxm", 1, 128, 16, num_gpus=4, parallel="pipeline")
+    assert p.ideal.tpot_s / t.ideal.tpot_s == pytest.approx(4.0, rel=1e-3)
+    assert p.achievable.tpot_s > t.achievable.tpot_s
+    assert p.calibration["allreduce_latency_s"] == 0.0
+    # one all-reduce on 4 NVLink GPUs: NCCL's 6.6 µs start-up + 2 × 3 hops × 0.6 µs, plus the engine's own
+    p = engines.engine_params("vllm", "h100-sxm")
+    assert t.calibration["allreduce_latency_s"] == pytest.approx(p.collective_latency_s + 6 * 0.6e-6)
+    assert p.collective_latency_s >= 6.6e-6
+
+
+def test_llama_cpp_defaults_to_pipeline():
+    assert (
+        engines.generate("llama-3-8b", "h100-sxm", 1, 8, 8, num_gpus=2, engine="llama.cpp").parallel
+        == "pipeline"
+    )
+
+
+def test_waves_when_the_kv_does_not_fit():
+    # vLLM's budget on a 40 GiB A100: 40 × 2^30 × 0.98975 × 0.9 − 5,153,960,755 − 139,586,437 = 32.96e9;
+    # minus 13.48e9 weights = 19.49e9; one request at 4096 tokens holds 4096 × 524,288 = 2.15e9 bytes
+    # → 9 fit at once → 64 requests take ceil(64 / 9) = 8 waves of 8.
+    waves, per_wave = engines.serving_waves("llama-2-7b", "a100-40gb", 64, 4096, weight_precision="fp16",
+                                        kv_precision="fp16")  # fmt: skip
+    assert (waves, per_wave) == (8, pytest.approx(64 / 8))
+
+
+def test_diagnose_measurement_mbu_and_region():
+    # 15.01e9 bytes (the step's read: embedding gathered) in 6 ms on 3.35e12 bytes/s: MBU = 0.747
+    d = engines.diagnose_measurement("llama-3-8b", "h100-sxm", 6e-3)
+    read = L8B_WEIGHTS - 2 * 128256 * 4096 + 2 * 4096
+    assert d["mbu"] == pytest.approx(read / (6e-3 * H100_BW), rel=2e-3)
+    assert d["sits_in"] in BUDGET_PARTS
+    assert "below the floor" in engines.diagnose_measurement("llama-3-8b", "h100-sxm", 4e-3)["sits_in"]
+    far = engines.diagnose_measurement("llama-3-8b", "h100-sxm", 1.0)
+    assert far["sits_in"].startswith("beyond")
+
+
+# -- the CLI contract -----------------------------------------------------------------------------------
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "roofline.apps.cli", "generate", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def test_generate_json_contract():
+    b, i, o = 8, 256, 64
+    p = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", str(b), "--input", str(i),
+             "--output", str(o), "--engine", "tensorrt-llm", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert {"ideal", "achievable", "fits", "engine", "calibration"} <= set(d)
+    assert d["engine"] == "tensorrt-llm" and d["fits"] is True
+    assert "extrapolated" in d["calibration"] and "nearest_measured" in d["calibration"]
+    for side in ("ideal", "achievable"):
+        t = d[side]
+        assert set(t) == {"ttft_s", "tpot_s", "latency_s", "output_tokens_per_s", "total_tokens_per_s"}
+        # latency = TTFT + O steps, tpot their mean; rates are tokens over latency
+        assert t["latency_s"] == pytest.approx(t["ttft_s"] + o * t["tpot_s"], rel=1e-9)
+        assert t["output_tokens_per_s"] == pytest.approx(b * o / t["latency_s"], rel=1e-9)
+        assert t["total_tokens_per_s"] == pytest.approx(b * (i + o) / t["latency_s"], rel=1e-9)
+    assert d["achievable"]["latency_s"] > d["ideal"]["latency_s"]
+
+
+def test_generate_default_engine_is_vllm():
+    p = _cli("--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1", "--input", "8", "--output", "8",
+             "--json")  # fmt: skip
+    assert json.loads(p.stdout)["engine"] == "vllm"
+
+
+@pytest.mark.parametrize(
+    ("args", "kind"),
+    [
+        (["--engine", "vlm"], "UnknownNameError"),
+        (["--batch", "x"], "UsageError"),
+        (["--bogus"], "UsageError"),
+        (["--batch", "4096", "--input", "8000"], "DoesNotFitError"),
+        (["--input", "100000"], "ContextTooLongError"),  # beyond Llama 3 8B's 8,192 tokens (issue 21)
+        (["--parallel", "diagonal"], "UsageError"),  # not one of the choices: an argument error
+    ],
+)
+def test_generate_json_errors(args, kind):
+    base = {"--model": "llama-3-8b", "--gpu": "h100-sxm", "--batch": "1", "--input": "8", "--output": "8"}
+    for k, v in zip(args[::2], args[1::2], strict=False):
+        base[k] = v
+    argv = [x for kv in base.items() for x in kv] + [a for a in args if a.startswith("--") and a not in base]
+    p = _cli(*argv, "--json")
+    assert p.returncode != 0
+    err = json.loads(p.stdout)["error"]
+    assert err["type"] == kind and err["message"]
+    if kind == "UnknownNameError":
+        assert "vllm" in err["suggestions"]
+
+
+def test_generate_human_output_shows_both_columns():
+    p = _cli("--model", "llama-3-8b", "--gpu", "gh200", "--batch", "1", "--input", "8", "--output", "8")
+    assert p.returncode == 0
+    assert "ideal" in p.stdout and "achievable (vllm)" in p.stdout and "extrapolated" in p.stdout
+
+
+# -- one engine, one answer: every caller gets the same step time --------------------------------------
+
+
+@pytest.mark.parametrize("num_gpus", [1, 2, 4, 8])
+@pytest.mark.parametrize("engine", ["ideal", "vllm", "tensorrt-llm"])
+@pytest.mark.parametrize("model", ["llama-3-8b", "llama-3-70b"])
+def test_simulator_and_readouts_agree_on_a_step(model, engine, num_gpus):
+    """The simulator's per-iteration price equals the readouts' decode step for the same engine, at every
+    GPU count (issue 18: 21.46 ms against 20.28 ms before, for 70B on 4 H100s)."""
+    from roofline import sim
+
+    gpu, batch, ctx = "h100-sxm", 32, 2000
+    if not rl.fits(model, gpu, batch, ctx, num_gpus=num_gpus):
+        pytest.skip("does not fit: no step to compare")
+    readout = float(
+        engines.decode_step_times(model, gpu, batch, ctx, num_gpus=num_gpus, engine=engine)["total"]
+    )
+    cost = sim.engine_cost_model(engine, model, gpu, num_gpus=num_gpus)
+    assert cost.decode_time_s(batch, ctx) == pytest.approx(readout, rel=1e-12)
+
+
+def test_dashboard_step_is_the_readouts_step():
+    """Lesson 59's dashboard and the decode readout beside it name one engine and show one step."""
+    from roofline.lessons import dashboard
+
+    s = dashboard.steady_state("llama-3-8b", "h100-sxm", 64, 4096, prompt_tokens=0, engine="vllm")
+    readout = engines.decode_step_times("llama-3-8b", "h100-sxm", 64, 4096, engine="vllm")["total"]
+    assert float(s.step_time_s) == pytest.approx(float(readout), rel=1e-9)
+
+
+def test_ideal_engine_is_the_physics_floor():
+    s = rl.decode_step("llama-3-8b", "h100-sxm", batch=[1, 32, 256], context_tokens=1000)
+    t = engines.decode_step_times("llama-3-8b", "h100-sxm", [1, 32, 256], 1000, engine="ideal")
+    np.testing.assert_allclose(t["total"], s.step_time_s, rtol=1e-12)
+    np.testing.assert_allclose(t["floor"], s.step_time_s, rtol=1e-12)
+
+
+def test_launch_overhead_enters_every_engine():
+    """A CPU that cannot hide its launches slows every engine alike: the floor stays below (issue 21)."""
+    plain = engines.gap_budget("llama-3-8b", "h100-sxm", engine="vllm")
+    slow = engines.gap_budget("llama-3-8b", "h100-sxm", engine="vllm", launch_overhead_s=10e-3)
+    assert slow["total"] == pytest.approx(plain["total"] + 10e-3)
+    ideal = rl.decode_step("llama-3-8b", "h100-sxm", launch_overhead_s=10e-3).step_time_s
+    assert ideal < slow["total"]
+
+
+# -- the registry ---------------------------------------------------------------------------------------
+
+
+def test_every_calibrated_engine_is_fitted_and_every_fit_is_an_engine():
+    cal = engines.load_calibration()
+    assert set(cal.overheads) == set(engines.engine_ids("calibrated"))
+    assert {e for _, e in cal.fractions} <= set(engines.engine_ids("calibrated"))
+
+
+def test_aliases_and_study_spellings_resolve():
+    for name, want in [
+        ("vLLM", "vllm"),
+        ("TensorRT-LLM", "tensorrt-llm"),
+        ("trtllm", "tensorrt-llm"),
+        ("Deepspeed-MII", "deepspeed-mii"),
+        ("llama-server", "llama.cpp"),
+        ("ROOFLINE", "ideal"),
+    ]:
+        assert engines.get_engine(name).id == want
+
+
+def test_one_hugging_face_map():
+    """The studies' model names go through the models table only (issue 18: two maps disagreed)."""
+    assert rl.data.model_for_hf_id("meta-llama/Llama-3.1-8B-Instruct").id == "llama-3.1-8b"
+    from roofline.sim import serving_rows
+
+    assert {"llama-3.1-8b", "llama-3.1-70b"} <= {r["model"] for r in serving_rows.load_rows()}
+
+
+def test_broken_calibration_is_a_data_table_error(tmp_path, monkeypatch):
+    """Fractions outside (0, 1] and negative costs are refused with the file and entry named."""
+    text = (ROOT / "data" / "calibration.toml").read_text()
+    bad = text.replace("step_overhead_s = ", "step_overhead_s = -", 1)
+    for name in ("gpus.toml", "models.toml", "prices.toml", "engines.toml"):
+        (tmp_path / name).write_text((ROOT / "data" / name).read_text())
+    (tmp_path / "calibration.toml").write_text(bad)
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(tmp_path))
+    from roofline.engines import params
+
+    params._load_cached.cache_clear()
+    try:
+        with pytest.raises(rl.DataTableError, match=r"calibration.toml, \[engine\..*step_overhead_s"):
+            params.load_calibration()
+    finally:
+        params._load_cached.cache_clear()
+
+
+def test_no_module_builds_a_path_to_data_by_hand():
+    """Every path into data/ goes through roofline.data (an installed wheel finds its tables there)."""
+    offenders = []
+    for path in (ROOT / "lib" / "roofline").rglob("*.py"):
+        if path.name == "data.py" and path.parent.name == "roofline":
+            continue
+        text = path.read_text()
+        if '"data"' in text or "'data'" in text or '/ "measured"' in text:
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_the_engine_family_regime_table_partitions_the_rows(validation):
+    """Issue 19: the validation reports each engine × GPU family × regime; every row lands in exactly one."""
+    rows = validation.table("engine-family-regime")
+    assert sum(r["rows"] for r in rows) == len(validation.measurements)
+    assert len({(r["engine"], r["family"], r["regime"]) for r in rows}) == len(rows)
+    with pytest.raises(ValueError, match="by must be"):
+        validation.table("gpu")
+
+
+def test_kernel_origins_name_where_the_numbers_come_from():
+    origin = {
+        r["gpu"]: r["origin"] for r in engines.figures.kernel_table(["h100-sxm", "gh200", "mi300x", "m4-max"])
+    }
+    assert origin == {
+        "h100-sxm": "timed",
+        "gh200": "borrowed from h100-sxm",
+        "mi300x": "sourced",
+        "m4-max": "sourced",
+    }
+    assert engines.figures.kernel_table(["h100-sxm"], "vllm-2024")[0]["origin"] == "fitted end to end"

@@ -1,0 +1,123 @@
+"""Calibrating an engine to your own measurements (issue 19): `roofline.engines.calibrate` and
+`roofline calibrate`."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+import roofline as rl
+from roofline import engines
+from roofline.apps.cli import main
+from roofline.engines import calibrate
+
+M, G = "llama-3-8b", "h100-sxm"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A learner's own tables in a fresh folder, forgotten afterwards."""
+    monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
+    calibrate._forget()
+    yield tmp_path
+    monkeypatch.undo()  # the session's own home again, then re-read the tables
+    calibrate._forget()
+
+
+def _engine_points(costs: dict) -> list[calibrate.Point]:
+    """Points a known engine would measure: vLLM's kernels with ``costs``, at batches 1, 8, 64."""
+    p = engines.engine_params("vllm", G).replace(**costs)
+    points = []
+    for batch in (1, 8, 64):
+        t = float(engines.decode_step_times(M, G, batch, 1000, params=p)["total"])
+        points.append(calibrate.Point(M, G, "tpot", t, batch=batch, input_tokens=1000, output_tokens=1))
+    return points
+
+
+def test_the_fit_recovers_a_known_engines_costs():
+    """Three decode steps made by an engine with 2 ms per step and 100 µs per sequence: the fit finds them
+    (to a few per cent) and predicts the points back."""
+    costs = {"step_overhead_s": 2e-3, "sequence_overhead_s": 100e-6}
+    points = _engine_points(costs)
+    cal = calibrate.fit_points(points, "mine", base="vllm")
+    fitted = cal.overheads["mine"]
+    assert fitted["step_overhead_s"] == pytest.approx(2e-3, rel=0.1)
+    assert fitted["sequence_overhead_s"] == pytest.approx(100e-6, rel=0.1)
+
+
+def test_a_measurement_below_the_floor_is_refused():
+    # 15.01 GB in 3 ms would be 5 TB/s on a 3.35 TB/s GPU
+    with pytest.raises(rl.InvalidConfigurationError, match="faster than the ideal floor"):
+        calibrate.fit_points([calibrate.Point(M, G, "tpot", 3e-3)], "x")
+
+
+def test_contradictory_measurements_are_refused():
+    pts = [calibrate.Point(M, G, "tpot", 7e-3), calibrate.Point(M, G, "tpot", 20e-3)]
+    with pytest.raises(rl.InvalidConfigurationError, match="disagree by 2.9x"):
+        calibrate.fit_points(pts, "x")
+
+
+def test_the_ideal_cannot_be_a_base():
+    with pytest.raises(rl.InvalidConfigurationError, match="real engine"):
+        calibrate.fit_points([calibrate.Point(M, G, "tpot", 7e-3)], "x", base="ideal")
+
+
+def test_a_saved_engine_is_used_by_name_everywhere(home):
+    points = _engine_points({"step_overhead_s": 2e-3})
+    cal = calibrate.fit_points(points, "my-vllm")
+    calibrate.save(cal, "my-vllm", "vllm", points)
+    assert engines.get_engine("my-vllm").kernels == "vllm"
+    step = float(engines.decode_step_times(M, G, 1, 1000, engine="my-vllm")["total"])
+    assert step == pytest.approx(points[0].measured_s, rel=0.05)
+    # calibrating again under the same name replaces the first, and a project id is not a valid name
+    calibrate.save(cal, "my-vllm", "vllm", points)
+    assert (home / "engines.toml").read_text().count('id = "my-vllm"') == 1
+    costs = "".join(f"{k} = 0.001\n" for k in cal.overheads["my-vllm"])
+    (home / "calibration.toml").write_text(f'[engine."vllm"]\n{costs}')
+    calibrate._forget()
+    with pytest.raises(rl.DataTableError, match="project engine"):
+        engines.load_calibration()
+
+
+def test_a_calibrated_engine_does_not_stop_saving_a_machine_beside_it(home):
+    """`roofline calibrate` writes engines.toml and calibration.toml into the user's folder; that folder
+    stays the user's own, where `roofline measure --save` may still write gpus.toml."""
+    from roofline.measure import userdata
+
+    points = _engine_points({"step_overhead_s": 2e-3})
+    calibrate.save(calibrate.fit_points(points, "my-vllm"), "my-vllm", "vllm", points)
+    assert userdata.check_destination(home / "gpus.toml") == home / "gpus.toml"
+
+
+def test_the_command_line(home):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(
+            [
+                "calibrate",
+                "--name",
+                "my-h100",
+                "--model",
+                M,
+                "--gpu",
+                G,
+                "--point",
+                "tpot=7,context=1000",
+                "--point",
+                "tpot=10,batch=32,context=1000",
+                "--json",
+            ]
+        )
+    d = json.loads(out.getvalue())
+    assert code == 0 and d["engine"] == "my-h100" and len(d["saved"]) == 2
+    assert set(d["costs_s"]) == {
+        "step_overhead_s",
+        "layer_overhead_s",
+        "sequence_overhead_s",
+        "allreduce_overhead_s",
+    }
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["calibrate", "--name", "x", "--model", M, "--gpu", G, "--point", "speed=7"]) == 2

@@ -1,0 +1,215 @@
+"""The serving simulator against measured rows (roofline.sim.serving_rows, roofline.sim.validation) and the
+error band plans quote (issue 20). Fast: a few small rows are simulated; the stored run is checked on a
+sample (tools/serving_validation.py writes it from every row)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import roofline as rl
+from roofline import sim
+from roofline.sim import serving_rows, validation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def classified():
+    return serving_rows.classify_all()
+
+
+def _raw(classified, **match):
+    return next(raw for raw, _, _ in classified if all(raw[k] == v for k, v in match.items()))
+
+
+# ---------------------------------------------------------------- which rows, and what they say
+
+
+def test_every_row_is_classified_once_with_a_reason_when_left_out(classified):
+    assert len(classified) == len(serving_rows.read_raw())
+    for raw, row, why in classified:
+        assert (row is None) == bool(why), raw["id"]
+        assert why == "" or why in serving_rows.REASONS
+    cov = serving_rows.coverage()
+    assert sum(g["rows"] for g in cov) == len(classified)
+    assert sum(g["expressible"] for g in cov) == len(serving_rows.load_rows())
+
+
+def test_rows_the_library_cannot_express_say_why(classified):
+    reason = {raw["id"]: why for raw, _, why in classified}
+    # models without a row in models.toml, DeepSeek-style attention data parallel, two-node tensor parallel
+    assert reason[_raw(classified, model_path="zhipuai/GLM-5")["id"]] == "model"
+    adp = _raw(classified, model_path="deepseek-ai/DeepSeek-R1", mode="agg", attention_dp_size="8")
+    assert reason[adp["id"]] == "attention-dp"
+    assert reason[_raw(classified, model_path="deepseek-ai/DeepSeek-V3", mode="agg", tp_size="64")["id"]] == (
+        "multi-node"
+    )
+    # the same setting and measurement under a second id counts once
+    assert any(why == "duplicate" for _, _, why in classified)
+
+
+def test_rows_map_through_the_librarys_tables(classified):
+    raw = _raw(classified, model_path="meta-llama/Llama-3.1-70B", system="h200_sxm", backend="trtllm")
+    row = serving_rows.classify(raw)[0]
+    assert (row["model"], row["gpu"], row["engine"]) == ("llama-3.1-70b", "h200", "tensorrt-llm")
+    assert (row["weight_precision"], row["kv_precision"]) == ("fp8", "fp8")  # the launch scripts' FP8 KV
+    assert row["ttft_s"] == pytest.approx(float(raw["silicon_ttft_ms"]) / 1e3)
+    oss = serving_rows.classify(_raw(classified, model_path="openai/gpt-oss-120b", precision="fp4"))[0]
+    assert (oss["weight_precision"], oss["kv_precision"]) == ("mxfp4-experts", "bf16")
+    bf16 = serving_rows.classify(
+        _raw(classified, model_path="meta-llama/Llama-3.1-8B-Instruct", backend="trtllm")
+    )[0]
+    assert (bf16["weight_precision"], bf16["harness"]) == ("bf16", "aiperf")
+
+
+def test_a_row_faster_than_its_own_floor_stays_out(classified):
+    # gpt-oss on 8 H100s at "concurrency 512": 3.6 ms per token, below the ideal step of that batch
+    raw = _raw(classified, id="2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x8192_c512_tp8_ep1_1128")
+    assert serving_rows.classify(raw) == (None, "below-floor")
+
+
+# ---------------------------------------------------------------- deployments and the closed loop
+
+
+def _row(**kw):
+    base = {"id": "t", "model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "vllm", "harness": "aiperf",
+            "weight_precision": "bf16", "kv_precision": "bf16", "tp": 1, "mode": "agg", "prefill_workers": 0,
+            "decode_workers": 0, "concurrency": 1, "input_tokens": 512, "output_tokens": 17, "ttft_s": 1.0,
+            "tpot_s": 1.0}  # fmt: skip
+    return {**base, **kw}
+
+
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        # aiconfigurator's benchmark rules: C sequences, C + prompt + 1500 tokens (TensorRT-LLM: to 32)
+        (dict(engine="tensorrt-llm", concurrency=8, input_tokens=1024), (8, 2560, None, "decode-first")),
+        (dict(engine="vllm", concurrency=64, input_tokens=4096), (64, 5660, 5660, "decode-first")),
+        (dict(engine="sglang", gpu="h200", concurrency=16, input_tokens=2000),
+         (16, 3516, 3516, "decode-first")),
+        # InferenceMAX's launch scripts: vLLM --max-num-seqs C --max-num-batched-tokens 8192; TensorRT-LLM
+        # --max_num_tokens 16384 (Llama), (C + ISL + 64) rounded up to 64 (DeepSeek)
+        (dict(harness="inferencemax", concurrency=32, gpu="h200"), (32, 8192, 8192, "decode-first")),
+        (dict(harness="inferencemax", engine="tensorrt-llm", concurrency=4, gpu="h200",
+              model="llama-3.1-70b"), (4, 16384, None, "decode-first")),
+        (dict(harness="inferencemax", engine="tensorrt-llm", concurrency=32, gpu="h200", model="deepseek-v3",
+              input_tokens=8192), (32, 8320, None, "decode-first")),
+    ],
+)  # fmt: skip
+def test_deployments_follow_the_benchmarks_launch_scripts(kw, expected):
+    p = validation.deployment_policy(_row(**kw))
+    assert (p.max_sequences, p.token_budget, p.chunk_tokens, p.priority) == expected
+    assert p.source.startswith("https://")
+
+
+def test_one_client_gets_one_prefill_then_decode_steps():
+    # one closed-loop client on the ideal engine: TTFT is one 512-token prefill (the roofline's), TPOT the
+    # mean decode step over contexts 512 … 527, and every request sees the same (fixed lengths)
+    r = validation.simulate_row(_row(), engine="ideal", rounds=2)
+    prefill = rl.prefill("llama-3.1-8b", "h100-sxm", 512).time_s
+    decode = rl.decode_step("llama-3.1-8b", "h100-sxm", 1, np.arange(512, 528)).step_time_s
+    assert r["sim_ttft_s"] == pytest.approx(prefill, rel=1e-9)
+    assert r["sim_tpot_s"] == pytest.approx(np.mean(decode), rel=1e-9)
+    assert r["ttft_error"] == pytest.approx(prefill - 1.0)
+
+
+def test_warm_up_requests_are_not_measured():
+    # aiperf's warm-up (2 requests per client) is left out: with 4 clients starting together the first
+    # round queues its prompts; later rounds are staggered, and the measured mean is below round one's
+    row = _row(concurrency=4, input_tokens=2048, output_tokens=8)
+    warm = validation.simulate_row(row, engine="ideal", rounds=1)
+    policy = validation.deployment_policy(row)
+    r = sim.simulate("llama-3.1-8b", "h100-sxm", concurrency=4, requests=12, input_tokens=2048,
+                     output_tokens=8, policy=policy, record_timeline=False)  # fmt: skip
+    assert warm["sim_ttft_s"] == pytest.approx(np.mean(r.ttft_s[8:]), rel=1e-12)
+    assert np.mean(r.ttft_s[:4]) > warm["sim_ttft_s"]
+
+
+def test_tables_and_samples():
+    results = [
+        {"engine": "e", "gpu": "g", "model": "m", "ttft_error": x, "tpot_error": -x} for x in (-0.2, 0.1, 0.4)
+    ]
+    g = validation.error_table(results)[0]
+    assert g["rows"] == 3 and g["ttft_median_abs_error"] == pytest.approx(0.2)
+    assert g["ttft_above"] == 2 and g["tpot_median_error"] == pytest.approx(-0.1)
+    rows = serving_rows.load_rows()
+    sample = validation.sample_rows(rows, per_group=2)
+    assert sample == validation.sample_rows(rows, per_group=2)  # deterministic
+    groups = {(r["engine"], r["gpu"], r["model"]) for r in rows}
+    assert {(r["engine"], r["gpu"], r["model"]) for r in sample} == groups
+
+
+# ---------------------------------------------------------------- the stored run and the error band
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location(
+        "serving_validation", ROOT / "tools" / "serving_validation.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_stored_run_matches_a_fresh_simulation_of_a_sample():
+    """The stored table is what the simulator computes now (else: uv run python tools/serving_validation.py).
+    One cheap row per engine × GPU: the fewest requests × output tokens."""
+    groups: dict = {}
+    for row in serving_rows.load_rows():
+        key = (row["engine"], row["gpu"])
+        cost = row["concurrency"] * row["output_tokens"]
+        if key not in groups or cost < groups[key][0]:
+            groups[key] = (cost, row)
+    fresh = validation.validate([row for _, row in groups.values()])
+    assert _tool().compare(validation.stored_validation(), fresh) == []
+
+
+def test_stored_bands_are_the_medians_of_the_stored_rows():
+    stored = validation.stored_validation()
+    results = validation.stored_results()
+    assert len(results) == len(stored["simulated"]["rows"]) == stored["provenance"]["rows_simulated"]
+    for band in stored["band"]:
+        errors = np.array(
+            [[r["ttft_error"], r["tpot_error"]] for r in results if r["engine"] == band["engine"]]
+        )
+        assert band["rows"] == len(errors)
+        assert band["ttft_median_abs_error"] == pytest.approx(np.median(np.abs(errors[:, 0])), rel=1e-5)
+        assert band["tpot_p90_abs_error"] == pytest.approx(np.percentile(np.abs(errors[:, 1]), 90), rel=1e-5)
+
+
+def test_the_ideal_is_a_floor_for_nearly_every_row():
+    # the ideal's TTFT above a measured one means queueing, not step time, is wrong; the stored run lists
+    # those rows (KV-limited deployments whose engines hold more KV than the simulator's memory model)
+    results = validation.stored_results()
+    above = [r for r in results if r["ideal_ttft_error"] > 0]
+    assert len(above) <= 0.01 * len(results)
+    assert all(r["ideal_ttft_s"] <= r["sim_ttft_s"] * (1 + 1e-9) for r in results)
+
+
+def test_error_band_per_engine():
+    b = validation.error_band("TRT-LLM")  # an alias
+    assert b["validated"] and b["engine"] == "tensorrt-llm" and b["rows"] > 100
+    assert all(0 <= b[k] < 10 for k in validation.BAND_KEYS)
+    assert b["ttft_median_abs_error"] <= b["ttft_p90_abs_error"]
+    assert validation.error_band("llama.cpp") == {
+        "validated": False, "engine": "llama.cpp", "note": validation.error_band("llama.cpp")["note"]
+    }  # fmt: skip
+    with pytest.raises(rl.UnknownNameError):
+        validation.error_band("warp-drive")
+
+
+# ---------------------------------------------------------------- a capacity plan with its band and price
+
+
+def test_capacity_plan_quotes_the_engines_band_and_the_gpus_own_price():
+    kw = dict(input_tokens=512, output_tokens=64, requests=300)
+    p = sim.plan_capacity("llama-3.1-8b", "h200", 60, **kw)
+    assert p.engine == "vllm" and p.error_band == validation.error_band("vllm")
+    assert p.usd_per_gpu_hour == rl.data.default_price("h200").usd_per_gpu_hour
+    assert p.usd_per_hour == pytest.approx(p.num_gpus_total * p.usd_per_gpu_hour)
+    assert 1 <= p.replicas_low <= p.replicas <= p.replicas_high
+    floor = sim.plan_capacity("llama-3.1-8b", "h200", 60, engine="ideal", **kw)
+    assert floor.replicas <= p.replicas  # no engine needs fewer GPUs than the floor
+    assert floor.replicas_low == floor.replicas == floor.replicas_high  # the ideal has no band

@@ -1,0 +1,89 @@
+"""The course's library as a user installs it: a wheel in a fresh environment outside the repository.
+
+Issue 18: an installed wheel crashed on `roofline step` because a module built a path to the checkout's
+data/ by hand. This builds the wheel, installs it (with the locked runtime dependencies) into a new virtual
+environment in a temporary directory, and runs the commands a user runs first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv to build and install the wheel")
+
+
+def _run(cmd, cwd, env=None, timeout=300):
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert p.returncode == 0, f"{' '.join(map(str, cmd))}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The ``roofline`` command of a fresh environment holding only the wheel and its locked dependencies."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    _run(["uv", "build", "--wheel", "--offline", "--quiet", "-o", str(tmp / "dist")], ROOT)
+    reqs = tmp / "requirements.txt"
+    _run(["uv", "export", "--frozen", "--no-hashes", "--no-emit-project", "--no-default-groups", "--quiet",
+          "-o", str(reqs)], ROOT)  # fmt: skip
+    venv = tmp / "venv"
+    _run(["uv", "venv", "--quiet", "--python", sys.executable, str(venv)], tmp)
+    (wheel,) = (tmp / "dist").glob("*.whl")
+    env = {**os.environ, "VIRTUAL_ENV": str(venv)}
+    env.pop("ROOFLINE_DATA_DIR", None)
+    _run(["uv", "pip", "install", "--quiet", "-r", str(reqs), str(wheel)], tmp, env=env)
+    return venv / "bin" / "roofline"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["step", "--model", "llama-3-8b", "--gpu", "h100-sxm"],
+        [
+            "generate",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100-sxm",
+            "--batch",
+            "4",
+            "--input",
+            "128",
+            "--output",
+            "32",
+        ],
+        [
+            "serve",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100-sxm",
+            "--rate",
+            "2",
+            "--requests",
+            "50",
+            "--input",
+            "128",
+            "--output",
+            "32",
+        ],
+        ["list", "gpus"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_installed_wheel_runs_the_cli(installed, tmp_path, args):
+    env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
+    p = _run([str(installed), *args, "--json"], tmp_path, env=env, timeout=120)
+    out = json.loads(p.stdout)
+    assert "error" not in out
+    if args[0] in ("step", "generate"):
+        where = out["achievable"]["calibration"] if args[0] == "step" else out["calibration"]["source"]
+        assert "calibration.toml" in where
