@@ -155,7 +155,9 @@ class JupyterLabServer(_Server):
         )
 
     def lab_url(self, notebook: str) -> str:
-        return f"{self.url}/lab/tree/{notebook}?token={self.token}"
+        """The notebook alone in a fresh layout: ``reset`` drops the workspace an earlier test left (its
+        notebooks would come back open, and one of them, not this one, could be the current tab)."""
+        return f"{self.url}/lab/tree/{notebook}?reset&token={self.token}"
 
 
 @pytest.fixture(scope="session")
