@@ -16,6 +16,8 @@ import numpy as np
 
 from roofline.views.plots import COLORS, Picture, new_figure
 
+PAD = " style='padding:2px 10px'"  # table cells: a column gap wide enough to read numbers apart
+
 
 def local_speeds_figure(rows: list[dict], title: str = "One user, llama.cpp") -> Picture:
     """Horizontal bars of llama.cpp's decode speed (tokens/s) per row, with the floor's speed as a tick;
@@ -72,8 +74,8 @@ def local_speeds_html(rows: list[dict]) -> str:
             num(r["prompt_tokens_per_s"], ",.0f"),
             num(r["usd_per_million_tokens"], ".2f"),
         )
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+        body.append("<tr>" + "".join(f"<td{PAD}>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th{PAD}>{h}</th>" for h in head) + "</tr>"
     return f"<table class='roofline-table'>{header}{''.join(body)}</table>"
 
 
