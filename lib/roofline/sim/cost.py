@@ -172,7 +172,7 @@ class StepCostModel:
             new_tokens,
             sequences,
         )
-        return t if isinstance(t, float) or np.ndim(t) else float(t)
+        return t if type(t) is float or np.ndim(t) else float(t)
 
     def decode_time_s(self, batch, context_tokens):
         """Step time of ``batch`` sequences each decoding one token over ``context_tokens`` (s).
