@@ -489,3 +489,17 @@ def test_kernel_origins_name_where_the_numbers_come_from():
         "m4-max": "sourced",
     }
     assert engines.figures.kernel_table(["h100-sxm"], "vllm-2024")[0]["origin"] == "fitted end to end"
+
+
+def test_the_explorer_readouts_say_when_the_engine_figure_is_extrapolated():
+    """Issue 19: every figure outside the calibrated range says so, in the explorers too."""
+    from roofline.views.achievable import achievable_readout
+    from roofline.views.readouts import decode_readout
+
+    assert "extrapolated" not in decode_readout(rl.Scenario())
+    mac = rl.Scenario(gpu="m4-max", weight_precision="fp16")
+    assert "no kernel timings for m4-max" in decode_readout(mac)
+    assert "no measurements of llama.cpp on apple GPUs" in achievable_readout(mac, {"engine": "llama.cpp"})
+    big = rl.Scenario(model="deepseek-v3", gpu="h200", num_gpus=8, weight_precision="fp8-block128")
+    assert "no MLA + MoE model measured" in decode_readout(big)
+    assert "extrapolated" not in decode_readout(mac, {"engine": "ideal"})

@@ -22,6 +22,7 @@ from roofline import engines
 from roofline.lessons.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, Picture, describe, new_figure, nice_limits
+from roofline.views.readouts import extrapolation_note
 
 # Colours of the gap budget's parts (colour-blind-safe palette of the course).
 BUDGET_COLORS = {
@@ -123,7 +124,7 @@ def achievable_readout(s: Scenario, options: dict | None = None) -> str:
     ]
     rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
     cells = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
-    return f"<table>{cells}</table>"
+    return f"<table>{cells}</table>" + extrapolation_note(s, engine)
 
 
 def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's time goes") -> Picture:

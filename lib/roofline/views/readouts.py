@@ -170,7 +170,31 @@ def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGI
     )
     more = table_html(details, column_keys=("", "ideal", "achievable"))
     note_html = f'<div class="roofline-note" data-key="price source">{html.escape(note)}</div>'
-    return title + table + fold(more + note_html)
+    return title + table + extrapolation_note(s, engine) + fold(more + note_html)
+
+
+def extrapolation_note(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> str:
+    """One line under the headline when ``engine``'s figure for this scenario leaves what the engine was
+    measured on (``roofline.engines.coverage``: a GPU without its own kernel timings, an architecture or
+    GPU count never measured with it, a batch beyond the measured), with the reasons; "" inside.
+
+    >>> extrapolation_note(Scenario())
+    ''
+    >>> "extrapolated" in extrapolation_note(Scenario(gpu="mi300x"))
+    True
+    """
+    try:
+        e = engines.get_engine(engine)
+        flagged, reasons = engines.coverage(e.id, s.gpu, s.model, s.batch, None, None, s.num_gpus,
+                                            s.weight_precision, context_tokens=s.context_tokens)  # fmt: skip
+    except RooflineError:
+        return ""
+    if not flagged:
+        return ""
+    text = f"{e.id}'s figure is extrapolated: {'; '.join(reasons)}"
+    return (
+        f'<div class="roofline-note roofline-extrapolated" data-key="extrapolated">{html.escape(text)}</div>'
+    )
 
 
 def fold(body_html: str, summary: str = "details") -> str:
