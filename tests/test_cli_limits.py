@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from roofline.apps.cli import main, tensor_parallel_problem
+from roofline.apps.cli import main
+from roofline.apps.cli_support import tensor_parallel_problem
 
 M = ["--model", "llama-3-8b", "--gpu", "h100-sxm"]
 

@@ -297,8 +297,11 @@ def test_memory_loads_exactly_when_it_is_in_range_and_is_converted_to_bytes(memo
 
 
 def test_schema_and_dataclasses_agree():
-    for table in (data.GPU_TABLE, data.MODEL_TABLE, data.PRICE_TABLE):
-        assert data.schema_matches_dataclass(table), table.file
+    from roofline.schema import schema_matches_dataclass
+
+    tables = (data.GPU_TABLE, data.MODEL_TABLE, data.PRICE_TABLE, data.ASSUMPTION_TABLE, data.ENGINE_TABLE)
+    for table in tables:
+        assert schema_matches_dataclass(table), table.file
     # every compute precision the library knows is a key a GPU row may quote
     from roofline.physics.precision import PRECISIONS
 

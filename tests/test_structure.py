@@ -83,7 +83,8 @@ def test_every_lesson_a_docstring_names_exists():
 
 # Shared infrastructure every lesson uses; each of their functions still names its lesson where it has one.
 INFRASTRUCTURE = {
-    "assumptions.py", "errors.py", "units.py", "data.py", "widgets.py", "plots.py", "readouts.py",
+    "assumptions.py", "errors.py", "units.py", "data.py", "schema.py", "widgets.py", "plots.py",
+    "readouts.py",
 }  # fmt: skip
 
 

@@ -7,12 +7,13 @@ counts) are computed by the library, never stored. ``data/README.md`` documents 
 in lesson 02 (notebooks/02_decode_floor.ipynb), the first to read the tables; later lessons all use them.
 
 **Validation.** Each table is described by one declarative schema (``GPU_SCHEMA``, ``MODEL_SCHEMA``,
-``PRICE_SCHEMA``, ``ASSUMPTION_SCHEMA``, ``ENGINE_SCHEMA``): one ``Field`` per key with its type, the
-unit the file writes it in, the factor to SI and its allowed range. Loading checks every row against it:
-types (a quoted ``"false"`` is not a boolean, ``true`` is not a number), ranges (no negative memory),
-unknown keys (with the closest known key), missing keys, duplicate ids and a missing ``source`` or
-``note``. Any problem raises ``DataTableError`` naming the file, the row id and the field. A new optional
-field is one line in the schema plus one attribute in the dataclass (a test checks the two agree).
+``PRICE_SCHEMA``, ``ASSUMPTION_SCHEMA``, ``ENGINE_SCHEMA``, in ``roofline.schema``'s language): one
+``Field`` per key with its type, the unit the file writes it in, the factor to SI and its allowed range.
+Loading checks every row against it: types (a quoted ``"false"`` is not a boolean, ``true`` is not a
+number), ranges (no negative memory), unknown keys (with the closest known key), missing keys, duplicate
+ids and a missing ``source`` or ``note``. Any problem raises ``DataTableError`` naming the file, the row
+id and the field. A new optional field is one line in the schema plus one attribute in the dataclass (a
+test checks the two agree).
 
 **Where the tables are found** (``data_dir()``), first match wins:
 
@@ -35,48 +36,35 @@ re-reads them (after changing
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import difflib
 import functools
 import importlib.resources
-import math
 import os
-import re
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
 
-from roofline.errors import RooflineError, UnknownNameError
+from roofline.errors import DataTableError, UnknownNameError
+from roofline.schema import (
+    Bound,
+    Field,
+    Table,
+    count_field,
+    did_you_mean,
+    one_of,
+    parse_bool,
+    parse_date,
+    parse_id,
+    parse_number,
+    parse_text,
+    parse_text_list,
+    parse_url,
+    positive_field,
+    read_rows,
+    table_error,
+)
 from roofline.units import GB, TB, TFLOPS, GiB
-
-try:
-    from roofline.errors import DataTableError
-except ImportError:  # pragma: no cover - an errors.py from before the class was added
-
-    class DataTableError(RooflineError):
-        """A row of a data table is malformed: the message names the file, the row id and the field."""
-
-
-def _table_error(file: str, row_id: str | None, field: str | None, problem: str) -> DataTableError:
-    """A ``DataTableError`` whose message starts with where: file, row and field (each when known).
-
-    The parts are kept as attributes too (``file``, ``row_id``, ``field``, ``problem``) for tools.
-
-    >>> str(_table_error("gpus.toml", "'h100-sxm'", "memory_gb", "must be more than 0 GB, got -80"))
-    "gpus.toml, row 'h100-sxm', field 'memory_gb': must be more than 0 GB, got -80"
-    """
-    where = file
-    if row_id is not None:
-        where += f", row {row_id}"
-    if field is not None:
-        where += f", field {field!r}"
-    error = DataTableError(f"{where}: {problem}")
-    error.file, error.row_id, error.field, error.problem = file, row_id, field, problem
-    return error
-
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
 TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml", "engines.toml")
@@ -84,9 +72,6 @@ MEASURED_DIR = "measured"  # third-party measurements (CSV), read by roofline.en
 
 # The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
 COMPUTE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-
-_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -258,213 +243,20 @@ class Engine:
 # The schema: one Field per key
 # --------------------------------------------------------------------------------------------------
 
-_REQUIRED = object()
-
-
-class BadValue(ValueError):
-    """One value that breaks its field's rule; the loader turns it into a DataTableError with file, row
-    and field. (Not a RooflineError itself: it never leaves this module's loaders.)"""
-
-
-def _describe(value: Any) -> str:
-    """A value as the TOML author wrote it, with its TOML type: ``true (a boolean)``, ``'80' (a string)``."""
-    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table"}
-    kind = next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)
-    try:
-        shown = str(value).lower() if isinstance(value, bool) else repr(value)
-    except RecursionError:  # a value nested hundreds deep (a corrupted or hostile file)
-        shown = "a deeply nested value"
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"{shown} ({kind})"
-
-
-# Value parsers: each checks the TOML type of one value and returns it as a plain Python value, or raises
-# BadValue saying what it expected and what it got. ``Field.parse`` is one of these.
-
-
-def parse_text(value: Any) -> str:
-    """A non-empty string.
-
-    >>> parse_text("NVLink 4")
-    'NVLink 4'
-    """
-    if not isinstance(value, str) or not value.strip():
-        raise BadValue(f"expected a non-empty string, got {_describe(value)}")
-    return value
-
-
-def parse_id(value: Any) -> str:
-    """A lowercase id: the lookups lowercase what they are given, so an uppercase id could never be found."""
-    if not isinstance(value, str) or not _ID.match(value):
-        raise BadValue(
-            f"expected a lowercase id (letters, digits, '.', '-', '_'; no spaces), got {_describe(value)}"
-        )
-    return value
-
-
-def parse_url(value: Any) -> str:
-    """The http(s) URL of a source."""
-    if not isinstance(value, str) or not value.startswith(("https://", "http://")) or " " in value.strip():
-        raise BadValue(f"expected the URL of a primary source (https://...), got {_describe(value)}")
-    return value.strip()
-
-
-def parse_bool(value: Any) -> bool:
-    """A TOML boolean; the string ``"false"`` is refused (``bool("false")`` would be True).
-
-    >>> parse_bool("false")
-    Traceback (most recent call last):
-    ...
-    roofline.data.BadValue: expected true or false (a TOML boolean, without quotes), got 'false' (a string)
-    """
-    if not isinstance(value, bool):
-        raise BadValue(f"expected true or false (a TOML boolean, without quotes), got {_describe(value)}")
-    return value
-
-
-def parse_date(value: Any) -> str:
-    """A date, as an ISO string: a TOML date (``2026-11-29``) or a string ``"2026-11-29"``."""
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value.isoformat()
-    if isinstance(value, str) and _DATE.match(value):
-        try:
-            return datetime.date.fromisoformat(value).isoformat()
-        except ValueError:
-            pass
-    raise BadValue(f"expected a date YYYY-MM-DD, got {_describe(value)}")
-
-
-def parse_number(value: Any) -> float:
-    """A finite int or float, as a float; a boolean is refused (``float(True)`` would be 1.0).
-
-    >>> parse_number(80)
-    80.0
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadValue(f"expected a number, got {_describe(value)}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise BadValue(f"expected a finite number, got {_describe(value)}")
-    return number
-
-
-def parse_integer(value: Any) -> int:
-    """A TOML integer (``32.0`` and booleans are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadValue(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
-    return value
-
-
-def parse_text_list(value: Any) -> tuple[str, ...]:
-    """A list of non-empty strings, as a tuple (may be empty).
-
-    >>> parse_text_list(["meta-llama/Meta-Llama-3-8B"])
-    ('meta-llama/Meta-Llama-3-8B',)
-    """
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise BadValue(f"expected a list of non-empty strings, got {_describe(value)}")
-    return tuple(value)
-
-
-@dataclass(frozen=True)
-class Field:
-    """One key of a table row: how to read it, check it and convert it to SI.
-
-    ``parse`` checks the TOML type and returns a plain value; ``scale`` converts the file's ``unit`` to SI
-    (e.g. GB → bytes); ``minimum``/``above``/``maximum`` bound the value in the file's unit (inclusive,
-    exclusive, inclusive). ``attr`` is the dataclass attribute (defaults to ``key``). A field with a
-    ``default`` is optional. ``each`` marks a table of numbers (``dense_tflops``) whose keys must come from
-    ``keys`` and whose values each follow the numeric rules.
-    """
-
-    key: str
-    parse: Callable[[Any], Any]
-    unit: str = ""
-    scale: float = 1.0
-    minimum: float | None = None
-    above: float | None = None
-    maximum: float | None = None
-    attr: str | None = None
-    default: Any = _REQUIRED
-    keys: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.attr or self.key
-
-    @property
-    def required(self) -> bool:
-        return self.default is _REQUIRED
-
-    def _check_range(self, number: float) -> None:
-        unit = f" {self.unit}" if self.unit else ""
-        if self.minimum is not None and number < self.minimum:
-            raise BadValue(f"must be at least {self.minimum:g}{unit}, got {number:g}")
-        if self.above is not None and number <= self.above:
-            raise BadValue(f"must be more than {self.above:g}{unit}, got {number:g}")
-        if self.maximum is not None and number > self.maximum:
-            raise BadValue(f"must be at most {self.maximum:g}{unit}, got {number:g}")
-
-    def convert(self, value: Any) -> Any:
-        """The value in SI units, or ``BadValue`` saying what is wrong with it."""
-        if self.keys:
-            if not isinstance(value, dict) or not value:
-                raise BadValue(f"expected an inline table like {{ bf16 = 989.0 }}, got {_describe(value)}")
-            out = {}
-            for k, v in value.items():
-                if k not in self.keys:
-                    raise BadValue(
-                        f"unknown key {k!r}{_did_you_mean(k, self.keys)}; known: {', '.join(self.keys)}"
-                    )
-                try:
-                    out[k] = self._scalar(v)
-                except BadValue as exc:
-                    raise BadValue(f"{k}: {exc}") from None
-            return out
-        return self._scalar(value)
-
-    def _scalar(self, value: Any) -> Any:
-        try:
-            parsed = self.parse(value)
-        except BadValue as exc:
-            raise BadValue(f"{exc} (the file gives it in {self.unit})" if self.unit else str(exc)) from None
-        if self.parse in (parse_number, parse_integer):
-            self._check_range(parsed)
-            return parsed * self.scale if self.scale != 1.0 else parsed
-        return parsed
-
-
-def _did_you_mean(key: str, known) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _count(key: str, *, least: int = 1, most: int = 10**7, default: Any = _REQUIRED) -> Field:
-    """A whole-number field from ``least`` to ``most`` (layers, heads, sizes)."""
-    return Field(key, parse_integer, minimum=least, maximum=most, default=default)
-
-
-def _positive(
-    key: str, unit: str, scale: float = 1.0, attr: str | None = None, *, most: float, **kw: Any
-) -> Field:
-    """A positive number in ``unit`` (at most ``most``), stored as ``attr`` after multiplying by ``scale``."""
-    return Field(key, parse_number, unit, scale, above=0, maximum=most, attr=attr, **kw)
-
 
 # One line per key. An optional field is one line with a default, e.g.
-#     _count("sliding_window", most=10**9, default=None),
-#     _count("shared_experts", least=0, most=1_000, default=0),
+#     count_field("sliding_window", most=10**9, default=None),
+#     count_field("shared_experts", least=0, most=1_000, default=0),
 # plus the attribute (typed, with the same default) at the end of the dataclass.
 GPU_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("name", parse_text),
     Field("vendor", parse_text),
     Field("form_factor", parse_text),
-    _positive("memory_gb", "GB", GB, "memory_bytes", most=1e5),
+    positive_field("memory_gb", "GB", GB, "memory_bytes", most=1e5),
     Field("memory_type", parse_text),
-    _positive("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
-    _positive("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
+    positive_field("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
+    positive_field("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
     Field("interconnect", parse_text),
     # 0 where there is none to speak of (a single CPU or a laptop GPU saved by `roofline measure`)
     Field(
@@ -485,39 +277,39 @@ GPU_SCHEMA: tuple[Field, ...] = (
 MODEL_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("name", parse_text),
-    _count("layers", most=10_000),
-    _count("hidden_size"),
-    _count("attention_heads", most=100_000),
-    _count("kv_heads", most=100_000),
-    _count("head_dim", most=100_000),
-    _count("intermediate_size"),
-    _count("vocab_size", most=10**8),
+    count_field("layers", most=10_000),
+    count_field("hidden_size"),
+    count_field("attention_heads", most=100_000),
+    count_field("kv_heads", most=100_000),
+    count_field("head_dim", most=100_000),
+    count_field("intermediate_size"),
+    count_field("vocab_size", most=10**8),
     Field("tied_embeddings", parse_bool, default=False),
     Field("attention_bias", parse_bool, default=False),
-    _count("experts", most=100_000, default=1),
-    _count("experts_per_token", most=100_000, default=1),
-    _count("max_context_tokens", most=10**9),
-    _positive("published_parameters", "parameters", most=1e15),
-    _positive("published_active_parameters", "parameters", most=1e15, default=None),
+    count_field("experts", most=100_000, default=1),
+    count_field("experts_per_token", most=100_000, default=1),
+    count_field("max_context_tokens", most=10**9),
+    positive_field("published_parameters", "parameters", most=1e15),
+    positive_field("published_active_parameters", "parameters", most=1e15, default=None),
     Field("source", parse_url),
     Field("parameter_source", parse_url),
     Field("note", parse_text),
-    _count("sliding_window", least=0, most=10**9, default=0),
-    _count("sliding_window_layers", least=0, most=10_000, default=0),
+    count_field("sliding_window", least=0, most=10**9, default=0),
+    count_field("sliding_window_layers", least=0, most=10_000, default=0),
     Field("layer_pattern", parse_text, default=""),
     Field("attention_sinks", parse_bool, default=False),
-    _count("q_lora_rank", least=0, default=0),
-    _count("kv_lora_rank", least=0, default=0),
-    _count("qk_nope_head_dim", least=0, most=100_000, default=0),
-    _count("qk_rope_head_dim", least=0, most=100_000, default=0),
-    _count("v_head_dim", least=0, most=100_000, default=0),
-    _count("moe_intermediate_size", least=0, default=0),
-    _count("shared_experts", least=0, most=1_000, default=0),
-    _count("first_dense_layers", least=0, most=10_000, default=0),
-    _count("routing_groups", most=100_000, default=1),
-    _count("routing_groups_per_token", most=100_000, default=1),
-    _count("mtp_layers", least=0, most=100, default=0),
-    _positive("published_mtp_parameters", "parameters", most=1e15, default=None),
+    count_field("q_lora_rank", least=0, default=0),
+    count_field("kv_lora_rank", least=0, default=0),
+    count_field("qk_nope_head_dim", least=0, most=100_000, default=0),
+    count_field("qk_rope_head_dim", least=0, most=100_000, default=0),
+    count_field("v_head_dim", least=0, most=100_000, default=0),
+    count_field("moe_intermediate_size", least=0, default=0),
+    count_field("shared_experts", least=0, most=1_000, default=0),
+    count_field("first_dense_layers", least=0, most=10_000, default=0),
+    count_field("routing_groups", most=100_000, default=1),
+    count_field("routing_groups_per_token", most=100_000, default=1),
+    count_field("mtp_layers", least=0, most=100, default=0),
+    positive_field("published_mtp_parameters", "parameters", most=1e15, default=None),
     Field("qk_norm", parse_bool, default=False),
     Field("attention_output_bias", parse_bool, default=False),
     Field("expert_bias", parse_bool, default=False),
@@ -528,57 +320,20 @@ MODEL_SCHEMA: tuple[Field, ...] = (
 )
 
 
-def _one_of(*options: str) -> Callable[[Any], str]:
-    """A parser accepting exactly one of ``options`` (strings)."""
-
-    def parse(value: Any) -> str:
-        if value not in options:
-            raise BadValue(f"expected one of {', '.join(map(repr, options))}, got {_describe(value)}")
-        return value
-
-    return parse
-
-
 PRICE_KINDS = ("rent", "own")
 
 PRICE_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("gpu", parse_id),
-    _positive("usd_per_gpu_hour", "USD per GPU-hour", most=1e4, default=None),  # "rent" rows only
+    positive_field("usd_per_gpu_hour", "USD per GPU-hour", most=1e4, default=None),  # "rent" rows only
     Field("provider", parse_text),
     Field("offering", parse_text),
     Field("date", parse_date),
     Field("source", parse_url),
     Field("note", parse_text),
-    Field("kind", _one_of(*PRICE_KINDS), default="rent"),
-    _positive("purchase_usd", "USD", most=1e7, default=None),  # "own" rows only
+    Field("kind", one_of(*PRICE_KINDS), default="rent"),
+    positive_field("purchase_usd", "USD", most=1e7, default=None),  # "own" rows only
 )
-
-
-@dataclass(frozen=True)
-class Bound:
-    """The range an assumption of one kind may take, in the row's unit: ``minimum``/``above``/``maximum``
-    (inclusive, exclusive, inclusive), ``whole`` for a count; ``says`` is the rule in words."""
-
-    says: str
-    minimum: float | None = None
-    above: float | None = None
-    maximum: float | None = None
-    whole: bool = False
-
-    def problem(self, value: float) -> str | None:
-        """Why ``value`` breaks the bound, or None.
-
-        >>> ASSUMPTION_KINDS["fraction"].problem(5.0)
-        'a fraction must be more than 0 and at most 1, got 5'
-        """
-        low = (self.minimum is not None and value < self.minimum) or (
-            self.above is not None and value <= self.above
-        )
-        high = self.maximum is not None and value > self.maximum
-        if low or high or (self.whole and not float(value).is_integer()):
-            return f"{self.says}, got {value:g}"
-        return None
 
 
 # Each assumption names its kind; the kind fixes the physical range (a corrupted or what-if table cannot
@@ -601,7 +356,7 @@ ASSUMPTION_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("value", parse_number),
     Field("unit", parse_text),
-    Field("kind", _one_of(*ASSUMPTION_KINDS)),
+    Field("kind", one_of(*ASSUMPTION_KINDS)),
     Field("meaning", parse_text),
     Field("reason", parse_text),
     Field("used_by", parse_text),
@@ -611,22 +366,22 @@ ASSUMPTION_SCHEMA: tuple[Field, ...] = (
 ENGINE_SCHEMA: tuple[Field, ...] = (
     Field("id", parse_id),
     Field("name", parse_text),
-    Field("kind", _one_of("ideal", "calibrated")),
-    Field("parallel", _one_of("tensor", "pipeline")),
+    Field("kind", one_of("ideal", "calibrated")),
+    Field("parallel", one_of("tensor", "pipeline")),
     Field("version", parse_text),
     Field("aliases", parse_text_list, default=()),
-    Field("scheduler", _one_of("decode-first", "prefill-first")),
-    _count("token_budget", most=10**7),
-    _count("max_sequences", most=10**6),
-    _count("chunk_tokens", most=10**7),
+    Field("scheduler", one_of("decode-first", "prefill-first")),
+    count_field("token_budget", most=10**7),
+    count_field("max_sequences", most=10**6),
+    count_field("chunk_tokens", most=10**7),
     Field("chunked_prefill", parse_bool, default=True),
     Field("whole_prompt_must_fit", parse_bool, default=False),
-    Field("kv_reservation", _one_of("prompt", "prompt+output"), default="prompt"),
-    _count("pass_tokens", least=0, most=10**7, default=0),
+    Field("kv_reservation", one_of("prompt", "prompt+output"), default="prompt"),
+    count_field("pass_tokens", least=0, most=10**7, default=0),
     Field("scheduler_source", parse_url),
     Field("source", parse_url),
     Field("note", parse_text),
-    Field("kernels", _one_of("", "vllm", "tensorrt-llm", "sglang"), default=""),
+    Field("kernels", one_of("", "vllm", "tensorrt-llm", "sglang"), default=""),
 )
 
 
@@ -683,21 +438,6 @@ def _assumption_rules(row: Assumption) -> list[tuple[str, str]]:
     return [("value", problem)] if problem else []
 
 
-@dataclass(frozen=True)
-class Table:
-    """One file: its name, the key of its ``[[array]]`` rows, the row kind for messages, the row schema,
-    the dataclass each row becomes, other allowed top-level keys and cross-field ``rules`` (a function of
-    the built row returning ``(field, problem)`` pairs). ``read_rows(directory, table)`` reads one."""
-
-    file: str
-    array: str
-    kind: str
-    schema: tuple[Field, ...]
-    cls: type
-    top_level: tuple[str, ...] = ()
-    rules: Callable[[Any], list[tuple[str, str]]] | None = None
-
-
 GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
 MODEL_TABLE = Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
 PRICE_TABLE = Table(
@@ -718,17 +458,6 @@ USER_ENGINE_TABLE = dataclasses.replace(
 USER_GPU_TABLE = dataclasses.replace(
     GPU_TABLE, schema=tuple(Field("source", parse_text) if f.key == "source" else f for f in GPU_SCHEMA)
 )
-
-
-def schema_matches_dataclass(table: Table) -> bool:
-    """Whether the schema fills exactly the dataclass's fields (a test keeps the two in step).
-
-    >>> tables = (GPU_TABLE, MODEL_TABLE, PRICE_TABLE, ASSUMPTION_TABLE, ENGINE_TABLE)
-    >>> all(schema_matches_dataclass(t) for t in tables)
-    True
-    """
-    names = [f.name for f in table.schema]
-    return len(names) == len(set(names)) and set(names) == {f.name for f in fields(table.cls)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -776,79 +505,9 @@ def __getattr__(name: str):  # ``DATA_DIR`` kept for old callers; computed when 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _read(directory: Traversable, table: Table) -> tuple[str, dict]:
-    """The parsed TOML of one table and the label errors use for its file."""
-    source = directory / table.file
-    label = str(source)
-    try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        where = f" (set by {ENV_VAR})" if os.environ.get(ENV_VAR) else ""
-        raise _table_error(
-            label, None, None, f"cannot read the table{where}: {exc.strerror or exc}"
-        ) from None
-    try:
-        return label, tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise _table_error(label, None, None, f"not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses once per nesting level: ~1,000 levels exhaust the stack
-        raise _table_error(label, None, None, "nested too deeply to be a table") from None
-
-
-def read_rows(directory: Traversable, table: Table) -> list:
-    """Every row of ``table`` in ``directory``, checked against its schema, converted to SI, in file order.
-
-    Raises ``DataTableError`` (file, row id, field) at the first problem.
-
-    >>> [g.id for g in read_rows(data_dir(), GPU_TABLE)][:2]
-    ['h100-sxm', 'h100-pcie']
-    """
-    label, doc = _read(directory, table)
-    for key in doc:
-        if key not in (table.array, *table.top_level):
-            known = (table.array, *table.top_level)
-            raise _table_error(
-                label,
-                None,
-                key,
-                f"unknown top-level key{_did_you_mean(key, known)}; expected [[{table.array}]] rows",
-            )
-    rows = doc.get(table.array)
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
-        raise _table_error(label, None, table.array, f"expected one or more [[{table.array}]] tables")
-
-    by_name = {f.key: f for f in table.schema}
-    out, seen = [], {}
-    for number, row in enumerate(rows, start=1):
-        raw_id = row.get("id")
-        row_id = repr(raw_id) if isinstance(raw_id, str) else f"#{number} (no valid id)"
-        for key in row:
-            if key not in by_name:
-                raise _table_error(label, row_id, key, f"unknown key{_did_you_mean(key, by_name)}")
-        values = {}
-        for f in table.schema:
-            if f.key not in row:
-                if f.required:
-                    unit = f" (in {f.unit})" if f.unit else ""
-                    raise _table_error(
-                        label, row_id, f.key, f"missing: every {table.kind} row needs it{unit}"
-                    )
-                values[f.name] = f.default
-                continue
-            try:
-                values[f.name] = f.convert(row[f.key])
-            except BadValue as exc:
-                raise _table_error(label, row_id, f.key, str(exc)) from None
-        if values["id"] in seen:
-            raise _table_error(
-                label, row_id, "id", f"duplicate id: rows #{seen[values['id']]} and #{number} both use it"
-            )
-        seen[values["id"]] = number
-        item = table.cls(**values)
-        for field_name, problem in table.rules(item) if table.rules else ():
-            raise _table_error(label, row_id, field_name, problem)
-        out.append(item)
-    return out
+def _rows(directory: Traversable, table: Table) -> list:
+    """``read_rows``, with read errors saying when ``$ROOFLINE_DATA_DIR`` chose the directory."""
+    return read_rows(directory, table, ENV_VAR if os.environ.get(ENV_VAR) else None)
 
 
 def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
@@ -858,7 +517,7 @@ def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
     80.0
     """
     d = data_dir() if directory is None else _as_dir(directory)
-    return {g.id: g for g in read_rows(d, GPU_TABLE)}
+    return {g.id: g for g in _rows(d, GPU_TABLE)}
 
 
 def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
@@ -868,7 +527,7 @@ def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
     8
     """
     d = data_dir() if directory is None else _as_dir(directory)
-    return {m.id: m for m in read_rows(d, MODEL_TABLE)}
+    return {m.id: m for m in _rows(d, MODEL_TABLE)}
 
 
 def load_prices(
@@ -884,13 +543,13 @@ def load_prices(
     known = load_gpus(d) if gpu_ids is None else gpu_ids
     owning = None
     table = {}
-    for p in read_rows(d, PRICE_TABLE):
+    for p in _rows(d, PRICE_TABLE):
         if p.gpu not in known:
-            raise _table_error(
+            raise table_error(
                 str(d / PRICE_TABLE.file),
                 repr(p.id),
                 "gpu",
-                f"unknown GPU {p.gpu!r}{_did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
+                f"unknown GPU {p.gpu!r}{did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
             )
         if p.kind == "own":
             if owning is None:  # the assumptions next to this prices.toml, else the ones in use
@@ -933,7 +592,7 @@ def load_assumptions(directory: Traversable | str | None = None) -> dict[str, As
     'fraction'
     """
     d = table_dir(ASSUMPTION_TABLE.file) if directory is None else _as_dir(directory)
-    return {a.id: a for a in read_rows(d, ASSUMPTION_TABLE)}
+    return {a.id: a for a in _rows(d, ASSUMPTION_TABLE)}
 
 
 def load_engines(directory: Traversable | str | None = None) -> dict[str, Engine]:
@@ -944,14 +603,14 @@ def load_engines(directory: Traversable | str | None = None) -> dict[str, Engine
     'tensor'
     """
     d = table_dir(ENGINE_TABLE.file) if directory is None else _as_dir(directory)
-    table = {e.id: e for e in read_rows(d, ENGINE_TABLE)}
+    table = {e.id: e for e in _rows(d, ENGINE_TABLE)}
     owner: dict[str, str] = {}
     for e in table.values():
         for alias in e.aliases:
             key = alias.strip().lower()
             clash = owner.get(key) or (key if key in table and key != e.id else None)
             if clash:
-                raise _table_error(
+                raise table_error(
                     str(d / ENGINE_TABLE.file), repr(e.id), "aliases", f"{alias!r} already names {clash!r}"
                 )
             owner[key] = e.id
@@ -983,13 +642,13 @@ def read_toml(name: str) -> tuple[str, dict]:
     try:
         raw = source.read_bytes()
     except OSError as exc:
-        raise _table_error(str(source), None, None, f"cannot read the table: {exc.strerror or exc}") from None
+        raise table_error(str(source), None, None, f"cannot read the table: {exc.strerror or exc}") from None
     try:
         return str(source), tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise _table_error(str(source), None, None, f"not valid TOML: {exc}") from None
+        raise table_error(str(source), None, None, f"not valid TOML: {exc}") from None
     except RecursionError:
-        raise _table_error(str(source), None, None, "nested too deeply to be a table") from None
+        raise table_error(str(source), None, None, "nested too deeply to be a table") from None
 
 
 def _as_dir(directory: Traversable | str) -> Traversable:

@@ -19,7 +19,7 @@ measurement below the ideal floor, or two of one configuration more than 2x apar
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps import cli
+from roofline.apps import cli_support as support
 from roofline.engines import calibrate
 
 EXIT_OK = 0
@@ -34,8 +34,8 @@ def add_parser(subparsers) -> None:
         description="Fit your engine's per-step, per-layer and per-sequence costs to your measurements; "
         "the kernels keep their measured efficiencies.",
     )
-    cli.add_common_arguments(p)
-    p.add_argument("--name", type=cli._lower, required=True, help="your engine's id (e.g. my-vllm)")
+    support.add_common_arguments(p)
+    p.add_argument("--name", type=support._lower, required=True, help="your engine's id (e.g. my-vllm)")
     p.add_argument("--base", default="vllm", metavar="ENGINE", help="the engine you measured (default vllm)")
     p.add_argument(
         "--point",
@@ -64,19 +64,21 @@ def parse_point(text: str, args) -> calibrate.Point:
         try:
             number = float(value)
         except ValueError:
-            raise cli.usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
+            raise support.usage_error(
+                "calibrate", f"--point {text!r}: {key}={value!r} is not a number"
+            ) from None
         if key in calibrate.KINDS and kind is None:
             kind, fields["measured_s"] = key, number / 1000
         elif key in KEYS and number == int(number) and number >= (0 if key == "context" else 1):
             fields[KEYS[key]] = int(number)
         else:
-            raise cli.usage_error(
+            raise support.usage_error(
                 "calibrate",
                 f"--point {text!r}: unknown or bad part {part!r} (kinds: tpot, ttft, latency in "
                 "ms; then batch=, context=, prompt=, output= as whole numbers)",
             )
     if kind is None:
-        raise cli.usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
+        raise support.usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
     if kind == "tpot":
         fields.setdefault("output_tokens", 1)
     return calibrate.Point(
@@ -98,7 +100,7 @@ def run(args) -> int:
     costs = cal.overheads[args.name]
     saved = [] if args.dry_run else calibrate.save(cal, args.name, base.id, points)
     if args.json:
-        cli.print_json(
+        support.print_json(
             {
                 "command": "calibrate",
                 "engine": args.name,
@@ -113,9 +115,11 @@ def run(args) -> int:
             }
         )
         return EXIT_OK
-    rows = [(name.replace("_s", "").replace("_", " "), cli._fmt_time(value)) for name, value in costs.items()]
+    rows = [
+        (name.replace("_s", "").replace("_", " "), support._fmt_time(value)) for name, value in costs.items()
+    ]
     print(f"calibrate: {args.name}, on {base.name}'s kernels, from {len(points)} measurement(s)")
-    print(cli._block(rows))
+    print(support._block(rows))
     weak = cal.provenance.get("prior_dominated", [])
     if weak:
         print(

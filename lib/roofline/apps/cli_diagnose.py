@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline import engines
-from roofline.apps import cli
+from roofline.apps import cli_support as support
 from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 
 EXIT_OK = 0
@@ -49,35 +49,35 @@ def add_parser(subparsers) -> None:
         description="Your measurement against the ideal floor and the engine's achievable time, itemised; "
         "which part of the gap it sits in.",
     )
-    cli.add_common_arguments(p)
+    support.add_common_arguments(p)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--tokens-per-s",
-        type=cli.real_number(0, 1e9, "tokens/s", above=True),
+        type=support.real_number(0, 1e9, "tokens/s", above=True),
         metavar="X",
         help="one user's decode rate (1 ÷ time per output token), tokens/s",
     )
-    ms = cli.real_number(0, cli.MAX_MS, "ms", above=True)
+    ms = support.real_number(0, support.MAX_MS, "ms", above=True)
     what.add_argument("--tpot-ms", type=ms, metavar="MS", help="time per output token (one decode step), ms")
     what.add_argument("--ttft-ms", type=ms, metavar="MS", help="time to first token of one request alone, ms")
     p.add_argument(
         "--batch",
-        type=cli.BATCH,
+        type=support.BATCH,
         default=1,
         metavar="B",
         help="users decoding together when you measured (default 1)",
     )
     p.add_argument(
         "--context",
-        type=cli.CONTEXT,
+        type=support.CONTEXT,
         default=0,
         metavar="T",
         help="tokens of KV each user held, decode (default 0)",
     )
     p.add_argument(
-        "--prompt", type=cli.TOKENS, default=None, metavar="P", help="prompt tokens, with --ttft-ms"
+        "--prompt", type=support.TOKENS, default=None, metavar="P", help="prompt tokens, with --ttft-ms"
     )
-    cli.add_engine_argument(p, "the achievable time")
+    support.add_engine_argument(p, "the achievable time")
 
 
 def _measure(args, measured_s: float, prompt_tokens=None) -> dict:
@@ -120,7 +120,7 @@ def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
                         engine="ideal",
                     )["floor"]
                 )
-        except cli.rl.UnsupportedPrecisionError:
+        except support.rl.UnsupportedPrecisionError:
             continue
         if np.isfinite(floor) and floor <= measured_s:
             out.append({"weight_precision": w, "floor_s": floor})
@@ -129,18 +129,18 @@ def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
 
 def run(args) -> int:
     """Diagnose one measurement; print the verdict."""
-    cli.check_tensor_parallel(args.model, args.gpus, args.engine)
+    support.check_tensor_parallel(args.model, args.gpus, args.engine)
     if args.ttft_ms is not None:
         if args.prompt is None:
-            raise cli.usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
-        cli.check_window(args.model, args.prompt, "a prompt of --prompt tokens")
+            raise support.usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
+        support.check_window(args.model, args.prompt, "a prompt of --prompt tokens")
         phase, measured = "prefill", {"ttft_s": args.ttft_ms / 1000}
         d = _measure(args, args.ttft_ms / 1000, prompt_tokens=args.prompt)
         cover = dict(input_tokens=args.prompt)
     else:
         if args.prompt is not None:
-            raise cli.usage_error("diagnose", "--prompt goes with --ttft-ms; a decode step has --context")
-        cli.check_window(args.model, args.context, "a decode step at --context tokens")
+            raise support.usage_error("diagnose", "--prompt goes with --ttft-ms; a decode step has --context")
+        support.check_window(args.model, args.context, "a decode step at --context tokens")
         step_s = 1 / args.tokens_per_s if args.tokens_per_s is not None else args.tpot_ms / 1000
         phase = "decode"
         measured = {"tokens_per_s": args.tokens_per_s} if args.tokens_per_s else {"tpot_s": step_s}
@@ -149,8 +149,8 @@ def run(args) -> int:
     below = d["sits_in"].startswith("below the floor")
     out = {
         "command": "diagnose",
-        "model_id": cli.rl.get_model(args.model).id,
-        "gpu_id": cli.rl.get_gpu(args.gpu).id,
+        "model_id": support.rl.get_model(args.model).id,
+        "gpu_id": support.rl.get_gpu(args.gpu).id,
         "engine": engines.get_engine(args.engine).id,
         "default_engine": engines.DEFAULT_ENGINE,
         "num_gpus": args.gpus,
@@ -164,12 +164,12 @@ def run(args) -> int:
         **d,
         "below_floor": below,
         "precisions_within_floor": precisions_within(args, d["measured_s"], phase) if below else [],
-        **cli.coverage_fields(
+        **support.coverage_fields(
             args.engine, args.model, args.gpu, out_batch(args, phase), args.gpus, args.weights, **cover
         ),
     }
     if args.json:
-        cli.print_json(out)
+        support.print_json(out)
     else:
         print(_human(out, args))
     return EXIT_OK
@@ -180,7 +180,7 @@ def out_batch(args, phase: str) -> int:
 
 
 def _t(s: float) -> str:
-    return "0" if s == 0 else cli._fmt_time(s)
+    return "0" if s == 0 else support._fmt_time(s)
 
 
 def _verdict(d: dict) -> str:
@@ -212,7 +212,8 @@ def _human(d: dict, args) -> str:
     )
     head = (
         f"diagnose: {d['model_id']} on {d['num_gpus']:,} × {d['gpu_id']}, {what}, weights "
-        f"{cli.weights_text(d['weight_precision'], cli.weights_defaulted(args))}, KV {d['kv_precision']}"
+        f"{support.weights_text(d['weight_precision'], support.weights_defaulted(args))}, "
+        f"KV {d['kv_precision']}"
     )
     m, floor, real = d["measured_s"], d["floor_s"], d["achievable_s"]
 
@@ -238,7 +239,7 @@ def _human(d: dict, args) -> str:
         ("MBU, MFU", f"{d['mbu']:.1%}, {d['mfu']:.1%} (bytes and FLOPs of the step ÷ time ÷ peak)"),
         ("gap budget", f"{parts} = {_t(d['budget']['total'])}"),
         ("verdict", _verdict(d)),
-        *cli.extrapolation_rows(d),
+        *support.extrapolation_rows(d),
     ]
     width = max(len(a) for a, _ in rows)
     return "\n".join([head, *(f"  {a:<{width}}  {b}" for a, b in rows)])

@@ -23,7 +23,7 @@ pipeline stages than layers) and formats. docs/cli.md lists every field. Errors 
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps import cli
+from roofline.apps import cli_support as support
 from roofline.units import fmt_time
 
 EXIT_OK = 0
@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
         description="A static batch of B requests, each with I prompt tokens and O output tokens: the ideal "
         "floor and what a calibrated engine achieves (see docs/cli.md).",
     )
-    cli.add_common_arguments(p)
+    support.add_common_arguments(p)
     p.add_argument(
         "--parallel",
         choices=("tensor", "pipeline"),
@@ -46,17 +46,23 @@ def add_parser(subparsers) -> None:
         help="tensor: every layer split over the GPUs; pipeline: layers split, a token visits the GPUs in "
         "turn (default: how the engine runs; llama.cpp pipeline, the others tensor)",
     )
-    p.add_argument("--batch", type=cli.BATCH, required=True, metavar="B", help="requests in the static batch")
-    p.add_argument("--input", type=cli.TOKENS, required=True, metavar="I", help="prompt tokens per request")
-    p.add_argument("--output", type=cli.TOKENS, required=True, metavar="O", help="output tokens per request")
-    cli.add_engine_argument(p)
+    p.add_argument(
+        "--batch", type=support.BATCH, required=True, metavar="B", help="requests in the static batch"
+    )
+    p.add_argument(
+        "--input", type=support.TOKENS, required=True, metavar="I", help="prompt tokens per request"
+    )
+    p.add_argument(
+        "--output", type=support.TOKENS, required=True, metavar="O", help="output tokens per request"
+    )
+    support.add_engine_argument(p)
     p.set_defaults(handler=run)
 
 
 def result_dict(r: engines.GenerateResult) -> dict:
     """The JSON object of one result (the CLI contract; SI units)."""
     d = r.to_dict()
-    return cli.jsonable(
+    return support.jsonable(
         {
             "command": "generate",
             "model": d["model_id"],
@@ -80,11 +86,11 @@ def result_dict(r: engines.GenerateResult) -> dict:
 
 def run(args) -> int:
     """Run ``generate`` from parsed ``args``; return the exit code (errors raise, ``cli.main`` reports)."""
-    cli.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+    support.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
     parallel = args.parallel or engines.get_engine(args.engine).parallel
     if parallel == "pipeline":
-        cli.check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
-    cli.check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
+        support.check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
+    support.check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
     r = engines.generate(
         args.model,
         args.gpu,
@@ -98,9 +104,9 @@ def run(args) -> int:
         engine=args.engine,
     )
     if args.json:
-        cli.print_json(result_dict(r))
+        support.print_json(result_dict(r))
     else:
-        print(_human(r, cli.weights_defaulted(args)))
+        print(_human(r, support.weights_defaulted(args)))
     return EXIT_OK
 
 
@@ -122,7 +128,7 @@ def _human(r: engines.GenerateResult, weights_defaulted: bool = False) -> str:
     lines = [
         f"{r.model_id} on {r.num_gpus} × {r.gpu_id} ({r.parallel} parallel), {r.batch} requests × "
         f"{r.input_tokens:,} in / {r.output_tokens:,} out, weights "
-        f"{cli.weights_text(r.weight_precision, weights_defaulted)}, KV {r.kv_precision}",
+        f"{support.weights_text(r.weight_precision, weights_defaulted)}, KV {r.kv_precision}",
         "",
         f"{'':<{w0}}  {'ideal':>{w1}}  achievable ({r.engine})",
         *(f"{a:<{w0}}  {b:>{w1}}  {c_}" for a, b, c_ in rows),

@@ -24,7 +24,7 @@ lists every JSON field.
 from __future__ import annotations
 
 from roofline import sim
-from roofline.apps import cli
+from roofline.apps import cli_support as support
 from roofline.apps.cli_serve import add_load_arguments, add_slo_arguments
 from roofline.engines import DEFAULT_ENGINE, get_engine
 
@@ -39,19 +39,21 @@ def add_parser(subparsers) -> None:
         description="Replicas of one deployment, tried in turn through the serving simulator "
         "(roofline.sim.plan_capacity), until p99 TTFT and p99 TPOT meet the targets.",
     )
-    cli.add_common_arguments(p)
+    support.add_common_arguments(p)
     add_load_arguments(p, trace=False)
     add_slo_arguments(p)
     p.add_argument(
         "--max-replicas",
-        type=cli.whole_number(1, cli.MAX_REPLICAS, "replicas"),
+        type=support.whole_number(1, support.MAX_REPLICAS, "replicas"),
         default=64,
         metavar="R",
         help="give up beyond this many replicas (default 64)",
     )
-    p.add_argument("--seed", type=cli.whole_number(0, 2**63 - 1), default=0, help="random seed (default 0)")
-    cli.add_engine_argument(p, "the step times and the scheduler")
-    cli.add_price_arguments(p)
+    p.add_argument(
+        "--seed", type=support.whole_number(0, 2**63 - 1), default=0, help="random seed (default 0)"
+    )
+    support.add_engine_argument(p, "the step times and the scheduler")
+    support.add_price_arguments(p)
 
 
 def error_band(engine_id: str) -> dict:
@@ -60,7 +62,7 @@ def error_band(engine_id: str) -> dict:
     and TPOT over ``rows`` measured rows, or a ``note`` saying why there is none."""
     from roofline.sim import validation
 
-    return cli.jsonable(dict(validation.error_band(engine_id)))
+    return support.jsonable(dict(validation.error_band(engine_id)))
 
 
 def band_text(band: dict) -> str:
@@ -106,9 +108,9 @@ def run(args) -> int:
     """Plan with the engine and with the ideal; print both."""
     from roofline.apps.cli_serve import workload
 
-    cli.check_tensor_parallel(args.model, args.gpus, args.engine)
+    support.check_tensor_parallel(args.model, args.gpus, args.engine)
     load = workload(args, "plan")
-    usd, price = cli.price_of(args.gpu, args.usd_per_hour, args.price)
+    usd, price = support.price_of(args.gpu, args.usd_per_hour, args.price)
     engine = get_engine(args.engine)
     p = _plan(args, engine.id, None, 0.0 if usd is None else usd, load)
     try:  # the floor: the same search with every step at the roofline, the engine's scheduler kept
@@ -117,11 +119,11 @@ def run(args) -> int:
             if engine.kind == "ideal"
             else _plan(args, "ideal", engine.id, 0.0 if usd is None else usd, load)
         )
-    except cli.rl.InvalidConfigurationError:  # cannot happen when the engine's plan succeeded; be safe
+    except support.rl.InvalidConfigurationError:  # cannot happen when the engine's plan succeeded; be safe
         ideal = None
     d = result_dict(args, p, ideal, usd, price, load)
     if args.json:
-        cli.print_json(d)
+        support.print_json(d)
     else:
         print(_human(d, args))
     return EXIT_OK
@@ -143,16 +145,16 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     """The JSON object of ``plan`` (SI units); docs/cli.md lists the fields."""
     from roofline.assumptions import assumption
 
-    m = cli.rl.get_model(args.model)
+    m = support.rl.get_model(args.model)
     cap = sim.kv_capacity_tokens(m, args.gpu, args.gpus, args.weights, args.kv)
     policy = sim.engine_policy(
         args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens
     )
-    return cli.jsonable(
+    return support.jsonable(
         {
             "command": "plan",
-            "model_id": cli.rl.get_model(args.model).id,
-            "gpu_id": cli.rl.get_gpu(args.gpu).id,
+            "model_id": support.rl.get_model(args.model).id,
+            "gpu_id": support.rl.get_gpu(args.gpu).id,
             "engine": get_engine(args.engine).id,
             "default_engine": DEFAULT_ENGINE,
             "num_gpus": args.gpus,
@@ -179,7 +181,7 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
             ],
             "ideal": None if ideal is None else _plan_dict(ideal, usd),
             "error_band": error_band(get_engine(args.engine).id),
-            **cli.coverage_fields(
+            **support.coverage_fields(
                 args.engine,
                 args.model,
                 args.gpu,
@@ -214,7 +216,8 @@ def _human(d: dict, args) -> str:
         f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), "
         f"Poisson {d['rate_per_s']:g} req/s, "
         f"{d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
-        f"{cli.weights_text(d['weight_precision'], cli.weights_defaulted(args))}; targets p99 TTFT <= "
+        f"{support.weights_text(d['weight_precision'], support.weights_defaulted(args))}; "
+        "targets p99 TTFT <= "
         f"{_ms(d['slo_ttft_s'])}, p99 TPOT <= {_ms(d['slo_tpot_s'])}"
     )
     band = d["error_band"]
@@ -234,14 +237,14 @@ def _human(d: dict, args) -> str:
             ("  cost", _cost(i)),
         ]
     tried = ", ".join(f"{t['replicas']} ({'meets' if t['meets_slo'] else 'misses'})" for t in d["tried"])
-    price = "" if d["usd_per_gpu_hour"] is None else cli.price_text(d["usd_per_gpu_hour"], _row(d), 1)
+    price = "" if d["usd_per_gpu_hour"] is None else support.price_text(d["usd_per_gpu_hour"], _row(d), 1)
     rows += [("tried", f"replicas {tried}"), ("scheduler", d["scheduler"])]
     if price:
         rows.append(("price", price))
-    rows += cli.extrapolation_rows(d)
+    rows += support.extrapolation_rows(d)
     width = max(len(a) for a, _ in rows)
     return "\n".join([head, *(f"  {a:<{width}}  {b}" for a, b in rows)])
 
 
 def _row(d: dict):
-    return cli.rl.get_price(d["price_id"]) if d["price_id"] else None
+    return support.rl.get_price(d["price_id"]) if d["price_id"] else None

@@ -31,11 +31,11 @@ from __future__ import annotations
 import numpy as np
 
 from roofline import sim
-from roofline.apps import cli
+from roofline.apps import cli_support as support
 from roofline.engines import DEFAULT_ENGINE, get_engine
 
 EXIT_OK, EXIT_UNSTABLE = 0, 1
-MAX_REQUESTS = cli.MAX_REQUESTS
+MAX_REQUESTS = support.MAX_REQUESTS
 MAX_STAGES = 1_000  # and at most the model's layers (checked once the model is known)
 
 
@@ -47,41 +47,41 @@ def add_parser(subparsers) -> None:
         description="Discrete-event simulation of continuous batching (roofline.sim) with a real engine's "
         "step times and scheduler, and the ideal beside it.",
     )
-    cli.add_common_arguments(p)
+    support.add_common_arguments(p)
     add_load_arguments(p)
     p.add_argument(
         "--seed",
-        type=cli.whole_number(0, 2**63 - 1),
+        type=support.whole_number(0, 2**63 - 1),
         default=0,
         help="random seed (default 0); same seed, same result",
     )
-    cli.add_engine_argument(p, "the step times and the scheduler")
+    support.add_engine_argument(p, "the step times and the scheduler")
     add_scheduler_arguments(p)
     add_slo_arguments(p)
-    cli.add_price_arguments(p)
+    support.add_price_arguments(p)
     p.add_argument(
         "--max-sim-time-s",
-        type=cli.real_number(0, 1e9, "s", above=True),
+        type=support.real_number(0, 1e9, "s", above=True),
         default=3600.0,
         metavar="S",
         help="simulated seconds after which the run stops (default 3600)",
     )
     p.add_argument(
         "--replicas",
-        type=cli.whole_number(1, cli.MAX_REPLICAS, "replicas"),
+        type=support.whole_number(1, support.MAX_REPLICAS, "replicas"),
         default=1,
         metavar="R",
-        help=f"identical replicas behind a router (default 1, at most {cli.MAX_REPLICAS:,})",
+        help=f"identical replicas behind a router (default 1, at most {support.MAX_REPLICAS:,})",
     )
     p.add_argument(
         "--pipeline-stages",
-        type=cli.whole_number(1, MAX_STAGES, "stages"),
+        type=support.whole_number(1, MAX_STAGES, "stages"),
         default=1,
         metavar="S",
         help="pipeline-parallel stages per replica, at most the model's layers (GPUs per replica = "
         "--gpus × S)",
     )
-    workers = cli.whole_number(0, cli.MAX_REPLICAS, "workers")
+    workers = support.whole_number(0, support.MAX_REPLICAS, "workers")
     p.add_argument(
         "--prefill-workers",
         type=workers,
@@ -98,14 +98,14 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--prefix-hit-rate",
-        type=cli.real_number(0, 1, below=True),
+        type=support.real_number(0, 1, below=True),
         default=0.0,
         metavar="F",
         help="share of each prompt found in the prefix cache, in [0, 1) (default 0)",
     )
     p.add_argument(
         "--kv-capacity-tokens",
-        type=cli.whole_number(1, 10**12, "tokens"),
+        type=support.whole_number(1, 10**12, "tokens"),
         default=None,
         metavar="TOKENS",
         help="KV cache per replica (default: what the engine leaves beside the weights)",
@@ -117,14 +117,14 @@ def add_load_arguments(p, *, trace: bool = True) -> None:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument(
         "--rate",
-        type=cli.real_number(0, cli.MAX_RATE_PER_S, "requests/s", above=True),
+        type=support.real_number(0, support.MAX_RATE_PER_S, "requests/s", above=True),
         metavar="R",
         help="Poisson arrivals, requests per second",
     )
     if trace:
         load.add_argument(
             "--concurrency",
-            type=cli.whole_number(1, MAX_REQUESTS, "clients"),
+            type=support.whole_number(1, MAX_REQUESTS, "clients"),
             metavar="C",
             help="closed loop: C clients, each sending its next request when the last ends",
         )
@@ -134,11 +134,15 @@ def add_load_arguments(p, *, trace: bool = True) -> None:
             help="a request trace: JSON or CSV with arrival_s, "
             "input_tokens, output_tokens (roofline.sim.load_trace)",
         )
-    p.add_argument("--input", type=cli.CONTEXT, default=None, metavar="I", help="prompt tokens per request")
-    p.add_argument("--output", type=cli.TOKENS, default=None, metavar="O", help="output tokens per request")
+    p.add_argument(
+        "--input", type=support.CONTEXT, default=None, metavar="I", help="prompt tokens per request"
+    )
+    p.add_argument(
+        "--output", type=support.TOKENS, default=None, metavar="O", help="output tokens per request"
+    )
     p.add_argument(
         "--requests",
-        type=cli.whole_number(1, MAX_REQUESTS, "requests"),
+        type=support.whole_number(1, MAX_REQUESTS, "requests"),
         default=None,
         metavar="K",
         help="requests in all (default 1000; a trace: all its rows)",
@@ -149,21 +153,21 @@ def add_scheduler_arguments(p) -> None:
     """Changes to the engine's scheduler (``roofline.sim.engine_policy``); left out, the engine's own."""
     p.add_argument(
         "--chunk",
-        type=cli.whole_number(1, cli.MAX_TOKENS, "tokens"),
+        type=support.whole_number(1, support.MAX_TOKENS, "tokens"),
         default=None,
         metavar="TOKENS",
         help="prompt tokens per sequence per step (default: the engine's)",
     )
     p.add_argument(
         "--max-batch",
-        type=cli.whole_number(1, cli.MAX_BATCH, "sequences"),
+        type=support.whole_number(1, support.MAX_BATCH, "sequences"),
         default=None,
         metavar="B",
         help="sequences per step at most (default: the engine's)",
     )
     p.add_argument(
         "--token-budget",
-        type=cli.whole_number(1, cli.MAX_TOKENS, "tokens"),
+        type=support.whole_number(1, support.MAX_TOKENS, "tokens"),
         default=None,
         metavar="TOKENS",
         help="tokens per step at most (default: the engine's)",
@@ -179,7 +183,7 @@ def add_scheduler_arguments(p) -> None:
 
 def add_slo_arguments(p) -> None:
     """``--slo-ttft-ms`` and ``--slo-tpot-ms``: more than 0; default the course's targets."""
-    ms = cli.real_number(0, cli.MAX_MS, "ms", above=True)
+    ms = support.real_number(0, support.MAX_MS, "ms", above=True)
     p.add_argument(
         "--slo-ttft-ms",
         type=ms,
@@ -201,23 +205,23 @@ def workload(args, command: str = "serve") -> dict:
     trace = None
     if getattr(args, "trace", None) is not None:
         if args.input is not None or args.output is not None:
-            raise cli.usage_error(command, "--input and --output come from the trace: leave them out")
+            raise support.usage_error(command, "--input and --output come from the trace: leave them out")
         trace = sim.load_trace(args.trace)
         rows = len(trace["arrival_s"])
         if args.requests is None and rows > MAX_REQUESTS:
-            raise cli.usage_error(
+            raise support.usage_error(
                 command,
                 f"the trace has {rows:,} rows; give --requests (at most "
                 f"{MAX_REQUESTS:,}) to simulate its first ones",
             )
         n = min(rows, args.requests or rows)
         longest = int(np.max(trace["input_tokens"][:n] + trace["output_tokens"][:n]))
-        cli.check_window(args.model, longest, "the trace's longest request (prompt + answer)")
+        support.check_window(args.model, longest, "the trace's longest request (prompt + answer)")
         return {"trace": trace, "requests": n}
     missing = [f"--{k}" for k in ("input", "output") if getattr(args, k) is None]
     if missing:
-        raise cli.usage_error(command, f"the following arguments are required: {', '.join(missing)}")
-    cli.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+        raise support.usage_error(command, f"the following arguments are required: {', '.join(missing)}")
+    support.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
     return {
         "rate_per_s": args.rate,
         "concurrency": getattr(args, "concurrency", None),
@@ -240,14 +244,14 @@ def scheduler(args) -> dict:
 
 def check_deployment(args) -> None:
     """What the engine cannot run: a tensor-parallel size that does not divide the heads, too many stages."""
-    cli.check_tensor_parallel(args.model, args.gpus, args.engine)
-    cli.check_pipeline(args.model, args.pipeline_stages)
+    support.check_tensor_parallel(args.model, args.gpus, args.engine)
+    support.check_pipeline(args.model, args.pipeline_stages)
 
 
 def run(args) -> int:
     """Simulate with the engine and with the ideal; print both; exit 1 if the engine's queue grows."""
     check_deployment(args)
-    usd, price = cli.price_of(args.gpu, args.usd_per_hour, args.price)
+    usd, price = support.price_of(args.gpu, args.usd_per_hour, args.price)
     common = dict(
         **workload(args),
         seed=args.seed,
@@ -276,7 +280,7 @@ def run(args) -> int:
     )
     d = result_dict(args, r, ideal, usd, price, common)
     if args.json:
-        cli.print_json(d)
+        support.print_json(d)
     else:
         print(_human(d, args))
     return EXIT_UNSTABLE if r.unstable else EXIT_OK
@@ -360,7 +364,7 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
         price_id=price.id if price else None,
         price_kind=price.kind if price else None,
         ideal={k: i[k] for k in IDEAL_KEEP},
-        **cli.coverage_fields(
+        **support.coverage_fields(
             args.engine,
             args.model,
             args.gpu,
@@ -374,7 +378,7 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
     if usd is None:  # a GPU with no price (a measured machine): no cost, rather than an invented one
         out["usd_per_gpu_hour"] = out["usd_per_million_output_tokens_at_slo"] = None
         out["ideal"]["usd_per_million_output_tokens_at_slo"] = None
-    return cli.jsonable(out)
+    return support.jsonable(out)
 
 
 def _ms3(p: dict) -> str:
@@ -402,7 +406,8 @@ def _human(d: dict, args) -> str:
     lengths = "" if d["load"] == "trace" else f", {d['input_tokens']:,} in / {d['output_tokens']:,} out"
     head = (
         f"serve: {d['model_id']} on {d['num_gpus_total']:,} × {d['gpu_id']}, {_load_text(d)}{lengths}, "
-        f"weights {cli.weights_text(d['weight_precision'], cli.weights_defaulted(args))}, seed {d['seed']}"
+        f"weights {support.weights_text(d['weight_precision'], support.weights_defaulted(args))}, "
+        f"seed {d['seed']}"
     )
     two = [
         ("TTFT p50/p90/p99", _ms3(d["ttft_s"]), _ms3(i["ttft_s"])),
@@ -435,7 +440,7 @@ def _human(d: dict, args) -> str:
     price = (
         "no price for this GPU: give --usd-per-hour"
         if d["usd_per_gpu_hour"] is None
-        else cli.price_text(d["usd_per_gpu_hour"], _price_row(d), d["num_gpus_total"])
+        else support.price_text(d["usd_per_gpu_hour"], _price_row(d), d["num_gpus_total"])
     )
     one = [
         (
@@ -446,7 +451,7 @@ def _human(d: dict, args) -> str:
         ("GPU busy", f"{100 * d['busy_fraction']:.0f}% of the time; {d['preemptions']:,} preemptions"),
         ("scheduler", d["scheduler"]),
         ("price", price),
-        *cli.extrapolation_rows(d),
+        *support.extrapolation_rows(d),
     ]
     lines += [f"  {a:<{w0}}  {b}" for a, b in one]
     if d["message"]:

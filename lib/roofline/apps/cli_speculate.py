@@ -23,8 +23,8 @@ in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"command", "error
 
 from __future__ import annotations
 
-from roofline.apps import cli
-from roofline.apps.cli import (
+from roofline.apps import cli_support as support
+from roofline.apps.cli_support import (
     BATCH,
     CONTEXT,
     MAX_TOKENS,
@@ -84,7 +84,7 @@ def add_parser(subparsers) -> None:
         metavar="T",
         help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})",
     )
-    cli.add_engine_argument(p, "the achievable cycle")
+    support.add_engine_argument(p, "the achievable cycle")
 
 
 def achievable(args, s) -> dict:
@@ -117,7 +117,7 @@ def achievable(args, s) -> dict:
         "plain_tokens_per_s_per_user": 1.0 / plain,
         "tokens_per_s_total": b * per_user,
         "speedup": per_user * plain,
-        **cli.coverage_fields(
+        **support.coverage_fields(
             args.engine, args.model, args.gpu, b, args.gpus, args.weights, context_tokens=t
         ),
     }
@@ -152,7 +152,7 @@ def run(args) -> int:
         return EXIT_OK
     rows = [
         ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, weights "
-                  f"{cli.weights_text(s.weight_precision, cli.weights_defaulted(args))}, "
+                  f"{support.weights_text(s.weight_precision, support.weights_defaulted(args))}, "
                   f"KV {s.kv_precision}; B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
         ("proposer", f"{s.proposer}: k={s.draft_tokens:.0f} drafts, acceptance α={s.acceptance:g}"),
         ("tokens per verify step", f"{s.expected_tokens_per_step:.3f}  (1 − α^(k+1)) ÷ (1 − α)"),
@@ -170,7 +170,7 @@ def run(args) -> int:
         ("  tokens/s per user", f"{real['tokens_per_s_per_user']:,.1f}  (plain "
                                 f"{real['plain_tokens_per_s_per_user']:,.1f}), "
                                 f"speedup {real['speedup']:.2f}x"),
-        *cli.extrapolation_rows(real),
+        *support.extrapolation_rows(real),
         ("speedup < 1 from batch", "never up to 4,096 users (or memory runs out first)"
          if out["collapse_batch"] is None else f"{out['collapse_batch']:,}"),
         ("memory", f"{s.memory_needed_bytes / GB:.1f} GB of {s.memory_capacity_bytes / GB:.0f} GB"),

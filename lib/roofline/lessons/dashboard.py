@@ -281,48 +281,99 @@ def dashboard(
         max_batch=limit,
     )
     if limit < 1:
-        nan = float("nan")
-        return Dashboard(
-            **common,
-            fits=False,
-            running=nan,
-            waiting=nan,
-            mbu=nan,
-            mfu=nan,
-            mfu_decode=nan,
-            tokens_per_s=nan,
-            kv_use_fraction=nan,
-            kv_bytes=nan,
-            kv_free_bytes=max(free, 0.0),
-            step_time_s=nan,
-            ttft_p50_s=nan,
-            ttft_p90_s=nan,
-            ttft_p99_s=nan,
-            tpot_p50_s=nan,
-            tpot_p90_s=nan,
-            tpot_p99_s=nan,
-            cost_per_million_usd=nan,
-            best_tokens_per_s=nan,
-            best_cost_per_million_usd=nan,
-            source="weights do not fit in memory",
-        )
+        return _does_not_fit(common, free)
     # A queued user waits about (users ahead ÷ max batch) × O steps: run long enough to see them served.
     warmup = steps // 4
     expected_wait = max(u - limit, 0) / limit * o + p / c
     # ...and long enough that about 20 turns per running user finish in the window (few users: few turns).
     turns = 20 * o / min(u, limit)
     steps = int(min(max(steps, warmup + 3 * expected_wait + 200, warmup + turns), 20_000))
+    trace = _closed_loop_steps(u, limit, p, o, c, steps, seed)
+    precisions = dict(weight_precision=weight_precision, kv_precision=kv_precision)
+    run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, num_gpus=n, **precisions)
+    step_s = np.asarray(step_timer(m, g, n, weight_precision, eng, params).of_step(run).total_s, float)
+    end = np.cumsum(step_s)
+    window = slice(warmup, steps)
+    elapsed = end[-1] - end[warmup - 1]
+    emitted = trace.decoders[window].sum() + sum(1 for _, f in trace.first_token if f >= warmup)
+    tokens_per_s = emitted / elapsed
+    bw = n * g.memory_bandwidth_bytes_per_s
+    peak = n * peak_flops_per_s(g, weight_precision)
+    running = float(trace.running[window].mean())
+    best_rate = max(_best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params), float(tokens_per_s))
+    decode_flops = 2.0 * active_parameter_count(m) * emitted  # the card's MFU: output tokens × 2N
+    lat = simulated_latency(
+        m, g, u, t, prompt_tokens=p, output_tokens=int(round(o)), batch_limit=limit, num_gpus=n,
+        chunk_tokens=c, engine=eng, params=params, seed=seed, **precisions,
+    )  # fmt: skip
+    kv_in_use = running * float(sequence_kv_bytes(m, t, kv_precision))
+    return Dashboard(
+        **common,
+        fits=True,
+        running=running,
+        waiting=u - running,
+        mbu=float(np.asarray(run.bytes_moved)[window].sum() / (elapsed * bw)),
+        mfu=float(np.asarray(run.flops)[window].sum() / (elapsed * peak)),
+        mfu_decode=float(decode_flops / (elapsed * peak)),
+        tokens_per_s=float(tokens_per_s),
+        kv_use_fraction=kv_in_use / free,
+        kv_bytes=kv_in_use,
+        kv_free_bytes=free,
+        step_time_s=float(step_s[window].mean()),
+        ttft_p50_s=lat["ttft_s"]["p50"],
+        ttft_p90_s=lat["ttft_s"]["p90"],
+        ttft_p99_s=lat["ttft_s"]["p99"],
+        tpot_p50_s=lat["tpot_s"]["p50"],
+        tpot_p90_s=lat["tpot_s"]["p90"],
+        tpot_p99_s=lat["tpot_s"]["p99"],
+        cost_per_million_usd=_usd_per_million(price, tokens_per_s, n),
+        best_tokens_per_s=best_rate,
+        best_cost_per_million_usd=_usd_per_million(price, best_rate, n),
+        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}; each step timed by "
+        f"{eng.name} ({eng.id}, roofline.engines): its kernels' efficiency, per-step, per-layer and "
+        "per-sequence costs and all-reduces",
+        latency_source=lat["source"],
+    )
 
+
+def _does_not_fit(common: dict, free: float) -> Dashboard:
+    """The dashboard of a configuration whose weights do not fit: every panel NaN."""
+    nan = float("nan")
+    panels = {
+        name: nan
+        for name in Dashboard.__dataclass_fields__
+        if name not in common and name not in ("fits", "kv_free_bytes", "source", "latency_source")
+    }
+    return Dashboard(
+        **common, **panels, fits=False, kv_free_bytes=max(free, 0.0), source="weights do not fit in memory"
+    )
+
+
+@dataclass(frozen=True)
+class _StepTrace:
+    """What each simulated step carried: decoders, prompt tokens, sequences running; and, per finished
+    prompt, (step it arrived after, step of its first token)."""
+
+    decoders: np.ndarray
+    prompt_tokens: np.ndarray
+    running: np.ndarray
+    first_token: list
+
+
+def _closed_loop_steps(users, limit, prompt, output_mean, chunk, steps, seed) -> _StepTrace:
+    """Step ``steps`` times through the closed loop: admit first come first served up to ``limit``,
+    prefill ``chunk`` prompt tokens per step beside the decoders, geometric answers of mean
+    ``output_mean``; the first ``limit`` users start mid-answer (steady state)."""
     rng = np.random.default_rng(seed)
-    phase = np.zeros(u, dtype=np.int8)  # 0 waiting, 1 prefilling, 2 decoding
-    remaining_out = rng.geometric(1 / o, size=u)  # memoryless: a request in flight has a geometric rest too
-    remaining_prompt = np.zeros(u, dtype=np.int64)
-    arrived = np.full(u, -1, dtype=np.int64)  # step at whose end the request arrived (-1: at time 0)
-    phase[: min(u, limit)] = 2  # start in steady state: the first max-batch users are mid-answer
+    phase = np.zeros(users, dtype=np.int8)  # 0 waiting, 1 prefilling, 2 decoding
+    remaining_out = rng.geometric(1 / output_mean, size=users)  # memoryless: a request in flight too
+    remaining_prompt = np.zeros(users, dtype=np.int64)
+    arrived = np.full(users, -1, dtype=np.int64)  # step at whose end the request arrived (-1: at time 0)
+    phase[: min(users, limit)] = 2
     decoders = np.zeros(steps, dtype=np.int64)
     prompt_in_step = np.zeros(steps, dtype=np.int64)
     running_log = np.zeros(steps, dtype=np.int64)
-    first_token = []  # (arrival step, step of the first token)
+    first_token = []
     for k in range(steps):
         free_slots = limit - np.count_nonzero(phase)
         if free_slots > 0:
@@ -330,7 +381,7 @@ def dashboard(
             if queued.size:
                 admit = queued[np.argsort(arrived[queued], kind="stable")[:free_slots]]
                 phase[admit] = 1
-                remaining_prompt[admit] = p
+                remaining_prompt[admit] = prompt
         running_log[k] = np.count_nonzero(phase)
         dec = np.flatnonzero(phase == 2)
         pre = np.flatnonzero(phase == 1)
@@ -338,7 +389,7 @@ def dashboard(
         if pre.size:
             pre = pre[np.argsort(arrived[pre], kind="stable")]
             need = remaining_prompt[pre]
-            take = np.clip(c - (np.cumsum(need) - need), 0, need)
+            take = np.clip(chunk - (np.cumsum(need) - need), 0, need)
             remaining_prompt[pre] -= take
             prompt_in_step[k] = take.sum()
             done = pre[remaining_prompt[pre] == 0]
@@ -352,82 +403,22 @@ def dashboard(
         if finished.size:  # the user reads the answer and sends the next turn at once
             phase[finished] = 0
             arrived[finished] = k
-            remaining_out[finished] = rng.geometric(1 / o, size=finished.size)
-    run = mixed_step(
-        m,
-        g,
-        decoders,
-        t,
-        prompt_in_step,
-        t,
-        num_gpus=n,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-    )
-    step_s = np.asarray(step_timer(m, g, n, weight_precision, eng, params).of_step(run).total_s, float)
-    end = np.cumsum(step_s)
-    window = slice(warmup, steps)
-    elapsed = end[-1] - end[warmup - 1]
-    emitted = decoders[window].sum() + sum(1 for _, f in first_token if f >= warmup)
-    tokens_per_s = emitted / elapsed
-    bw = n * g.memory_bandwidth_bytes_per_s
-    peak = n * peak_flops_per_s(g, weight_precision)
-    running = float(running_log[window].mean())
-    # The best this context allows: the analytic tokens/s maximized over batch sizes that fit (one call).
+            remaining_out[finished] = rng.geometric(1 / output_mean, size=finished.size)
+    return _StepTrace(decoders, prompt_in_step, running_log, first_token)
+
+
+def _best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params) -> float:
+    """The most tokens/s this context allows: the analytic steady state over batch sizes that fit."""
     sizes = np.unique(np.round(np.geomspace(1, limit, 200)).astype(int))
-    best_rate = np.nanmax(
-        steady_state(
-            m,
-            g,
-            sizes,
-            t,
-            prompt_tokens=p,
-            output_tokens=o,
-            num_gpus=n,
-            weight_precision=weight_precision,
-            kv_precision=kv_precision,
-            engine=eng,
-            params=params,
-        ).tokens_per_s
-    )
-    best_rate = max(float(best_rate), float(tokens_per_s))
-    decode_flops = 2.0 * active_parameter_count(m) * emitted  # the card's MFU: output tokens × 2N
-    lat = simulated_latency(
-        m, g, u, t, prompt_tokens=p, output_tokens=int(round(o)), batch_limit=limit, num_gpus=n,
-        weight_precision=weight_precision, kv_precision=kv_precision, chunk_tokens=c,
-        engine=eng, params=params, seed=seed,
-    )  # fmt: skip
-    return Dashboard(
-        **common,
-        fits=True,
-        running=running,
-        waiting=u - running,
-        mbu=float(np.asarray(run.bytes_moved)[window].sum() / (elapsed * bw)),
-        mfu=float(np.asarray(run.flops)[window].sum() / (elapsed * peak)),
-        mfu_decode=float(decode_flops / (elapsed * peak)),
-        tokens_per_s=float(tokens_per_s),
-        kv_use_fraction=running * float(sequence_kv_bytes(m, t, kv_precision)) / free,
-        kv_bytes=running * float(sequence_kv_bytes(m, t, kv_precision)),
-        kv_free_bytes=free,
-        step_time_s=float(step_s[window].mean()),
-        ttft_p50_s=lat["ttft_s"]["p50"],
-        ttft_p90_s=lat["ttft_s"]["p90"],
-        ttft_p99_s=lat["ttft_s"]["p99"],
-        tpot_p50_s=lat["tpot_s"]["p50"],
-        tpot_p90_s=lat["tpot_s"]["p90"],
-        tpot_p99_s=lat["tpot_s"]["p99"],
-        cost_per_million_usd=float(cost_per_million_tokens_usd(price, tokens_per_s, n))
-        if price == price
-        else price,
-        best_tokens_per_s=best_rate,
-        best_cost_per_million_usd=float(cost_per_million_tokens_usd(price, best_rate, n))
-        if price == price
-        else price,
-        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}; each step timed by "
-        f"{eng.name} ({eng.id}, roofline.engines): its kernels' efficiency, per-step, per-layer and "
-        "per-sequence costs and all-reduces",
-        latency_source=lat["source"],
-    )
+    rates = steady_state(
+        m, g, sizes, t, prompt_tokens=p, output_tokens=o, num_gpus=n, engine=eng, params=params, **precisions
+    ).tokens_per_s
+    return float(np.nanmax(rates))
+
+
+def _usd_per_million(price: float, tokens_per_s: float, num_gpus: int) -> float:
+    """$ per 1M tokens, or NaN ("no price") when the GPU has none."""
+    return float(cost_per_million_tokens_usd(price, tokens_per_s, num_gpus)) if price == price else price
 
 
 def simulated_latency(

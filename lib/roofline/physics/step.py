@@ -216,13 +216,8 @@ def forward_step(
     kv_token = kv_bytes_per_token(m, kv_precision)
     kv = kv_token * copies
     chunk_on = c > 0
-    # KV held once the step is done: each sequence's (window-capped) cache, plus the chunk's prompt.
-    held_after = kv * (
-        b * _effective_tokens(m, t + (n_new if count_new_kv else 0))
-        + np.where(chunk_on, _effective_tokens(m, s + c), 0.0)
-    )
     w_stored = weight_bytes(m, weight_precision)
-    need = w_stored + held_after
+    need = w_stored + _kv_held_after(m, kv, b, t + (n_new if count_new_kv else 0), c, s)
     have = np.asarray(memory_available_bytes(g, g_count, memory))
     if on_overflow == "raise":
         check_memory(need, have, w_stored)
@@ -233,29 +228,17 @@ def forward_step(
     kv_read = kv * (b * _effective_tokens(m, t) + np.where(chunk_on, _effective_tokens(m, s), 0.0))
     kv_written = written * kv
     moved = w_bytes + kv_read + kv_written
-    if include_attention:
-        # MLA: decode tokens use the absorbed form, prompt tokens (n > 1, chunks) the up-projected one.
-        per_seq = attention_flops_per_pair(m, absorbed=True), attention_flops_per_pair(m, absorbed=False)
-        a_seq = np.where(n_new > 1, per_seq[1], per_seq[0])
-        attn = b * _pairs(m, t, n_new) * a_seq + np.where(chunk_on, _pairs(m, s, c), 0.0) * per_seq[1]
-    else:
-        attn = np.zeros_like(b * t * n_new)
+    attn = _attention_flops(m, b, t, n_new, c, s) if include_attention else np.zeros_like(b * t * n_new)
     logit_tokens = (b * n_new if logits == "new" else b) + np.where(chunk_on, 1.0, 0.0)
     flops = 2.0 * matmul_parameters_per_token(m) * tokens + 2.0 * lm_head_parameters(m) * logit_tokens + attn
     lanes = g_count if parallelism == "tensor" else 1.0  # GPUs working on the same layer at once
     mem_t = moved / (lanes * g.memory_bandwidth_bytes_per_s)
     comp_t = flops / (lanes * peak)
-    link_bw = max(g.interconnect_bytes_per_s, 1.0)  # a row with no link (0) still gets a finite time
-    if not include_communication:
-        comm_t = np.zeros(())
-    elif parallelism == "tensor":
-        comm_t = np.asarray(
-            tensor_parallel_comm_time_s(
-                m, np.maximum(tokens, 1), g_count, link_bw, latency, link=g.interconnect
-            )
-        )
-    else:
-        comm_t = np.asarray(pipeline_comm_time_s(m, tokens, g_count, link_bw, link=g.interconnect))
+    comm_t = (
+        _communication_s(m, g, tokens, g_count, latency, parallelism)
+        if include_communication
+        else np.zeros(())
+    )
     ok = need <= have
     shown = ok | (on_overflow == "ignore")  # where times are reported
     arrays = np.broadcast_arrays(
@@ -302,6 +285,37 @@ def forward_step(
         tokens_per_s_per_user=out(per_user),
         tokens_per_s_total=out(total),
     )
+
+
+def _kv_held_after(m, kv, b, held_tokens, c, s):
+    """KV bytes held once the step is done: each of ``b`` sequences' (window-capped) ``held_tokens``, plus
+    the chunk's prompt (``s`` cached + ``c`` new tokens) where a chunk rides along."""
+    return kv * (b * _effective_tokens(m, held_tokens) + np.where(c > 0, _effective_tokens(m, s + c), 0.0))
+
+
+def _attention_flops(m, b, t, n_new, c, s):
+    """Attention's FLOPs: ``b`` sequences' ``n_new`` tokens over ``t`` cached ones, and a chunk of ``c``
+    prompt tokens over ``s`` cached ones. MLA: decode tokens use the absorbed form, prompt tokens (n > 1,
+    chunks) the up-projected one."""
+    absorbed, expanded = (
+        attention_flops_per_pair(m, absorbed=True),
+        attention_flops_per_pair(m, absorbed=False),
+    )
+    a_seq = np.where(n_new > 1, expanded, absorbed)
+    return b * _pairs(m, t, n_new) * a_seq + np.where(c > 0, _pairs(m, s, c), 0.0) * expanded
+
+
+def _communication_s(m, g, tokens, g_count, latency, parallelism):
+    """The step's collectives (s): all-reduces under tensor parallel, activations passed on under a layer
+    split."""
+    link_bw = max(g.interconnect_bytes_per_s, 1.0)  # a row with no link (0) still gets a finite time
+    if parallelism == "tensor":
+        return np.asarray(
+            tensor_parallel_comm_time_s(
+                m, np.maximum(tokens, 1), g_count, link_bw, latency, link=g.interconnect
+            )
+        )
+    return np.asarray(pipeline_comm_time_s(m, tokens, g_count, link_bw, link=g.interconnect))
 
 
 @constrained(batch=Integer(least=1))

@@ -1,0 +1,184 @@
+"""``roofline list gpus|models|prices|engines``: the data tables, with the figures derived from them
+(ridge points, parameter counts, bytes, each GPU's default price).
+
+>>> from roofline.apps.cli import main
+>>> main(["list", "engines", "--json"]) == 0      # doctest: +ELLIPSIS
+{...
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import roofline as rl
+from roofline.apps.cli_support import EXIT_OK, _lower, _table, fmt_capacity, price_of, print_json
+from roofline.units import GB, TB, TFLOPS, KiB
+
+
+def add_parser(sub) -> None:
+    """The ``list`` subcommand and its options."""
+    p = sub.add_parser("list", help="the GPU, model and price tables")
+    p.add_argument("what", choices=["gpus", "models", "prices", "engines"])
+    p.add_argument(
+        "--precision",
+        type=_lower,
+        default="bf16",
+        help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON object (SI units), errors included")
+
+
+def run(args) -> int:
+    """Run ``list`` from parsed ``args``; return the exit code."""
+    rl.get_precision(args.precision)
+    show = {"gpus": _list_gpus, "models": _list_models, "prices": _list_prices, "engines": _list_engines}
+    return show[args.what](args)
+
+
+def _ridge(gpu, precision: str):
+    try:
+        peak = rl.peak_flops_per_s(gpu, precision)
+    except rl.UnsupportedPrecisionError:
+        return None, None
+    return peak, rl.ridge_point_flop_per_byte(peak, gpu.memory_bandwidth_bytes_per_s)
+
+
+def _list_gpus(args) -> int:
+    """`roofline list gpus`: each GPU with its ridge points and default price."""
+    prec = args.precision
+    items = []
+    for g in rl.gpus().values():
+        item = asdict(g)
+        item["ridge_point_flop_per_byte"] = {
+            k: rl.ridge_point_flop_per_byte(v, g.memory_bandwidth_bytes_per_s)
+            for k, v in g.dense_flops_per_s.items()
+        }
+        usd, row = price_of(g)
+        item.update(
+            usd_per_gpu_hour=usd, price_id=row.id if row else None, price_kind=row.kind if row else None
+        )
+        items.append(item)
+    if args.json:
+        print_json({"command": "list", "what": "gpus", "items": items})
+        return EXIT_OK
+    rows = []
+    for g, item in zip(rl.gpus().values(), items, strict=True):
+        peak, ridge = _ridge(g, prec)
+        usd = item["usd_per_gpu_hour"]
+        rows.append(
+            [
+                g.id,
+                fmt_capacity(g),  # as the data sheet prints it (80 GiB of HBM), and in decimal bytes
+                f"{g.memory_bandwidth_bytes_per_s / TB:g}",
+                "-" if peak is None else f"{peak / TFLOPS:g}",
+                "-" if ridge is None else f"{ridge:.0f}",
+                f"{g.interconnect_bytes_per_s / GB:g}",
+                f"{g.power_w:g}",
+                "-" if usd is None else f"{usd:.2f}" + (" own" if item["price_kind"] == "own" else ""),
+                g.source,
+            ]
+        )
+    headers = ["id", "memory", "bandwidth TB/s", f"{prec} TFLOPS", "ridge FLOP/byte", "link GB/s",
+               "power W", "$/GPU-hour", "source"]  # fmt: skip
+    print(_table(headers, rows, right={1, 2, 3, 4, 5, 6, 7}))
+    print(
+        f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed; memory as the data sheet "
+        "prints it, binary-sized for HBM and GDDR (80 GB = 80 GiB), with decimal GB in brackets; "
+        "$/GPU-hour: the GPU's default price, a listed rental or, marked own, purchase and power spread "
+        "over its life: `roofline list prices`)"
+    )
+    return EXIT_OK
+
+
+def _list_models(args) -> int:
+    """`roofline list models`: each model with its derived parameter counts and bytes."""
+    prec = args.precision
+    items = []
+    for m in rl.models().values():
+        item = asdict(m)
+        item.update(
+            parameter_count=rl.parameter_count(m),
+            active_parameter_count=rl.active_parameter_count(m),
+            weight_bytes=rl.weight_bytes(m, prec),
+            kv_bytes_per_token=rl.kv_bytes_per_token(m, prec),
+        )
+        items.append(item)
+    if args.json:
+        print_json({"command": "list", "what": "models", "precision": prec, "items": items})
+        return EXIT_OK
+    rows = [
+        [
+            i["id"],
+            f"{i['parameter_count'] / 1e9:.2f}",
+            f"{i['active_parameter_count'] / 1e9:.2f}",
+            f"{i['published_parameters'] / 1e9:.2f}",
+            str(i["layers"]),
+            f"{i['attention_heads']}/{i['kv_heads']}",
+            f"{i['kv_bytes_per_token'] / KiB:g}",
+            f"{i['weight_bytes'] / GB:.1f}",
+            f"{i['max_context_tokens']:,}",
+            i["source"],
+        ]
+        for i in items
+    ]
+    headers = [
+        "id",
+        "params B",
+        "active B",
+        "published B",
+        "layers",
+        "heads/kv",
+        f"KV KiB/token {prec}",
+        f"weights GB {prec}",
+        "max context",
+        "source",
+    ]
+    print(_table(headers, rows, right={1, 2, 3, 4, 6, 7, 8}))
+    print("(params and active params derived from the architecture; published = the publisher's count)")
+    return EXIT_OK
+
+
+def _list_prices(args) -> int:
+    """`roofline list prices`: the price rows, each dated and sourced."""
+    items = [asdict(p) for p in rl.prices().values()]
+    if args.json:
+        print_json({"command": "list", "what": "prices", "items": items})
+        return EXIT_OK
+    rows = [
+        [p["id"], p["gpu"], f"{p['usd_per_gpu_hour']:.2f}", p["kind"], p["provider"], p["date"], p["source"]]
+        for p in items
+    ]
+    print(_table(["id", "gpu", "$/GPU-hour", "kind", "provider", "date", "source"], rows, right={2}))
+    print(
+        "(dated examples, not quotes: check the source before relying on one; kind own: a GPU people buy, "
+        "its purchase price and power spread over its life, data/assumptions.toml; a GPU's first row is its "
+        "default)"
+    )
+    return EXIT_OK
+
+
+def _list_engines(args) -> int:
+    """`roofline list engines`: the engines of data/engines.toml (and yours), each with its release."""
+    from roofline.engines import engine_ids, get_engine
+
+    items = []
+    for e in engine_ids():
+        row = asdict(get_engine(e))
+        row["kernels_timed"] = bool(row.get("kernels"))
+        items.append(row)
+    if args.json:
+        print_json({"command": "list", "what": "engines", "items": items})
+        return EXIT_OK
+    rows = [[i["id"], i["kind"], i["parallel"], i["kernels"] or "-", i["version"]] for i in items]
+    print(
+        _table(
+            ["id", "kind", "splits a model", "kernels timed", "release its numbers describe"],
+            rows,
+            right=set(),
+        )
+    )
+    print(
+        "(`--engine ID` in step, prefill, cost, generate, serve, speculate, diagnose; the ideal is the floor)"
+    )
+    return EXIT_OK
