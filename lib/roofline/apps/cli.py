@@ -66,6 +66,7 @@ from roofline.apps.cli_support import (
     fmt_capacity,
     print_json,
     real_number,
+    tensor_parallel_problem,
     weights_defaulted,
 )
 from roofline.units import MS, fmt_bytes
@@ -87,6 +88,21 @@ COMMAND_MODULES: tuple[str, ...] = (
 # --------------------------------------------------------------------------------------------------
 # step
 # --------------------------------------------------------------------------------------------------
+
+
+def _binding_text(s) -> str:
+    """ "memory-bound", or, when waiting on the CPU's launches or on the link takes longer than either
+    roof, says that this wait, not the GPU's roof, sets the step."""
+    text = f"{s.binding}-bound"
+    roof = max(float(s.memory_time_s), float(s.compute_time_s))
+    waits = {
+        "the CPU's kernel launches": float(s.launch_overhead_s),
+        "communication": float(s.communication_time_s),
+    }
+    longest = max(waits, key=waits.get)
+    if waits[longest] > roof:
+        text += f" of the two roofs; waiting on {longest} ({_fmt_time(waits[longest])}) takes longer still"
+    return text
 
 
 def cmd_step(args) -> int:
@@ -139,7 +155,7 @@ def cmd_step(args) -> int:
     rows += [
         ("step time", _fmt_time(s.step_time_s) + " (the ideal: a floor no engine beats)"),
         *_achievable_rows(d["achievable"]),
-        ("binding", f"{s.binding}-bound"),
+        ("binding", _binding_text(s)),
         (
             "tokens/s",
             f"{_fmt_count(s.tokens_per_s_per_user)} per user, {_fmt_count(s.tokens_per_s_total)} total",
@@ -266,6 +282,10 @@ def cmd_fit(args) -> int:
         "fits": None,
         "margin_bytes": None,
         "margin_users": None,
+        # vLLM's memory budget assumes vLLM can run this split: say so when it would refuse it
+        "tensor_parallel_problem": (tensor_parallel_problem(m, args.gpus, "vllm") or None)
+        if args.memory == "engine"
+        else None,
     }
     if args.batch is not None:
         need = rl.memory_needed_bytes(m, args.batch, args.context, args.weights, args.kv)
@@ -305,6 +325,8 @@ def cmd_fit(args) -> int:
             over = f"{-d['margin_users']} users too many" if largest > 0 else "no batch fits these weights"
             verdict = f"does not fit: needs {fmt_bytes(need)}, short by {fmt_bytes(-margin)} ({over})"
         rows.append((f"batch {args.batch}", verdict))
+    if d["tensor_parallel_problem"]:
+        rows.append(("note", d["tensor_parallel_problem"] + "; the memory above splits evenly anyway"))
     print(
         f"fit: {_setup(m.id, g.id, args.gpus)}, context {args.context:,} tokens, "
         f"{_precisions(args.weights, args.kv, weights_defaulted(args))}"
@@ -384,11 +406,12 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> argparse.A
 
 def _default_weights(args) -> None:
     """``--weights`` left out: the model's release format (``default_weight_precision``), said in output."""
-    args.weights_defaulted = getattr(args, "weights", "") is None and bool(getattr(args, "model", None))
-    if args.weights_defaulted:
+    args.weights_defaulted = ""
+    if getattr(args, "weights", "") is None and getattr(args, "model", None):
         from roofline.physics.precision import default_weight_precision
 
-        args.weights = default_weight_precision(args.model, getattr(args, "gpu", None))
+        args.weights_defaulted = default_weight_precision(args.model)  # the release format
+        args.weights = default_weight_precision(args.model, getattr(args, "gpu", None))  # what runs here
 
 
 def main(argv: list[str] | None = None, command_modules: Iterable[str] | None = None) -> int:

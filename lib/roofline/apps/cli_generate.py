@@ -110,7 +110,7 @@ def run(args) -> int:
     return EXIT_OK
 
 
-def _human(r: engines.GenerateResult, weights_defaulted: bool = False) -> str:
+def _human(r: engines.GenerateResult, weights_defaulted: str = "") -> str:
     c = r.calibration
     rows = [
         ("TTFT (prefill of the batch)", fmt_time(r.ideal.ttft_s), fmt_time(r.achievable.ttft_s)),

@@ -77,13 +77,13 @@ def _setup(model_id: str, gpu_id: str, num_gpus: int) -> str:
     return f"{model_id} on {num_gpus} × {gpu_id}"
 
 
-def _precisions(weights: str, kv: str, defaulted: bool = False) -> str:
+def _precisions(weights: str, kv: str, defaulted: str = "") -> str:
     return f"weights {weights_text(weights, defaulted)}, KV {kv}"
 
 
-def weights_defaulted(args) -> bool:
-    """Whether ``--weights`` was left to the model's release format (set by ``main``)."""
-    return bool(getattr(args, "weights_defaulted", False))
+def weights_defaulted(args) -> str:
+    """The model's release format when ``--weights`` was left out (set by ``main``), else "" (false)."""
+    return getattr(args, "weights_defaulted", "") or ""
 
 
 def _block(rows: list[tuple[str, str]]) -> str:
@@ -309,10 +309,19 @@ def fmt_capacity(gpu, num_gpus: int = 1) -> str:
     return f"{times}{sheet}{decimal}"
 
 
-def weights_text(weights: str, defaulted: bool) -> str:
-    """The weight precision as output says it: "bf16 as released" when it was not given (the model's release
-    format, ``default_weight_precision``)."""
-    return f"{weights} as released" if defaulted else weights
+def weights_text(weights: str, defaulted: str) -> str:
+    """The weight precision as output says it: "bf16 as released" when it was not given and ``defaulted``
+    (the release format, ``weights_defaulted``) is what runs; "fp16 (released as bf16, ...)" when the GPU
+    runs the release in another format (``default_weight_precision``: BF16 on an Apple GPU).
+
+    >>> weights_text("bf16", "bf16"), weights_text("fp16", "bf16"), weights_text("fp8", "")
+    ('bf16 as released', 'fp16 (released as bf16, run as fp16: this GPU has no bf16 math)', 'fp8')
+    """
+    if not defaulted:
+        return weights
+    if defaulted is True or defaulted == weights:
+        return f"{weights} as released"
+    return f"{weights} (released as {defaulted}, run as {weights}: this GPU has no {defaulted} math)"
 
 
 def price_of(gpu, usd_per_hour: float | None = None, price_id: str | None = None):
@@ -511,9 +520,11 @@ def _achievable_prefill(args, weights, kv) -> dict:
 
 
 def _display_calibration() -> str:
-    from roofline.data import data_dir
+    """The calibration file the figure came from, as "<folder>/calibration.toml": the shipped one unless
+    ``$ROOFLINE_DATA_DIR`` holds its own (``roofline.data.table_dir``)."""
+    from roofline.data import table_dir
 
-    return str(data_dir()).rsplit("/", 1)[-1] + "/calibration.toml"
+    return str(table_dir("calibration.toml")).rstrip("/").rsplit("/", 1)[-1] + "/calibration.toml"
 
 
 def _achievable_rows(a: dict, time_key: str = "step_time_s") -> list[tuple[str, str]]:

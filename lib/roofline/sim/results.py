@@ -216,8 +216,12 @@ def summarise(sim, setting: RunSetting, input_tokens: np.ndarray, output_tokens:
         tpot = np.where(outp > 1, (e2e - ttft) / (outp - 1), np.nan)
     done = np.isfinite(finish)
     n_done = int(done.sum())
-    t0 = float(np.nanmin(arr)) if np.any(np.isfinite(arr)) else 0.0
-    t_last = float(np.nanmax(finish)) if n_done else float(sim.t_end_s)
+    # The window measured: first arrival to last finish; with nothing finished, up to where the run stopped
+    # (a run that stopped before any arrival measured its whole span, from 0).
+    end = setting.max_sim_time_s if sim.truncated else sim.t_end_s
+    arrived = np.isfinite(arr) & (arr <= end)
+    t0 = float(np.min(arr[arrived])) if np.any(arrived) else 0.0
+    t_last = float(np.nanmax(finish)) if n_done else float(end)
     duration = max(t_last - t0, 1e-12)
     ok = done & (ttft <= setting.slo_ttft_s) & ((outp == 1) | (tpot <= setting.slo_tpot_s))
     good_tok_s = float(outp[ok].sum()) / duration
