@@ -132,6 +132,7 @@ def test_voila_options_pass_through_and_override_the_defaults():
         ("--Voila.tornado-settings={}", "Host check and the Content-Security-Policy"),
         ("--Voila.port=9999", "--port N"),
         ("--Voila.identity_provider_class=x.Y", "token check"),
+        ("--ServerApp.ip=0.0.0.0", "127.0.0.1 only"),  # ignored by Voilà: refused rather than misleading
     ],
 )
 def test_options_that_undo_the_promises_are_refused_with_a_hint(option, hint):

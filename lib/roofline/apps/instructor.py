@@ -80,6 +80,13 @@ REFUSED = {
     "voila.authorizer_class": "it would replace the token check",
     "voila.tornado_settings": "it would replace the Host check and the Content-Security-Policy",
     "voila.allow_remote_access": "instructor mode answers to 127.0.0.1 and localhost only",
+    # Jupyter server options look as if they would open the server, but Voilà standalone ignores them:
+    # refused, so nobody believes a classroom network can reach it.
+    "serverapp.ip": "Voilà ignores Jupyter server options; instructor mode listens on 127.0.0.1 only",
+    "serverapp.port": "use --port N",
+    "serverapp.token": "use --token T, or --no-token",
+    "serverapp.allow_remote_access": "instructor mode answers to 127.0.0.1 and localhost only",
+    "serverapp.tornado_settings": "it would replace the Host check and the Content-Security-Policy",
 }
 
 
