@@ -10,6 +10,9 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
+
+import pytest
 
 os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp(prefix="speed-physics-test-home-")
 atexit.register(shutil.rmtree, os.environ["SPEED_PHYSICS_HOME"], ignore_errors=True)  # leave no folder behind
@@ -22,3 +25,40 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture
+def tables(tmp_path):
+    """A copy of the shipped tables; ``edit(file, old, new)`` changes one occurrence in a fresh copy of
+    ``file`` (``fresh=False``: on top of earlier edits) and returns the directory."""
+    for f in DATA.glob("*.toml"):
+        shutil.copy(f, tmp_path / f.name)
+
+    def edit(name, old, new, count=1, fresh=True):
+        path = tmp_path / name
+        text = (DATA / name).read_text() if fresh else path.read_text()
+        assert old in text, f"{old!r} not in {name}"
+        path.write_text(text.replace(old, new, count))
+        return tmp_path
+
+    edit.dir = tmp_path
+    return edit
+
+
+@pytest.fixture
+def fake_machine():
+    """A measured machine for tests that save or place one: 20 GB/s, 100 GFLOP/s (ridge 5 FLOP/byte)."""
+    from roofline.measure.bench import Measurement
+
+    return Measurement(
+        memory_bandwidth_bytes_per_s=20e9,
+        matmul_flops_per_s=100e9,
+        ridge_flop_per_byte=5.0,
+        call_overhead_s=1e-6,
+        matmul_fp64_flops_per_s=50e9,
+        threads={"cpu_count": 2, "blas": "test", "blas_threads": None},
+        details={"ram_bytes": 16e9, "quick": True, "stream": {}},
+    )

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from roofline.data import notebooks_dir
 from roofline.errors import DataTableError
-from roofline.lessons.course_map import NOTEBOOKS_DIR, course_map, total_minutes, unmapped_notebooks
+from roofline.lessons.course_map import course_map, total_minutes, unmapped_notebooks
 from roofline.views.course import course_map_html
 
 
@@ -31,7 +32,7 @@ def test_numbered_lessons_follow_the_card_and_come_in_order():
     # The study card's lessons: 01-04, 06, 09, 15, 16, 24, 25, 28, 44, 59-61.
     card = {"01", "02", "03", "04", "06", "09", "15", "16", "24", "25", "28", "44", "59", "60", "61"}
     assert set(numbers) <= card
-    assert all(p.name[:2] in card for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb") if p.name[:2] != "00")
+    assert all(p.name[:2] in card for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb") if p.name[:2] != "00")
 
 
 def test_times_add_up_by_part():

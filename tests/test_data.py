@@ -140,24 +140,6 @@ def test_loaded_in_si_units():
 # ---------------------------------------------------------------- validation on load
 
 
-@pytest.fixture
-def tables(tmp_path):
-    """A copy of the shipped tables; ``edit(file, old, new)`` changes one occurrence in a fresh copy of
-    ``file`` (``fresh=False``: on top of earlier edits) and returns the directory."""
-    for f in (ROOT / "data").glob("*.toml"):
-        shutil.copy(f, tmp_path / f.name)
-
-    def edit(name, old, new, count=1, fresh=True):
-        path = tmp_path / name
-        text = (ROOT / "data" / name).read_text() if fresh else path.read_text()
-        assert old in text, f"{old!r} not in {name}"
-        path.write_text(text.replace(old, new, count))
-        return tmp_path
-
-    edit.dir = tmp_path
-    return edit
-
-
 def _error(loader, directory):
     with pytest.raises(data.DataTableError) as err:
         loader(directory)

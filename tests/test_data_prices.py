@@ -3,7 +3,6 @@ on-demand list price per GPU-hour, GPUs people buy the cost of owning them (purc
 electricity: assumptions, the hourly figure derived, never stored); lessons price every GPU."""
 
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -77,21 +76,6 @@ def test_an_owned_row_is_costed_from_its_purchase_price_and_the_assumptions():
     # Renting one is listed too (rent vs own), and owning at 8 h a day is cheaper than renting it.
     rented = rl.get_price("runpod-rtx-4090-secure")
     assert rented.kind == "rent" and rented.usd_per_gpu_hour > row.usd_per_gpu_hour
-
-
-@pytest.fixture
-def tables(tmp_path):
-    for f in (ROOT / "data").glob("*.toml"):
-        shutil.copy(f, tmp_path / f.name)
-
-    def edit(name, old, new):
-        path = tmp_path / name
-        text = path.read_text()
-        assert old in text, f"{old!r} not in {name}"
-        path.write_text(text.replace(old, new, 1))
-        return tmp_path
-
-    return edit
 
 
 def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(tables):

@@ -9,18 +9,8 @@ import pytest
 import roofline as rl
 from roofline.apps.cli import main
 from roofline.measure import bench, userdata
-from roofline.measure.bench import Measurement
 
 ROOT = Path(__file__).resolve().parents[1]
-FAKE = Measurement(
-    memory_bandwidth_bytes_per_s=20e9,
-    matmul_flops_per_s=100e9,
-    ridge_flop_per_byte=5.0,
-    call_overhead_s=1e-6,
-    matmul_fp64_flops_per_s=50e9,
-    threads={"cpu_count": 2, "blas": "test", "blas_threads": None},
-    details={"ram_bytes": 16e9, "quick": True, "stream": {}},
-)
 
 
 @pytest.fixture
@@ -39,13 +29,13 @@ def env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("same_folder", [False, True], ids=["another-copy", "the-data-dir-itself"])
-def test_a_saved_row_never_goes_into_a_folder_of_tables(env, same_folder):
+def test_a_saved_row_never_goes_into_a_folder_of_tables(env, same_folder, fake_machine):
     monkeypatch, folders = env
     monkeypatch.setenv("ROOFLINE_DATA_DIR", str(folders["b"] if not same_folder else folders["a"]))
     monkeypatch.setenv("SPEED_PHYSICS_HOME", str(folders["a"]))  # a folder of tables as the user's home
     before = (folders["a"] / "gpus.toml").read_text()
     with pytest.raises(rl.InvalidConfigurationError, match="holds the project's data tables"):
-        userdata.save_user_gpu("my-laptop", FAKE)
+        userdata.save_user_gpu("my-laptop", fake_machine)
     assert (folders["a"] / "gpus.toml").read_text() == before  # before the fix: rewritten
     assert "my-laptop" not in (ROOT / "data" / "gpus.toml").read_text()
 

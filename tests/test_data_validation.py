@@ -24,22 +24,6 @@ def fresh_cache():
     data.clear_cache()
 
 
-@pytest.fixture
-def copy(tmp_path):
-    """A copy of the shipped tables; ``edit(file, old, new)`` changes one occurrence, returns the folder."""
-    for f in (ROOT / "data").glob("*.toml"):
-        shutil.copy(f, tmp_path / f.name)
-
-    def edit(name, old, new):
-        path = tmp_path / name
-        text = path.read_text()
-        assert old in text, f"{old!r} not in {name}"
-        path.write_text(text.replace(old, new, 1))
-        return tmp_path
-
-    return edit
-
-
 def _error(load, directory):
     with pytest.raises(rl.DataTableError) as err:
         load(directory)
@@ -118,20 +102,20 @@ def test_every_shipped_assumption_has_a_kind_and_lies_in_its_bound():
         ),
     ],
 )
-def test_an_assumption_outside_its_kinds_bound_is_refused(copy, row, old, new, says):
+def test_an_assumption_outside_its_kinds_bound_is_refused(tables, row, old, new, says):
     text = (ROOT / "data" / "assumptions.toml").read_text()
     start = text.index(f'id = "{row}"')
     edited = text[:start] + text[start:].replace(old, new, 1)
-    d = copy("assumptions.toml", text, edited)
+    d = tables("assumptions.toml", text, edited)
     err = _error(data.load_assumptions, d)
     assert err.row_id == repr(row) and err.field == "value" and says in err.problem
     assert "assumptions.toml" in str(err)
 
 
-def test_engine_memory_fraction_of_five_is_refused_through_the_public_api(copy, monkeypatch, fresh_cache):
+def test_engine_memory_fraction_of_five_is_refused_through_the_public_api(tables, monkeypatch, fresh_cache):
     # The audit's repro: engine_memory_fraction = 5.0 gave an 80 GB H100 about 420 GB of usable memory.
     row = 'id = "engine_memory_fraction"\nvalue = '
-    d = copy("assumptions.toml", row + "0.9\n", row + "5.0\n")
+    d = tables("assumptions.toml", row + "0.9\n", row + "5.0\n")
     monkeypatch.setenv(data.ENV_VAR, str(d))
     data.clear_cache()
     with pytest.raises(rl.DataTableError, match="engine_memory_fraction.*field 'value'.*at most 1, got 5"):
@@ -147,8 +131,8 @@ def test_engine_memory_fraction_of_five_is_refused_through_the_public_api(copy, 
         ('reason = "The study card', 'reasons = "The study card', "reasons", "did you mean 'reason'"),
     ],
 )
-def test_an_assumption_row_is_checked_like_every_other_row(copy, old, new, field, says):
-    err = _error(data.load_assumptions, copy("assumptions.toml", old, new))
+def test_an_assumption_row_is_checked_like_every_other_row(tables, old, new, field, says):
+    err = _error(data.load_assumptions, tables("assumptions.toml", old, new))
     assert err.field == field and says in err.problem and err.row_id == "'achieved_bandwidth_fraction'"
 
 
@@ -167,9 +151,9 @@ def test_the_assumptions_mapping_is_lazy_and_patchable(monkeypatch):
 # ------------------------------------------------------------------ other tables
 
 
-def test_kv_heads_must_divide_the_attention_heads(copy):
+def test_kv_heads_must_divide_the_attention_heads(tables):
     # 32 query heads cannot be shared out evenly among 6 KV heads.
-    err = _error(data.load_models, copy("models.toml", "kv_heads = 8\n", "kv_heads = 6\n"))
+    err = _error(data.load_models, tables("models.toml", "kv_heads = 8\n", "kv_heads = 6\n"))
     assert err.row_id == "'llama-3-8b'" and err.field == "kv_heads"
     assert "6 KV heads do not divide 32 attention heads" in err.problem
 
@@ -189,7 +173,7 @@ def test_a_table_nested_thousands_deep_is_a_data_table_error(tmp_path, table, ne
     assert err.problem == "nested too deeply to be a table" and table in str(err)
 
 
-def test_a_deep_but_parseable_value_is_described_not_a_recursion_error(copy):
+def test_a_deep_but_parseable_value_is_described_not_a_recursion_error(tables):
     deep = "[" * 150 + "]" * 150
-    err = _error(data.load_gpus, copy("gpus.toml", "memory_gb = 80", f"memory_gb = {deep}"))
+    err = _error(data.load_gpus, tables("gpus.toml", "memory_gb = 80", f"memory_gb = {deep}"))
     assert err.field == "memory_gb" and "expected a number" in err.problem

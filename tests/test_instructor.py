@@ -99,8 +99,8 @@ def test_jupyterlab_starts_as_the_readme_says_and_quietly(tmp_path):
 def test_port_with_or_without_equals_serves_the_lessons(args):
     plan = instructor.build_plan(args)
     assert plan.port == 8870 and plan.config["Voila"]["port"] == 8870
-    assert plan.root == instructor.NOTEBOOKS.resolve()  # the lessons, not the current directory
-    assert plan.argv == [str(instructor.NOTEBOOKS.resolve())]  # "8870" is not taken for a path
+    assert plan.root == instructor.course_notebooks().resolve()  # the lessons, not the current directory
+    assert plan.argv == [str(instructor.course_notebooks().resolve())]  # "8870" is not taken for a path
 
 
 @pytest.mark.parametrize("args", [["16", "--port", "8870"], ["--port", "8870", "16"], ["--port=8870", "16"]])
@@ -389,9 +389,9 @@ def test_a_preheated_kernel_taken_by_a_page_starts_its_idle_time_afresh():
 
 def test_the_start_page_lists_the_named_lessons_by_title():
     named = instructor_server.lesson_links(
-        instructor.NOTEBOOKS, ["02_decode_floor.ipynb", "16_step_time.ipynb"]
+        instructor.course_notebooks(), ["02_decode_floor.ipynb", "16_step_time.ipynb"]
     )
-    every = instructor_server.lesson_links(instructor.NOTEBOOKS)
+    every = instructor_server.lesson_links(instructor.course_notebooks())
     page = instructor_server.start_page_html(named, every, "/", "scale=1.5")
     today = page.split("<details>")[0]
     assert re.findall(r"<a href=\"[^\"]+\">([^<]+)</a>", today)[:2] == [
@@ -400,7 +400,9 @@ def test_the_start_page_lists_the_named_lessons_by_title():
     ]
     assert '<a href="/voila/render/02_decode_floor.ipynb?scale=1.5">' in today
     assert ".ipynb</a>" not in page  # titles, never file names
-    assert len(every) == len(list(instructor.NOTEBOOKS.glob("*.ipynb")))  # every lesson below, folded
+    assert len(every) == len(
+        list(instructor.course_notebooks().glob("*.ipynb"))
+    )  # every lesson below, folded
     assert every[0].notebook == "00_start_here.ipynb" and every[1].number == "01"
 
 

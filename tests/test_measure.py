@@ -243,16 +243,6 @@ def test_cli_measure_text_output(capsys, monkeypatch, tmp_path):
 # Saving this machine as a user GPU row
 # --------------------------------------------------------------------------------------------------
 
-FAKE = Measurement(
-    memory_bandwidth_bytes_per_s=20e9,
-    matmul_flops_per_s=100e9,
-    ridge_flop_per_byte=5.0,
-    call_overhead_s=1e-6,
-    matmul_fp64_flops_per_s=50e9,
-    threads={"cpu_count": 2, "blas": "test", "blas_threads": None},
-    details={"ram_bytes": 16e9, "quick": True, "stream": {}},
-)
-
 
 @pytest.fixture
 def user_home(tmp_path, monkeypatch):
@@ -274,10 +264,10 @@ def test_user_table_path_follows_the_environment(monkeypatch, tmp_path):
     assert userdata.user_gpu_table_path() == tmp_path / "home" / ".config" / "speed-physics" / "gpus.toml"
 
 
-def test_saved_machine_is_a_gpu_everywhere(user_home):
+def test_saved_machine_is_a_gpu_everywhere(user_home, fake_machine):
     with pytest.raises(rl.UnknownNameError):
         rl.get_gpu("my-laptop")
-    path = userdata.save_user_gpu("my-laptop", FAKE)
+    path = userdata.save_user_gpu("my-laptop", fake_machine)
     assert path == user_home / "gpus.toml"
     g = rl.get_gpu("my-laptop")
     assert g.memory_bandwidth_bytes_per_s == pytest.approx(20e9)
@@ -290,14 +280,14 @@ def test_saved_machine_is_a_gpu_everywhere(user_home):
     assert step.step_time_s == pytest.approx(4_943_257_600 / 20e9)
     assert step.binding == "memory"
     # Saving again replaces the row instead of adding a second one.
-    userdata.save_user_gpu("my-laptop", FAKE)
+    userdata.save_user_gpu("my-laptop", fake_machine)
     assert [r["id"] for r in userdata.load_user_gpu_rows()] == ["my-laptop"]
     # The project's tables are untouched.
     assert "my-laptop" not in (rl.data.DATA_DIR / "gpus.toml").read_text()
 
 
-def test_cli_step_uses_the_saved_machine(user_home, capsys):
-    userdata.save_user_gpu("my-laptop", FAKE)
+def test_cli_step_uses_the_saved_machine(user_home, capsys, fake_machine):
+    userdata.save_user_gpu("my-laptop", fake_machine)
     code = main(
         [
             "step",
@@ -316,9 +306,9 @@ def test_cli_step_uses_the_saved_machine(user_home, capsys):
     assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(4_943_257_600 / 20e9)
 
 
-def test_user_row_colliding_with_a_project_id_is_an_error_naming_both(user_home):
+def test_user_row_colliding_with_a_project_id_is_an_error_naming_both(user_home, fake_machine):
     with pytest.raises(rl.InvalidConfigurationError, match="project"):
-        userdata.save_user_gpu("h100-sxm", FAKE)
+        userdata.save_user_gpu("h100-sxm", fake_machine)
     (user_home / "gpus.toml").write_text(
         (rl.data.DATA_DIR / "gpus.toml").read_text().split("[[gpu]]")[0] + "[[gpu]]\n"
         + (rl.data.DATA_DIR / "gpus.toml").read_text().split("[[gpu]]")[1]
@@ -418,11 +408,11 @@ def test_numbers_layer_imports_no_plotting_widgets_or_torch():
     assert proc.stdout.strip() == "[]"
 
 
-def test_figures_draw_from_hand_made_timings():
+def test_figures_draw_from_hand_made_timings(fake_machine):
     from roofline.measure.transformer import DecodeTiming
     from roofline.views.measure import compute_bound_batch, decode_vs_roofline, machine_roofline
 
-    machine = FAKE  # 20 GB/s, 100 GFLOP/s: ridge 5 FLOP/byte
+    machine = fake_machine  # 20 GB/s, 100 GFLOP/s: ridge 5 FLOP/byte
     # fp32 decode intensity ≈ 2N·B / 4N = B/2 FLOP/byte (context 0), so compute-bound from B = 2 × 5 = 10.
     assert compute_bound_batch(SMALL, machine) == 10
     floor = roofline_prediction(SMALL, machine, np.array([1, 4, 16]), 0).step_time_s

@@ -87,3 +87,19 @@ def test_installed_wheel_runs_the_cli(installed, tmp_path, args):
     if args[0] in ("step", "generate"):
         where = out["achievable"]["calibration"] if args[0] == "step" else out["calibration"]["source"]
         assert "calibration.toml" in where
+
+
+def test_installed_wheel_says_where_the_lessons_are_not(installed, tmp_path):
+    """The wheel carries the library and its tables, not the notebooks: the course map and instructor mode
+    say how to point at them (never an empty course), and do find them once told."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SPEED_PHYSICS_NOTEBOOKS", "PYTHONPATH")}
+    python = installed.parent / "python"
+    code = "from roofline.lessons.course_map import course_map; print(len(course_map()))"
+    p = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "SPEED_PHYSICS_NOTEBOOKS" in p.stderr and "Traceback" in p.stderr
+    p = subprocess.run([str(installed.parent / "instructor"), "16"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert p.returncode != 0 and "instructor: no course notebooks" in p.stderr, p.stderr
+    told = {**env, "SPEED_PHYSICS_NOTEBOOKS": str(ROOT / "notebooks")}
+    p = _run([str(python), "-c", code], tmp_path, env=told)
+    assert int(p.stdout) >= 20

@@ -221,11 +221,13 @@ def extract() -> dict[str, str]:
     return {name: _csv(rows) for name, rows in tables.items()}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def write_or_check(extract_tables, description: str, argv=None) -> int:
+    """The command line of an extraction tool: write ``extract_tables()``'s CSVs to ``OUT``, or with
+    ``--check`` exit 1 when the stored ones differ (shared with extract_moe_kernels.py)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="exit 1 if the stored CSVs differ")
     args = parser.parse_args(argv)
-    out = extract()
+    out = extract_tables()
     if args.check:
         stale = [n for n, text in out.items() if not (OUT / n).is_file() or (OUT / n).read_text() != text]
         print("stale: " + ", ".join(stale) if stale else "up to date")
@@ -235,6 +237,10 @@ def main(argv=None) -> int:
         (OUT / name).write_text(text)
         print(f"{name}: {text.count(chr(10)) - 1} rows, {len(text) / 1e3:.0f} kB")
     return 0
+
+
+def main(argv=None) -> int:
+    return write_or_check(extract, __doc__.split("\n\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,21 @@ data/measured/README.md for the columns.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extract_kernels import FRAMEWORKS, GPU_IDS, MS, OUT, ROOT, _csv, _package_root, _version_key  # noqa: E402
+from extract_kernels import (  # noqa: E402
+    FRAMEWORKS,
+    GPU_IDS,
+    MS,
+    ROOT,
+    _csv,
+    _package_root,
+    _version_key,
+    write_or_check,
+)
 
 MOE_MODELS = (
     "mixtral-8x7b",
@@ -214,19 +222,7 @@ def extract() -> dict[str, str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the stored CSVs differ")
-    args = parser.parse_args(argv)
-    out = extract()
-    if args.check:
-        stale = [n for n, text in out.items() if not (OUT / n).is_file() or (OUT / n).read_text() != text]
-        print("stale: " + ", ".join(stale) if stale else "up to date")
-        return 1 if stale else 0
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, text in out.items():
-        (OUT / name).write_text(text)
-        print(f"{name}: {text.count(chr(10)) - 1} rows, {len(text) / 1e3:.0f} kB")
-    return 0
+    return write_or_check(extract, __doc__.split("\n\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from roofline.errors import DataTableError, UnknownNameError
+from roofline.errors import DataTableError, RooflineError, UnknownNameError
 from roofline.schema import (
     Bound,
     Field,
@@ -474,9 +474,38 @@ def _packaged_tables() -> Traversable | None:
     return tables if tables.joinpath("gpus.toml").is_file() else None
 
 
+def _repository_root() -> Path:
+    """The checkout this module sits in, seen from ``lib/roofline/data.py`` (an editable install); the one
+    place the library reaches outside its package."""
+    return Path(__file__).resolve().parents[2]
+
+
 def _repository_tables() -> Path:
-    """The repository's ``data/`` folder, as seen from ``lib/roofline/data.py`` (editable install)."""
-    return Path(__file__).resolve().parents[2] / "data"
+    """The repository's ``data/`` folder (editable install)."""
+    return _repository_root() / "data"
+
+
+NOTEBOOKS_ENV_VAR = "SPEED_PHYSICS_NOTEBOOKS"
+
+
+def notebooks_dir() -> Path:
+    """The course's lesson notebooks: ``$SPEED_PHYSICS_NOTEBOOKS`` if set, else the checkout's ``notebooks/``.
+
+    The wheel carries the library and its tables, not the lessons; where neither place holds notebooks this
+    raises ``RooflineError`` saying how to point at them (never an empty course).
+
+    >>> (notebooks_dir() / "16_step_time.ipynb").is_file()
+    True
+    """
+    env = os.environ.get(NOTEBOOKS_ENV_VAR)
+    directory = Path(env).expanduser() if env else _repository_root() / "notebooks"
+    if not any(directory.glob("*.ipynb")):
+        where = f"${NOTEBOOKS_ENV_VAR} = {env}" if env else f"{directory} (the checkout's notebooks/)"
+        raise RooflineError(
+            f"no course notebooks in {where}: the installed package carries the library, not the lessons. "
+            f"Run from a checkout of the course, or set {NOTEBOOKS_ENV_VAR} to its notebooks/ folder."
+        )
+    return directory
 
 
 def data_dir() -> Traversable:

@@ -22,8 +22,8 @@ from roofline.data import default_price
 from roofline.ui.explorers import LEFT_OUT, LESSON_EXPLORERS
 from roofline.ui.widgets import AXES
 
-from .conftest import ARTIFACTS, _is_loopback
-from .test_jupyterlab import KERNEL_IDLE_JS
+from .conftest import ARTIFACTS
+from .test_jupyterlab import KERNEL_IDLE_JS, open_lesson
 
 WIDTH, HEIGHT = 1440, 900
 NARROW_VIEWPORT = 1232  # with the file browser open, the notebook's explorers are then about 800 px wide
@@ -96,19 +96,7 @@ CONTRAST_JS = """() => {
 @pytest.fixture(scope="module")
 def page(chromium, lab):
     """All the lessons' explorers, run in JupyterLab at 1440×900 with the file browser open."""
-    context = chromium.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    context.outside = []
-    context.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if _is_loopback(route.request.url)
-            else (context.outside.append(route.request.url), route.abort())
-        ),
-    )
-    page = context.new_page()
-    page.goto(lab.lab_url("all_explorers.ipynb"), wait_until="domcontentloaded", timeout=60_000)
-    page.wait_for_function(KERNEL_IDLE_JS, timeout=90_000, polling=200)
+    context, page = open_lesson(chromium, lab, "all_explorers.ipynb", WIDTH, HEIGHT)
     page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_selector(".roofline-all-built", state="attached", timeout=180_000)

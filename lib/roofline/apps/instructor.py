@@ -41,8 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roofline.apps.server_latency import enable_tcp_nodelay
+from roofline.data import notebooks_dir
+from roofline.errors import RooflineError
 
-NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 # Jupyter data directory holding the course's Voilà template (voila/templates/speed-physics).
 JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
 TEMPLATE = "speed-physics"
@@ -126,7 +127,16 @@ class Plan:
         return [f"{base}/{suffix}", *(f"{base}/voila/render/{name}{suffix}" for name in self.lessons)]
 
 
-def resolve_lesson(name: str, notebooks: Path = NOTEBOOKS) -> Path:
+def course_notebooks() -> Path:
+    """The course's notebooks (``roofline.data.notebooks_dir``); where there are none (an installed wheel
+    without ``$SPEED_PHYSICS_NOTEBOOKS``), the command stops and says how to point at them."""
+    try:
+        return notebooks_dir()
+    except RooflineError as exc:
+        raise SystemExit(f"instructor: {exc}") from None
+
+
+def resolve_lesson(name: str, notebooks: Path | None = None) -> Path:
     """The notebook (or directory) a command-line name means: a path, or a lesson number or name prefix.
 
     >>> resolve_lesson("16").name
@@ -141,6 +151,7 @@ def resolve_lesson(name: str, notebooks: Path = NOTEBOOKS) -> Path:
     path = Path(name)
     if path.exists():
         return path.resolve()
+    notebooks = course_notebooks() if notebooks is None else notebooks
     stem = name.removesuffix(".ipynb")
     candidates = sorted(notebooks.glob(f"{stem}*.ipynb")) or sorted(notebooks.glob(f"*{stem}*.ipynb"))
     if len(candidates) != 1:
@@ -219,7 +230,7 @@ def build_plan(args: list[str]) -> Plan:
     >>> build_plan(["--port", "8870"]).port == build_plan(["--port=8870"]).port == 8870
     True
     >>> plan = build_plan(["16", "28", "--port=8870", "--no-token"])
-    >>> plan.root == NOTEBOOKS, plan.lessons, plan.token
+    >>> plan.root == course_notebooks().resolve(), plan.lessons, plan.token
     (True, ['16_step_time.ipynb', '28_kv_cache.ipynb'], '')
     >>> build_plan(["16", "--Voila.ip=0.0.0.0"])
     Traceback (most recent call last):
@@ -291,7 +302,7 @@ def _root_and_lessons(names: list[str]) -> tuple[Path, list[str]]:
         if len(roots) > 1:
             raise SystemExit("instructor: the lessons named must sit in one directory")
         return roots.pop(), [p.name for p in paths]
-    return NOTEBOOKS.resolve(), []
+    return course_notebooks().resolve(), []
 
 
 def tornado_settings() -> dict:

@@ -151,8 +151,9 @@ def lesson_links(root: Path, names: list[str] | None = None) -> list[LessonLink]
     """The lessons ``names`` (default: every notebook in ``root``, in the course map's order) with their
     titles: the course map's where it lists the notebook, else the notebook's first heading.
 
-    >>> from roofline.apps.instructor import NOTEBOOKS
-    >>> [(x.number, x.title) for x in lesson_links(NOTEBOOKS, ["16_step_time.ipynb", "28_kv_cache.ipynb"])]
+    >>> from roofline.data import notebooks_dir
+    >>> links = lesson_links(notebooks_dir(), ["16_step_time.ipynb", "28_kv_cache.ipynb"])
+    >>> [(x.number, x.title) for x in links]
     [('16', 'The step-time model'), ('28', 'The KV cache')]
     """
     mapped = {row.notebook: row for row in course_map(root)}

@@ -32,7 +32,7 @@ from .figures import (
     serving_waves,
 )
 from .model import BUDGET_PARTS, StepTimer, StepWork, TimeBudget, assemble
-from .params import Calibration, EngineParams, engine_params, load_calibration
+from .params import Calibration, EngineParams, card_server_params, engine_params, load_calibration
 from .registry import DEFAULT_ENGINE, engine_ids, get_engine
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "TimeBudget",
     "Timing",
     "assemble",
+    "card_server_params",
     "coverage",
     "decode_step_times",
     "diagnose_measurement",

@@ -372,6 +372,20 @@ def engine_params(
     )
 
 
+def card_server_params(gpu) -> EngineParams:
+    """The study card's "real server" (lessons 09 and 59): the roofline with every byte read at the stated
+    ``achieved_bandwidth_fraction`` of peak (80 %, ``data/assumptions.toml``) and no other cost. A named
+    assumption beside the calibrated engines, to time a step with ``engine="ideal", params=...``.
+
+    >>> p = card_server_params("h100-sxm")
+    >>> p.kv_bandwidth_fraction, p.gemm_compute_fraction, p.step_overhead_s
+    (0.8, 1.0, 0.0)
+    """
+    from roofline.assumptions import assumption
+
+    return engine_params("ideal", gpu).replace(bandwidth_fraction=assumption("achieved_bandwidth_fraction"))
+
+
 def link_latencies(gpu) -> dict:
     """The start-up of one all-reduce and the latency of one ring hop over ``gpu``'s link (s), from NCCL's
     tuning model and measured PCIe hops (``data/assumptions.toml``): what every engine's collectives pay.

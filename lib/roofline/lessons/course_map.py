@@ -7,7 +7,7 @@ lists a missing lesson.
 >>> rows = course_map()
 >>> rows[0].number, rows[0].title, rows[0].notebook
 ('01', 'What a token costs', '01_token_cost.ipynb')
->>> all((NOTEBOOKS_DIR / r.notebook).is_file() for r in rows)
+>>> all((course_notebooks() / r.notebook).is_file() for r in rows)
 True
 """
 
@@ -17,10 +17,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from roofline.data import notebooks_dir as course_notebooks
 from roofline.errors import DataTableError
 
 MAP_FILE = Path(__file__).with_name("course_map.toml")
-NOTEBOOKS_DIR = Path(__file__).resolve().parents[3] / "notebooks"
 PARTS = {
     "card": "The study card's lessons (Pack 01, speed physics)",
     "check": "Check yourself",
@@ -52,7 +52,7 @@ def course_map(notebooks_dir: Path | str | None = None, map_file: Path | str | N
     >>> [r.number for r in course_map(d)]
     ['16']
     """
-    directory = Path(notebooks_dir) if notebooks_dir is not None else NOTEBOOKS_DIR
+    directory = Path(notebooks_dir) if notebooks_dir is not None else course_notebooks()
     path = Path(map_file) if map_file is not None else MAP_FILE
     rows = tomllib.loads(path.read_text(encoding="utf-8")).get("lesson", [])
     lessons = []
@@ -90,7 +90,7 @@ def total_minutes(lessons: list[Lesson], part: str | None = None) -> int:
 def unmapped_notebooks(notebooks_dir: Path | str | None = None) -> list[str]:
     """Notebooks in ``notebooks_dir`` that the map does not list (besides 00_start_here): a test keeps
     this empty, so a new lesson is never missing from the map."""
-    directory = Path(notebooks_dir) if notebooks_dir is not None else NOTEBOOKS_DIR
+    directory = Path(notebooks_dir) if notebooks_dir is not None else course_notebooks()
     listed = {r.notebook for r in course_map(directory)}
     return sorted(
         p.name for p in directory.glob("*.ipynb") if p.name not in listed and p.name != "00_start_here.ipynb"

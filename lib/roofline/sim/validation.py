@@ -78,6 +78,9 @@ HARNESSES = {
     ),
 }  # fmt: skip
 
+# Goals of the median absolute error per engine × GPU on measured serving rows (fractions): issue 20's.
+GOALS = {"tpot": 0.15, "ttft": 0.30}
+
 
 def deployment_policy(row: dict, kv_capacity: int | None = None) -> SchedulerPolicy:
     """The scheduler a row's server ran: the engine's documented defaults (``engine_policy``) with the limits

@@ -241,15 +241,18 @@ def validation_figure(results: list[dict], ideal: bool = False):
     return show(fig, "simulated against measured")
 
 
-def residual_figure(results: list[dict], goals=(0.30, 0.15)):
+def residual_figure(results: list[dict], goals=None):
     """The relative error of each row, (simulated − measured) ÷ measured, against its concurrency: TTFT
-    (left) and TPOT (right), one colour per engine, the goals (± ``goals`` for TTFT and TPOT) shaded. A
+    (left) and TPOT (right), one colour per engine, the goals (± ``goals`` for TTFT and TPOT; default
+    ``roofline.sim.validation.GOALS``) shaded. A
     residual plot: a trend with concurrency says which regime the model gets wrong. Returns a picture.
 
     >>> from roofline.sim import validation
     >>> residual_figure(validation.stored_results()[:20])
     <errors against concurrency>
     """
+    if goals is None:
+        goals = (sim.validation.GOALS["ttft"], sim.validation.GOALS["tpot"])
     fig, axes = new_figure(2, figsize=(8, 3.5))
     engines = sorted({r["engine"] for r in results})
     for ax, key, name, goal in (
