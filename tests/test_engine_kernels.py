@@ -1,4 +1,4 @@
-"""Kernel efficiencies from measured kernel timings (roofline.engines.kernels, data/measured/kernels/).
+"""Kernel efficiencies from measured kernel timings (roofline.calibration.kernels, data/measured/kernels/).
 
 Hand numbers used below (data/gpus.toml and the formulas of the module docstring):
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from roofline.assumptions import ASSUMPTIONS
 from roofline.data import DataTableError, gpus
-from roofline.engines import kernels as K
+from roofline.calibration import kernels as K
 from roofline.errors import InvalidConfigurationError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,3 +293,12 @@ def test_bad_bandwidth_rows_are_refused_with_the_file_named(tmp_path, rows, says
     with pytest.raises(DataTableError, match=says) as err:
         K.load_achievable_bandwidth(_csv(tmp_path / "t", *rows))
     assert K.ACHIEVABLE_FILE in str(err.value)
+
+
+def test_frozen_kernel_table_is_what_the_kernel_fits_give():
+    from roofline.calibration.kernel_table import kernel_rows, kernel_table_csv
+    from roofline.data import table_path
+    from roofline.engines.params import KERNEL_TABLE_FILE
+
+    stored = table_path(KERNEL_TABLE_FILE).read_text()
+    assert stored == kernel_table_csv(kernel_rows()), "refreeze: uv run python tools/fit_calibration.py"

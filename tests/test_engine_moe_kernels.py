@@ -1,4 +1,4 @@
-"""MoE-layer and MLA kernel efficiencies from measured timings (roofline.engines.moe_kernels).
+"""MoE-layer and MLA kernel efficiencies from measured timings (roofline.calibration.moe_kernels).
 
 Hand numbers used below (data/models.toml, data/gpus.toml, roofline.physics.precision):
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from roofline.data import DataTableError
-from roofline.engines import moe_kernels as M
+from roofline.calibration import moe_kernels as M
 from roofline.errors import InvalidConfigurationError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import engines
-from roofline.engines import fit as fitting
-from roofline.engines import measurements
-from roofline.engines import validation as val
+from roofline.calibration import fit as fitting
+from roofline.calibration import measurements
+from roofline.calibration import validation as val
 from roofline.engines.model import BUDGET_PARTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,7 +218,6 @@ def test_unknown_engine_gets_a_suggestion():
 def test_measured_configuration_is_not_extrapolated():
     r = engines.generate("llama-3-8b", "h100-sxm", 16, 512, 512, engine="vllm-2024", weight_precision="fp16")
     assert r.calibration["extrapolated"] is False
-    assert r.calibration["nearest_measured"] == []
 
 
 def test_gpu_without_rows_uses_its_family_and_is_flagged():
@@ -233,7 +232,8 @@ def test_gpu_without_rows_uses_its_family_and_is_flagged():
     assert c["engine_version"] == engines.get_engine("vllm").version
     assert c["extrapolated"] is True
     assert any("gh200" in x for x in c["extrapolation_reasons"])
-    assert len(c["nearest_measured"]) == 3 and c["nearest_measured"][0]["engine"] == "vllm"
+    nearest = measurements.nearest_measured("llama-3-8b", "gh200", "vllm", 1, 128, 128, 1)
+    assert len(nearest) == 3 and nearest[0]["engine"] == "vllm"
 
 
 def test_outside_the_measured_batch_is_flagged():

@@ -1,4 +1,4 @@
-"""Calibrating an engine to your own measurements (issue 19): `roofline.engines.calibrate` and
+"""Calibrating an engine to your own measurements (issue 19): `roofline.calibration.calibrate` and
 `roofline calibrate`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import roofline as rl
 from roofline import engines
 from roofline.apps.cli import main
-from roofline.engines import calibrate
+from roofline.calibration import calibrate
 
 M, G = "llama-3-8b", "h100-sxm"
 

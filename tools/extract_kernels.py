@@ -6,7 +6,7 @@
 Runs only where the ``aiconfigurator`` package (Apache-2.0, github.com/ai-dynamo/aiconfigurator) is
 installed together with pandas and pyarrow, e.g. a scratch venv: ``pip install aiconfigurator==0.12.0``.
 Neither is a dependency of this project; the CSVs it writes are committed as data and read by
-``roofline.engines.kernels`` with the standard library only.
+``roofline.calibration.kernels`` with the standard library only.
 
 What it reads: the per-operation timing database the package ships under
 ``aiconfigurator_core/systems/data/<system>/<op>/<framework>/<version>/*.parquet`` (GEMM, context and

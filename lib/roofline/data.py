@@ -68,7 +68,7 @@ from roofline.units import GB, TB, TFLOPS, GiB
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
 TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml", "engines.toml")
-MEASURED_DIR = "measured"  # third-party measurements (CSV), read by roofline.engines.measurements
+MEASURED_DIR = "measured"  # third-party measurements (CSV), read by roofline.calibration.measurements
 
 # The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
 COMPUTE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")

@@ -8,7 +8,7 @@ Taught in notebooks/floor_to_real_server.ipynb. Each ``--point`` is one measurem
     latency=MS,batch=B,prompt=P,output=O   a whole static batch
 
 The fit starts from ``--base``'s fitted costs (default vLLM) and keeps its kernels
-(``roofline.engines.calibrate``); the engine is saved in your own tables (``roofline list engines``
+(``roofline.calibration.calibrate``); the engine is saved in your own tables (``roofline list engines``
 shows it) unless ``--dry-run``, and then ``--engine NAME`` works in every command and explorer. A
 measurement below the ideal floor, or two of one configuration more than 2x apart, is refused with why.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from roofline import engines
 from roofline.apps import cli_support as support
-from roofline.engines import calibrate
+from roofline.calibration import calibrate
 
 EXIT_OK = 0
 KEYS = {"batch": "batch", "context": "input_tokens", "prompt": "input_tokens", "output": "output_tokens"}

@@ -23,6 +23,7 @@ pipeline stages than layers) and formats. docs/cli.md lists every field. Errors 
 from __future__ import annotations
 
 from roofline import engines
+from roofline.calibration.measurements import nearest_measured
 from roofline.apps import cli_support as support
 from roofline.units import fmt_time
 
@@ -102,6 +103,12 @@ def run(args) -> int:
         weight_precision=args.weights,
         kv_precision=args.kv,
         engine=args.engine,
+    )
+    c = r.calibration  # where the engine's figure is extrapolated, the measured runs closest to it
+    c["nearest_measured"] = (
+        nearest_measured(r.model_id, r.gpu_id, r.engine, r.batch, r.input_tokens, r.output_tokens, r.num_gpus)
+        if c["extrapolated"]
+        else []
     )
     if args.json:
         support.print_json(result_dict(r))

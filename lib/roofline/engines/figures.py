@@ -24,7 +24,6 @@ import numpy as np
 from roofline._results import Result
 from roofline.data import get_gpu, get_model
 from roofline.engines.coverage import coverage
-from roofline.engines.measurements import nearest_measured
 from roofline.engines.model import BUDGET_PARTS, StepTimer, TimeBudget
 from roofline.engines.params import engine_params, load_calibration
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
@@ -369,7 +368,6 @@ def generate(
         "parallel": real.parallel,
         "extrapolated": extrapolated,
         "extrapolation_reasons": reasons,
-        "nearest_measured": nearest_measured(m.id, g.id, eng.id, b, i, o, n) if extrapolated else [],
     }
     return GenerateResult(
         model_id=m.id,

@@ -17,8 +17,8 @@ how many kernels it launches. A real engine runs it kernel by kernel (:class:`En
     comm       all-reduce bytes ÷ link + all-reduces × start-up + ring hops × t_hop
 
 The fractions e and the kernel costs t_gemm, t_attention are measured on the GPU's kernels
-(``roofline.engines.kernels``); t_step, t_seq, t_layer and t_hop are fitted per engine on measured runs
-(``roofline.engines.fit``). The floor is max(all FLOPs ÷ peak, all bytes ÷ bandwidth), and every kernel term
+(``roofline.calibration.kernels``); t_step, t_seq, t_layer and t_hop are fitted per engine on measured runs
+(``roofline.calibration.fit``). The floor is max(all FLOPs ÷ peak, all bytes ÷ bandwidth), and every kernel term
 is at least its share of it, so an engine is never faster than the floor. The ideal engine *is* the
 floor: a ``roofline`` engine times the whole step as max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth))
 plus its costs (with f = 1 and no costs for the ideal).

@@ -1,11 +1,11 @@
 """An engine's numbers on one GPU, and where each comes from: kernel timings, sourced figures or the fit.
 
-Taught in notebooks/floor_to_real_server.ipynb; fitted by ``roofline.engines.fit``.
+Taught in notebooks/floor_to_real_server.ipynb; fitted by ``roofline.calibration.fit``.
 
 :class:`EngineParams` is what the step model (``roofline.engines.model``) needs, each number meaning what
 its name says:
 
-- **kernels** (per GPU and engine, from kernel timings: ``roofline.engines.kernels``): the fraction of
+- **kernels** (per GPU and engine, from kernel timings: ``roofline.calibration.kernels``): the fraction of
   dense peak a large GEMM reaches, the fraction of peak bandwidth a skinny GEMM streams its weights at, a
   GEMM's fixed cost; prefill attention's fraction of peak math and of bandwidth for its per-token traffic,
   decode attention's fraction of bandwidth for the KV cache, and each attention kernel's fixed cost;
@@ -33,15 +33,17 @@ True
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import functools
+import io
 import math
 import tomllib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.data import DataTableError, get_gpu, gpus, read_toml, user_data_dir
+from roofline.data import DataTableError, get_gpu, gpus, read_toml, table_path, user_data_dir
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.parallel import hop_latency_s as link_hop_latency_s
@@ -59,7 +61,7 @@ OVERHEADS = {
 # family's timed kernels' (a GEMM's math has not changed since; fitting it end to end let it absorb
 # preemptions and scheduling instead: issue 19).
 FITTED_FRACTIONS = ("gemm_bandwidth_fraction", "kv_bandwidth_fraction")
-# The kernel timings' names (roofline.engines.kernels) -> EngineParams' names.
+# The kernel timings' names (roofline.calibration.kernels) -> EngineParams' names.
 KERNEL_NAMES = {
     "gemm_compute_fraction": "gemm_compute_fraction",
     "gemm_bandwidth_fraction": "gemm_bandwidth_fraction",
@@ -192,25 +194,84 @@ class Calibration:
         return None, f"no {engine} rows on {family} GPUs: the family's kernel timings"
 
 
+# How an MoE checkpoint's experts run: the MoE kernel format of each weight precision (else BF16).
+CHECKPOINT_TO_MOE = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "fp8-block128": "fp8-block128",
+                     "mxfp4-experts": "w4a16-mxfp4", "int4": "int4"}  # fmt: skip
+MOE_DTYPES = tuple(sorted(set(CHECKPOINT_TO_MOE.values())))
+MLA_NAMES = {
+    "mla_prefill_compute_fraction": "attention_compute_fraction",
+    "mla_decode_bandwidth_fraction": "kv_bandwidth_fraction",
+    "mla_prefill_overhead_s": "prefill_attention_kernel_s",
+    "mla_decode_overhead_s": "decode_attention_kernel_s",
+}
+MOE_TIMING_NAMES = {"moe_compute_fraction": "moe_compute_fraction",
+                    "moe_bandwidth_fraction": "moe_bandwidth_fraction", "moe_overhead_s": "moe_kernel_s"}  # fmt: skip
+# The frozen kernel numbers (data/calibration_kernels.csv, written by roofline.calibration.kernel_table).
+KERNEL_TABLE_FILE = "calibration_kernels.csv"
+FROZEN_COLUMNS = (*KERNEL_NAMES, *MOE_TIMING_NAMES, *MLA_NAMES)
+
+
+@functools.cache
+def _frozen_kernels() -> dict:
+    """{(kind, kernels, gpu, format, kv): (numbers, source, error)} from the frozen table."""
+    path = table_path(KERNEL_TABLE_FILE)
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataTableError(f"{path}: cannot read the table: {exc}") from None
+    table = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            numbers = {k: float(row[k]) for k in FROZEN_COLUMNS if row.get(k)}
+            key = tuple(row[c] for c in ("kind", "kernels", "gpu", "format", "kv"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataTableError(f"{path}, line {line}: {exc}") from None
+        table[key] = (numbers, row.get("source") or "", row.get("error") or "")
+    return table
+
+
+def frozen_kernel_numbers(kind: str, kernels: str, gpu_id: str, fmt: str = "", kv: str = "") -> dict:
+    """One row of the frozen kernel numbers as {name: value, "source": where from}: ``kind`` "dense"
+    (GEMMs in ``fmt``, attention over a ``kv`` cache), "moe" (experts in ``fmt``) or "mla" (a ``kv``
+    cache), for the timings of engine ``kernels`` ("" for the median over the timed engines). What the
+    timings cannot give raises ``InvalidConfigurationError`` with the reason.
+
+    >>> frozen_kernel_numbers("dense", "vllm", "h100-sxm", "bf16", "bf16")["source"]
+    'fitted'
+    """
+    entry = _frozen_kernels().get((kind, kernels, gpu_id, fmt, kv))
+    if entry is None:
+        raise DataTableError(
+            f"{table_path(KERNEL_TABLE_FILE)}: no {kind} kernel numbers for {gpu_id} ({kernels or 'median'}, "
+            f"{fmt or kv}); rebuild the table: uv run python tools/fit_calibration.py"
+        )
+    numbers, source, error = entry
+    if error:
+        raise InvalidConfigurationError(error)
+    return {**numbers, "source": source}
+
+
 @functools.lru_cache(maxsize=512)
 def kernel_numbers(
     kernels: str, gpu_id: str, weight_precision: str, kv_precision: str, architecture: str = "dense"
 ) -> tuple[dict, str]:
     """({EngineParams name: value}, where from): the kernel numbers of ``gpu_id`` from the timings of the
     engine ``kernels`` ("" for the median over the timed engines), GEMMs in the format ``weight_precision``
-    runs in, a ``kv_precision`` cache (``roofline.engines.kernels.kernel_parameters``), and for an
-    ``architecture`` "moe" or "mla-moe" its MoE layers' and MLA attention's own kernels
-    (``roofline.engines.moe_kernels``)."""
-    from roofline.engines.kernels import kernel_parameters
+    runs in, a ``kv_precision`` cache, and for an ``architecture`` "moe" or "mla-moe" its MoE layers' and
+    MLA attention's own kernels (``frozen_kernel_numbers``).
 
+    >>> numbers, source = kernel_numbers("vllm", "gh200", "bf16", "bf16")
+    >>> source
+    "gh200 has no kernel timings: h100-sxm's (same hopper family, nearest rates)"
+    """
     dtype = GEMM_DTYPES.get(weight_precision, "bf16")
     kv = "fp8" if kv_precision == "fp8" else "bf16"
     try:
-        raw = kernel_parameters(gpu_id, kernels or None, dtype=dtype, kv_dtype=kv)
+        raw = frozen_kernel_numbers("dense", kernels, gpu_id, dtype, kv)
     except InvalidConfigurationError:  # an FP8 cache on a GPU without FP8 math is converted to 16 bits
         if kv == "bf16":
             raise
-        raw = kernel_parameters(gpu_id, kernels or None, dtype=dtype, kv_dtype="bf16")
+        raw = frozen_kernel_numbers("dense", kernels, gpu_id, dtype, "bf16")
         raw["source"] += "; FP8 KV read at the 16-bit cache's rate (no FP8 attention timings here)"
     numbers = {ours: float(raw[theirs]) for theirs, ours in KERNEL_NAMES.items()}
     sources = [raw["source"]]
@@ -229,28 +290,17 @@ def _moe_mla_numbers(
 ) -> str:
     """Set an MoE model's MoE-layer numbers and an MLA model's attention numbers from their own kernel
     timings, where the GPU's family has them; say where they came from."""
-    from roofline.engines.moe_kernels import CHECKPOINT_TO_MOE, mla_parameters, moe_parameters
-
     notes = []
     try:
-        moe = moe_parameters(gpu_id, kernels or None, CHECKPOINT_TO_MOE.get(weight_precision, "bf16"))
-        numbers.update(
-            moe_compute_fraction=moe["moe_compute_fraction"],
-            moe_bandwidth_fraction=moe["moe_bandwidth_fraction"],
-            moe_kernel_s=moe["moe_overhead_s"],
-        )
+        moe = frozen_kernel_numbers("moe", kernels, gpu_id, CHECKPOINT_TO_MOE.get(weight_precision, "bf16"))
+        numbers.update({ours: moe[theirs] for theirs, ours in MOE_TIMING_NAMES.items()})
         notes.append("" if moe["source"] == "fitted" else f"MoE: {moe['source']}")
     except InvalidConfigurationError as exc:
         notes.append(f"MoE layers as grouped GEMMs ({exc})")
     if architecture == "mla-moe":
         try:
-            mla = mla_parameters(gpu_id, kernels or None, kv)
-            numbers.update(
-                attention_compute_fraction=mla["mla_prefill_compute_fraction"],
-                kv_bandwidth_fraction=mla["mla_decode_bandwidth_fraction"],
-                prefill_attention_kernel_s=mla["mla_prefill_overhead_s"],
-                decode_attention_kernel_s=mla["mla_decode_overhead_s"],
-            )
+            mla = frozen_kernel_numbers("mla", kernels, gpu_id, kv=kv)
+            numbers.update({ours: mla[theirs] for theirs, ours in MLA_NAMES.items()})
             notes.append("" if mla["source"] == "fitted" else f"MLA: {mla['source']}")
         except (InvalidConfigurationError, KeyError) as exc:
             notes.append(f"MLA attention as other attention ({exc})")
@@ -414,6 +464,12 @@ def load_calibration() -> Calibration:
     'fitted'
     """
     return _load_cached(CALIBRATION_FILE)
+
+
+def forget_frozen_tables() -> None:
+    """Re-read the calibration and the kernel numbers on next use (after a fit or a save)."""
+    for cached in (_load_cached, _frozen_kernels, kernel_numbers):
+        cached.cache_clear()
 
 
 @functools.lru_cache(maxsize=4)

@@ -9,7 +9,7 @@ unchanged in ``data/measured/aiconfigurator_serving.csv`` with its licence and a
 TTFT and TPOT it saw (aiconfigurator's tooling stores ``mean_ttft`` and ``mean_tpot``; no row has a p90).
 
 Names go through the library's one map each: models by their Hugging Face ids (the models table), GPUs by
-the studies' hardware names (``roofline.engines.measurements.HARDWARE``), engines by the engines table's
+the studies' hardware names (``roofline.calibration.measurements.HARDWARE``), engines by the engines table's
 aliases. Precision: the row's ``precision`` fp8 means FP8 weights (DeepSeek's and ``fp8_block`` rows:
 128-blocks) and an FP8 KV cache (the launch scripts of these benchmarks pass ``kv_cache_dtype: fp8``);
 fp4 means the model's own 4-bit checkpoint format (gpt-oss: MXFP4 experts); no precision means BF16.
@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 
 from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
-from roofline.engines.measurements import HARDWARE
+from roofline.calibration.measurements import HARDWARE
 from roofline.engines.registry import get_engine
 from roofline.physics.step import decode_step
 

@@ -641,7 +641,7 @@ def kernel_fit_explorer(gpu: str = "h100-sxm", engine: str = "vllm", dtype: str 
     """A GEMM's measured TFLOP/s against the kernel model, for any timed GPU, engine and GEMM format
     (``roofline.views.engines.kernel_fit_figure``). Not a step explorer: it shows the data a step's kernel
     numbers come from. The picture is an ``Image`` widget, so a saved notebook keeps the last one."""
-    from roofline.engines.kernels import load_kernel_table
+    from roofline.calibration.kernels import load_kernel_table
     from roofline.views.engines import kernel_fit_figure
 
     t = load_kernel_table("gemm.csv")

@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from roofline import engines
+from roofline.calibration import measurements, validation
 from roofline.lessons.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, Picture, describe, new_figure, nice_limits
@@ -148,7 +149,7 @@ def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's tim
 
 
 def residuals_figure(
-    validation: engines.validation.Validation, in_sample: np.ndarray | None = None
+    validation: validation.Validation, in_sample: np.ndarray | None = None
 ) -> Picture:
     """Predicted against measured time, one panel per regime: held-out predictions filled (each from a
     fit that never saw its group), in-sample predictions as grey rings; the diagonal and ±20 % lines."""
@@ -192,7 +193,7 @@ def residuals_figure(
 def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100-sxm"), tp=(2, 8)) -> Picture:
     """Splitwise's measured decode steps (Llama 2 70B, tensor parallel) against batch, over the ideal floor
     and the achievable curve of its engine, one panel per GPU."""
-    ms = engines.measurements.load_measurements()
+    ms = measurements.load_measurements()
     fig, axes = new_figure(len(gpus), figsize=(11, 4.2))
     batches = np.unique(np.round(np.geomspace(1, 64, 40)).astype(int))
     styles = {tp[0]: "-", tp[-1]: "-."}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.engines import kernels
+from roofline.calibration import kernels
 from roofline.units import TFLOPS
 from roofline.views.plots import COLORS, Picture, new_figure
 

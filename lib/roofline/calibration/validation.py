@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.data import MEASURED_DIR, DataTableError, table_path
-from roofline.engines.fit import fit, predict_rows, usable_rows
-from roofline.engines.measurements import Measurements, load_measurements
+from roofline.calibration.fit import fit, predict_rows, usable_rows
+from roofline.calibration.measurements import Measurements, load_measurements
 from roofline.engines.params import Calibration, load_calibration
 from roofline.engines.registry import get_engine
-from roofline.engines.terms import measured_terms, terms_for
+from roofline.calibration.terms import measured_terms, terms_for
 
 REGIMES = ("batch-1 decode", "batched decode", "prefill/TTFT", "end-to-end", "throughput")
 # Goals of the held-out median absolute error, per regime (fractions): issue 19's (decode and end-to-end
@@ -204,7 +204,7 @@ def stored_validation() -> Validation:
 def published_checks(calibration: Calibration | None = None) -> list[dict]:
     """Published serving figures that no fit uses (``data/measured/published_checks.csv``), each with this
     library's prediction of the same closed loop: a TPOT at a concurrency, the mean step of ``concurrency``
-    clients with prompts mixed in (``roofline.engines.terms``). ``error`` is predicted ÷ published − 1; the
+    clients with prompts mixed in (``roofline.calibration.terms``). ``error`` is predicted ÷ published − 1; the
     row's ``engine_version`` says which release was measured (compare it with the engine's ``version``).
 
     >>> checks = published_checks()

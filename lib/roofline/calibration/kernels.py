@@ -45,7 +45,7 @@ import numpy as np
 
 from roofline.assumptions import ASSUMPTIONS
 from roofline.data import MEASURED_DIR, DataTableError, get_gpu, table_path
-from roofline.engines.fit import spd_solve
+from roofline.calibration.fit import spd_solve
 from roofline.engines.params import gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError, RooflineError
@@ -240,7 +240,7 @@ def fit_roofline(flops, bytes_moved, peak, bandwidth, measured_s, free=("compute
     c, lam = cost(r), 1e-3
     for _ in range(iters):
         w = np.minimum(1.0, HUBER_DELTA / np.maximum(np.abs(r), 1e-12))  # the Huber loss as weights
-        a = np.einsum("in,jn,n->ij", jac, jac, w)  # einsum, not BLAS: see roofline.engines.fit
+        a = np.einsum("in,jn,n->ij", jac, jac, w)  # einsum, not BLAS: see roofline.calibration.fit
         cand = th.copy()
         cand[idx] += spd_solve(a + lam * np.diag(np.diag(a) + 1e-12), -np.einsum("in,n,n->i", jac, r, w))
         r2, jac2 = residual_and_jacobian(cand)

@@ -3,7 +3,7 @@
 Feeds the engine model taught in notebooks/floor_to_real_server.ipynb, for large MoE and MLA models.
 
 The timings are NVIDIA aiconfigurator's per-operation database (Apache-2.0; ``data/measured/kernels/moe.csv``
-and ``mla.csv``, provenance in ``data/measured/README.md``), the source of ``roofline.engines.kernels`` too.
+and ``mla.csv``, provenance in ``data/measured/README.md``), the source of ``roofline.calibration.kernels`` too.
 With P the GPU's dense peak in the format's math and W its memory bandwidth, in SI units:
 
     MoE layer      t = smax₂(F ÷ (e_c P), B ÷ (e_b W)) + t₀,  smax₂(a, b) = √(a² + b²)
@@ -29,7 +29,7 @@ max 14.3 % (smax₄ 14.5 %, the sum 16.0 % with e_c = 1 in 18 of 25 groups); pre
 max 13.2 %), as for ``kernels``' prefill attention; modules: every form within 1.5 points. Decode is fitted
 per KV format: SGLang's FP8-KV MLA on Hopper casts the cache at ~6 % of HBM bandwidth.
 
-Each group (GPU × engine × format) is fitted with ``roofline.engines.kernels.fit_roofline`` (Huber on log
+Each group (GPU × engine × format) is fitted with ``roofline.calibration.kernels.fit_roofline`` (Huber on log
 time, deterministic); rows faster than the roofline floor are dropped. A group is used if its t₀ is a
 kernel's (1–200 µs) and the form describes it (median error ≤ 35 %); else ``moe_parameters`` and
 ``mla_parameters`` fall back and say so.
@@ -48,8 +48,8 @@ from pathlib import Path
 import numpy as np
 
 from roofline.data import MEASURED_DIR, DataTableError, get_gpu, get_model, table_path
-from roofline.engines.kernels import KERNEL_DIR, fit_roofline, read_timings, roofline_time_s
-from roofline.engines.params import gpu_families
+from roofline.calibration.kernels import KERNEL_DIR, fit_roofline, read_timings, roofline_time_s
+from roofline.engines.params import CHECKPOINT_TO_MOE, gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import attention_flops_per_pair
@@ -89,7 +89,7 @@ MAX_MEDIAN_LOG_ERROR = math.log(1.35)
 @functools.cache
 def load_table(name: str, directory: str | None = None) -> dict:
     """``moe.csv`` or ``mla.csv`` of ``data/measured/kernels/`` (or of ``directory``) as {column: array},
-    checked like ``roofline.engines.kernels.load_kernel_table``: every column present, numbers finite and
+    checked like ``roofline.calibration.kernels.load_kernel_table``: every column present, numbers finite and
     positive, ``latency_s`` in seconds (0.1 µs–1 s), GPUs known; ``engine`` maps ``framework`` to engine ids.
 
     >>> t = load_table("moe.csv")
@@ -247,7 +247,7 @@ def mla_decode_work(batch, context, heads, kv_dtype="bf16"):
 
 def mla_prefill_work(batch, prompt, heads, form="expanded"):
     """(FLOP, bytes) of one layer's causal MLA prefill over ``batch`` prompts of ``prompt`` tokens:
-    s(s − 1)/2 pairs (``roofline.engines.kernels`` convention) × ``mla_pair_flops(form)`` per head; per token
+    s(s − 1)/2 pairs (``roofline.calibration.kernels`` convention) × ``mla_pair_flops(form)`` per head; per token
     the BF16 queries, keys, values and outputs (expanded: H (2·192 + 2·128) values; absorbed: H (576 + 512)
     plus the shared 576-wide latent).
 
@@ -588,8 +588,6 @@ def mla_parameters(gpu_id, framework=None, kv_dtype: str = "bf16") -> dict:
 # Times
 # --------------------------------------------------------------------------------------------------
 
-CHECKPOINT_TO_MOE = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "fp8-block128": "fp8-block128",
-                     "mxfp4-experts": "w4a16-mxfp4", "int4": "int4"}  # fmt: skip
 
 
 def moe_shape(model) -> tuple[int, int, int, int]:
@@ -607,7 +605,7 @@ def moe_shape(model) -> tuple[int, int, int, int]:
 def moe_time_s(tokens, model, gpu_id, framework=None, dtype=None, moe_tp=1, moe_ep=1, routing="uniform"):
     """One MoE layer's routed experts on one GPU (rank 0 of ``moe_tp × moe_ep``) for ``tokens`` tokens (s),
     with ``framework``'s fitted kernels; ``dtype`` defaults to the model's release format. Shared experts and
-    dense layers are GEMMs: ``roofline.engines.kernels.gemm_time_s``. Arrays broadcast.
+    dense layers are GEMMs: ``roofline.calibration.kernels.gemm_time_s``. Arrays broadcast.
 
     >>> t = moe_time_s([1, 64], "deepseek-v3", "h200", "sglang", moe_tp=8, routing="grouped-8-4")
     >>> [round(x * 1e6) for x in t]                  # measured 36 µs and 249 µs (the benchmark's routing)

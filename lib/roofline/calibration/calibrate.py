@@ -3,7 +3,7 @@
 Taught in notebooks/floor_to_real_server.ipynb ("Calibrate to your own machine"); ``roofline calibrate``
 runs it. Each measurement is a decode step (time between tokens), a time to first token or a whole
 request, of a model on a GPU at a batch and lengths. The fit is the project's own
-(``roofline.engines.fit``): the kernels keep their timed or sourced efficiencies, and your engine's own
+(``roofline.calibration.fit``): the kernels keep their timed or sourced efficiencies, and your engine's own
 costs (per step, per layer, per sequence, per all-reduce) move from its base engine's fitted values only
 as far as your measurements pull them. The result is saved next to your own GPU rows
 (``roofline.data.user_data_dir()``: ``engines.toml`` and ``calibration.toml``), so every explorer and
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.data import get_gpu, get_model, user_data_dir
-from roofline.engines.fit import fit_terms
-from roofline.engines.measurements import Measurements
+from roofline.calibration.fit import fit_terms
+from roofline.calibration.measurements import Measurements
 from roofline.engines.params import OVERHEADS, Calibration, load_calibration
 from roofline.engines.registry import get_engine
-from roofline.engines.store import toml_value
-from roofline.engines.terms import terms_for
+from roofline.calibration.store import toml_value
+from roofline.calibration.terms import terms_for
 from roofline.errors import InvalidConfigurationError
 
 KINDS = {"tpot": "tpot", "ttft": "ttft", "latency": "latency"}  # what a point measures
@@ -202,5 +202,4 @@ def _forget() -> None:
     from roofline.engines import params
 
     clear_cache()
-    params._load_cached.cache_clear()
-    params.kernel_numbers.cache_clear()
+    params.forget_frozen_tables()

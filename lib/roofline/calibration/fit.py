@@ -2,13 +2,13 @@
 
 Taught in notebooks/calibration_validation.ipynb; ``tools/fit_calibration.py`` runs it and writes
 ``data/calibration.toml``. A row's prediction is ``roofline.engines.model.assemble`` over its steps
-(``roofline.engines.terms``), with the parameters as arrays: the fit times steps exactly as every figure
+(``roofline.calibration.terms``), with the parameters as arrays: the fit times steps exactly as every figure
 of the course does. Levenberg–Marquardt with a forward-difference Jacobian, deterministic.
 
 What is fitted, and what is not:
 
 - the kernels' efficiencies and fixed costs are **not** fitted here: they come from kernel timings
-  (``roofline.engines.kernels``), so a GEMM fraction is what GEMMs reach and nothing else;
+  (``roofline.calibration.kernels``), so a GEMM fraction is what GEMMs reach and nothing else;
 - per engine, its own costs (log space): CPU time per step, per sequence in a step, small kernels per
   layer, and what it adds to each all-reduce beyond the link's NCCL latency;
 - per GPU family, for an engine whose kernels were never timed (an older vintage), the bandwidth
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.engines.measurements import load_measurements
+from roofline.calibration.measurements import load_measurements
 from roofline.engines.model import assemble
 from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration, gpu_families
 from roofline.engines.registry import get_engine
-from roofline.engines.terms import Terms, measured_terms
+from roofline.calibration.terms import Terms, measured_terms
 
 # Centres (seconds) and spreads (in log units) of the engine costs' priors: ~1 ms of CPU per step, four
 # small kernels of ~4 µs per layer, ~20 µs per sequence in a step, little beyond NCCL per all-reduce.

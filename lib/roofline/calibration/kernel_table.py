@@ -1,0 +1,73 @@
+"""The kernel numbers every engine reads, frozen: ``data/calibration_kernels.csv`` from the kernel fits.
+
+Taught in notebooks/calibration_validation.ipynb. Fitting the kernel timings (``kernels``, ``moe_kernels``)
+takes seconds; the course reads the result instead, one row per engine's kernels × GPU × format:
+
+- ``dense``: GEMMs in ``format`` and attention over a ``kv`` cache (``kernels.kernel_parameters``);
+- ``moe``: an MoE layer's experts in ``format`` (``moe_kernels.moe_parameters``);
+- ``mla``: MLA attention over a ``kv`` cache (``moe_kernels.mla_parameters``).
+
+A combination the timings cannot give keeps its reason in ``error``. ``tools/fit_calibration.py`` writes the
+file; ``roofline.engines.params`` reads it.
+
+>>> rows = kernel_rows(gpus=["h100-sxm"], kernels=["vllm"])
+>>> r = next(r for r in rows if r["kind"] == "dense" and r["format"] == "bf16" and r["kv"] == "bf16")
+>>> 0.6 < r["gemm_compute_fraction"] < 0.9, r["source"]
+(True, 'fitted')
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from roofline.calibration.kernels import kernel_parameters
+from roofline.calibration.moe_kernels import mla_parameters, moe_parameters
+from roofline.data import engines
+from roofline.engines.params import FROZEN_COLUMNS, GEMM_DTYPES, MOE_DTYPES, project_gpu_ids
+from roofline.errors import InvalidConfigurationError
+
+KV_FORMATS = ("bf16", "fp8")
+
+
+def _row(kind: str, kernels: str, gpu: str, fmt: str, kv: str, compute) -> dict:
+    row = {"kind": kind, "kernels": kernels, "gpu": gpu, "format": fmt, "kv": kv, "source": "", "error": ""}
+    try:
+        numbers = compute()
+    except InvalidConfigurationError as exc:
+        return {**row, "error": str(exc)}
+    row["source"] = numbers["source"]
+    row.update({k: float(v) for k, v in numbers.items() if k in FROZEN_COLUMNS})
+    return row
+
+
+def kernel_rows(gpus=None, kernels=None) -> list[dict]:
+    """Every frozen row for ``gpus`` (default: the project's GPU rows) and the engines' ``kernels`` (default:
+    every engine with timings, and "" for the median over them), computed from the kernel fits."""
+    gpus = sorted(project_gpu_ids()) if gpus is None else gpus
+    if kernels is None:  # each calibrated engine's timings ("" for those without: the median over them)
+        kernels = sorted({e.kernels for e in engines().values() if e.kind == "calibrated"})
+    rows = []
+    for k in kernels:
+        for gpu in gpus:
+            for dtype in sorted(set(GEMM_DTYPES.values()) | {"bf16"}):
+                for kv in KV_FORMATS:
+                    rows.append(_row("dense", k, gpu, dtype, kv,
+                                     lambda: kernel_parameters(gpu, k or None, dtype=dtype, kv_dtype=kv)))  # noqa: B023  # fmt: skip
+            for dtype in MOE_DTYPES:
+                rows.append(_row("moe", k, gpu, dtype, "", lambda: moe_parameters(gpu, k or None, dtype)))  # noqa: B023
+            for kv in KV_FORMATS:
+                rows.append(_row("mla", k, gpu, "", kv, lambda: mla_parameters(gpu, k or None, kv)))  # noqa: B023
+    return rows
+
+
+def kernel_table_csv(rows: list[dict]) -> str:
+    """The text of ``data/calibration_kernels.csv``: numbers written exactly (``repr``), blank where a kind
+    has no such number."""
+    columns = ["kind", "kernels", "gpu", "format", "kv", *FROZEN_COLUMNS, "source", "error"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: repr(v) if isinstance(v, float) else v for c, v in row.items()})
+    return out.getvalue()
