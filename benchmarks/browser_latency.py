@@ -26,7 +26,7 @@ CELLS = [
     """import matplotlib.pyplot as plt
 from ipywidgets import Image, Layout, SelectionSlider, VBox, interact
 from roofline.views.plots import StepTimeVsBatch
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.ui.widgets import BATCH_OPTIONS, Explorer, jpeg
 from benchmarks.explorer_redraw import naive_step_figure_pyplot""",
     """course = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32), readout=None)

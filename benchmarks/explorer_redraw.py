@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from roofline.lessons.scenario import Scenario  # noqa: E402
+from roofline.scenario import Scenario  # noqa: E402
 from roofline.ui.widgets import BATCH_OPTIONS, Explorer  # noqa: E402
 from roofline.units import MS  # noqa: E402
 from roofline.views.plots import BATCH_SWEEP, STYLE_PATH, StepTimeVsBatch, ThroughputVsBatch  # noqa: E402

@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 from roofline.lessons.chunked_prefill import chunk_tradeoff_under_arrivals  # noqa: E402
 from roofline.lessons.dashboard import simulated_latency  # noqa: E402
 from roofline.lessons.saturation import simulated_saturation  # noqa: E402
-from roofline.lessons.scenario import Scenario  # noqa: E402
+from roofline.scenario import Scenario  # noqa: E402
 from roofline.lessons.serving import latency_against_load  # noqa: E402
 from roofline.ui.explorers import dashboard_explorer  # noqa: E402
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.lessons.ceilings import batch1_ceiling_table, decode_ceiling_tokens_per_s
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.views.ceilings import CeilingHeatmap, ceiling_readout
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters (architecture)

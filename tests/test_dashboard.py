@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.engines import decode_step_times, engine_params
 from roofline.lessons.dashboard import dashboard, dashboard_for, diagnose, steady_state
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.ui.explorers import dashboard_explorer
 from roofline.views.dashboard import DashboardFigure, dashboard_readout
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import data
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.physics.cost import ownership_usd_per_hour
 
 ROOT = Path(__file__).resolve().parents[1]

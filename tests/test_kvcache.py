@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.errors import InvalidConfigurationError, UnknownNameError
 from roofline.lessons.kvcache import compare_gpus_memory, gqa_factor, kv_table_rows, kv_token_capacity
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.views.kvcache import MaxBatchVsContext, kv_readout, kv_table_html
 
 

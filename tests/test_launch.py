@@ -135,7 +135,7 @@ def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound(
 
 
 def test_readout_shows_the_queued_step_and_the_engine_column_prices_the_step_with_its_launches():
-    from roofline.lessons.scenario import Scenario
+    from roofline.scenario import Scenario
     from roofline.views.launch import launch_case, launch_readout
     from roofline.views.readouts import case_readout
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import roofline as rl
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.physics.speculative import speculative_step
 from roofline.ui import explorers as E
 from roofline.units import MS, KiB

@@ -19,7 +19,7 @@ from roofline.lessons.phases import (
     ridge_points,
     throughput_tokens_per_s,
 )
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.physics.balance import prefill_crossover_prompt_tokens
 from roofline.views.phases import (
     PrefillVsPrompt,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.saturation import context_limit_tokens, throughput_ceiling_tokens_per_s
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.physics.balance import compute_bound_batch
 from roofline.views.saturation import FlipBatchVsContext, ThroughputVsLatency, saturation_readout
 

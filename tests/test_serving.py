@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.lessons.serving import gpu_upgrade_vs_batching, serve_continuous_batching, serve_one_at_a_time
 from roofline.ui.explorers import serving_explorer
 from roofline.views.serving import QueueVsBatching, serving_readout
@@ -137,7 +137,7 @@ def test_figure_and_explorer():
 
 
 def test_readout_prices_both_policies_and_the_first_token():
-    from roofline.lessons.scenario import Scenario
+    from roofline.scenario import Scenario
 
     html = serving_readout(Scenario(usd_per_gpu_hour=3.0), {"users": 20, "output_tokens": 400})
     b = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, 1000)

@@ -16,7 +16,7 @@ import pytest
 import roofline as rl
 from roofline import lessons, views
 from roofline import selfcheck as sc
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 
 
 def test_q3_and_q6_name_the_same_kv_per_token_in_kib():

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
 from roofline.ui.explorers import tensor_parallel_explorer
 from roofline.ui.widgets import Explorer

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import engines
-from roofline.lessons.scenario import Scenario, listed_price
+from roofline.scenario import Scenario, listed_price
 from roofline.measure import userdata
 from roofline.measure.bench import Measurement
 from roofline.ui import explorers

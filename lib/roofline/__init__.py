@@ -23,7 +23,6 @@ from roofline.errors import (
     UnknownNameError,
     UnsupportedPrecisionError,
 )
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     active_parameter_count,
     attention_flops_per_pair,
@@ -118,6 +117,7 @@ from roofline.physics.step import (
     prefill_flops,
     stalled_decode_steps,
 )
+from roofline.scenario import Scenario
 
 # The public API, one group per layer of the library (the README's API section lists the same names).
 __all__ = [

@@ -229,7 +229,7 @@ def _is_loopback(url: str) -> bool:
 
 EXPLORER_NOTEBOOK = """
 from roofline.views.plots import StepTimeVsBatch
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.ui.widgets import Explorer
 Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context_tokens"],
          scenario=Scenario(batch=32))
@@ -250,7 +250,7 @@ LESSONS = ALL_LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") == "1" else
 # price). Built in the order of ``LESSON_EXPLORERS``.
 ALL_EXPLORERS_NOTEBOOK = """
 from IPython.display import HTML, display
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.ui.explorers import LESSON_EXPLORERS, cost_explorer
 for lesson, makers in LESSON_EXPLORERS.items():
     for i, make in enumerate(makers):

@@ -11,7 +11,7 @@ import re
 import pytest
 
 import roofline as rl
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 
 from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 

@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 
 from .conftest import (
     ARTIFACTS,

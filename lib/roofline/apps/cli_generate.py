@@ -23,8 +23,8 @@ pipeline stages than layers) and formats. docs/cli.md lists every field. Errors 
 from __future__ import annotations
 
 from roofline import engines
-from roofline.calibration.measurements import nearest_measured
 from roofline.apps import cli_support as support
+from roofline.calibration.measurements import nearest_measured
 from roofline.units import fmt_time
 
 EXIT_OK = 0

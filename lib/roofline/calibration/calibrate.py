@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.data import get_gpu, get_model, user_data_dir
 from roofline.calibration.fit import fit_terms
 from roofline.calibration.measurements import Measurements
-from roofline.engines.params import OVERHEADS, Calibration, load_calibration
-from roofline.engines.registry import get_engine
 from roofline.calibration.store import toml_value
 from roofline.calibration.terms import terms_for
+from roofline.data import get_gpu, get_model, user_data_dir
+from roofline.engines.params import OVERHEADS, Calibration, load_calibration
+from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 
 KINDS = {"tpot": "tpot", "ttft": "ttft", "latency": "latency"}  # what a point measures

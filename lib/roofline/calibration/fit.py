@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.calibration.measurements import load_measurements
+from roofline.calibration.terms import Terms, measured_terms
 from roofline.engines.model import assemble
 from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration, gpu_families
 from roofline.engines.registry import get_engine
-from roofline.calibration.terms import Terms, measured_terms
 
 # Centres (seconds) and spreads (in log units) of the engine costs' priors: ~1 ms of CPU per step, four
 # small kernels of ~4 µs per layer, ~20 µs per sequence in a step, little beyond NCCL per all-reduce.

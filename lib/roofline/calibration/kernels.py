@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from roofline.assumptions import ASSUMPTIONS
-from roofline.data import MEASURED_DIR, DataTableError, get_gpu, table_path
 from roofline.calibration.fit import spd_solve
+from roofline.data import MEASURED_DIR, DataTableError, get_gpu, table_path
 from roofline.engines.params import gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError, RooflineError

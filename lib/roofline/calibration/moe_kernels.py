@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.data import MEASURED_DIR, DataTableError, get_gpu, get_model, table_path
 from roofline.calibration.kernels import KERNEL_DIR, fit_roofline, read_timings, roofline_time_s
+from roofline.data import MEASURED_DIR, DataTableError, get_gpu, get_model, table_path
 from roofline.engines.params import CHECKPOINT_TO_MOE, gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError

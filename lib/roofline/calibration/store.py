@@ -15,9 +15,9 @@ import numpy as np
 
 from roofline.calibration.fit import usable_rows
 from roofline.calibration.measurements import load_measurements
+from roofline.calibration.validation import Validation, in_sample_table
 from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration
 from roofline.engines.registry import get_engine
-from roofline.calibration.validation import Validation, in_sample_table
 
 
 def toml_value(v) -> str:

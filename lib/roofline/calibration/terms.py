@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.engines.figures import decode_work, prefill_work, serving_waves, users_that_fit_engine
 from roofline.calibration.measurements import Measurements, load_measurements
+from roofline.engines.figures import decode_work, prefill_work, serving_waves, users_that_fit_engine
 from roofline.engines.model import StepTimer, StepWork, step_load
 from roofline.engines.params import (
     KERNEL_NAMES,

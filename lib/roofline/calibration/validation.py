@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.data import MEASURED_DIR, DataTableError, table_path
 from roofline.calibration.fit import fit, predict_rows, usable_rows
 from roofline.calibration.measurements import Measurements, load_measurements
+from roofline.calibration.terms import measured_terms, terms_for
+from roofline.data import MEASURED_DIR, DataTableError, table_path
 from roofline.engines.params import Calibration, load_calibration
 from roofline.engines.registry import get_engine
-from roofline.calibration.terms import measured_terms, terms_for
 
 REGIMES = ("batch-1 decode", "batched decode", "prefill/TTFT", "end-to-end", "throughput")
 # Goals of the held-out median absolute error, per regime (fractions): issue 19's (decode and end-to-end

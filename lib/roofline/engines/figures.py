@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline._results import Result
+from roofline.results import Result
 from roofline.data import get_gpu, get_model
 from roofline.engines.coverage import coverage
 from roofline.engines.model import BUDGET_PARTS, StepTimer, TimeBudget

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, constrained
-from roofline._results import Flag, Label, Number, Result
+from roofline.results import Flag, Label, Number, Result
 from roofline.assumptions import assumption
+from roofline.checks import checked, out
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.step import decode_step, prefill
 
@@ -144,7 +143,6 @@ def time_decode(
 
 
 # -- bug 2: prompt tokens counted as output -------------------------------------------------------------
-@constrained(prompt_tokens=Integer(least=1), output_tokens=Integer(least=1))
 def request_time_s(
     model, gpu, prompt_tokens, output_tokens, *, weight_precision="bf16", kv_precision="bf16", num_gpus=1
 ) -> float:
@@ -157,6 +155,8 @@ def request_time_s(
     >>> round(request_time_s("llama-3-8b", "h100-sxm", 2000, 100), 3)
     0.485
     """
+    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
+    checked(output_tokens, "output_tokens", minimum=1, whole=True)
     p, n = int(prompt_tokens), int(output_tokens)
     kw = {"weight_precision": weight_precision, "kv_precision": kv_precision, "num_gpus": num_gpus}
     pre = prefill(model, gpu, p, **kw).time_s

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, constrained
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.data import gpus as _gpu_table
 from roofline.errors import InvalidConfigurationError, UnsupportedPrecisionError
@@ -112,7 +111,6 @@ def _has_math(gpu, precision: str) -> bool:
     return True
 
 
-@constrained(num_gpus=Integer(least=1, scalar=True))
 def batch1_ceiling_table(
     model,
     gpus: Sequence[str] | None = None,
@@ -137,6 +135,7 @@ def batch1_ceiling_table(
     ...     "a100-80gb-sxm", "fp8")
     'unsupported'
     """
+    checked(num_gpus, "num_gpus", minimum=1, scalar=True, whole=True)
     m = get_model(model)
     n = int(num_gpus)
     g_objs = [get_gpu(g) for g in (gpus if gpus is not None else list(_gpu_table()))]

@@ -32,17 +32,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, Real, check, constrained
-from roofline._results import Flag, Number, Result
+from roofline.results import Flag, Number, Result
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     attention_flops_per_token,
 )
 from roofline.physics.memory import fits, memory_available_bytes, memory_needed_bytes
 from roofline.physics.step import mixed_step
+from roofline.scenario import Scenario
 from roofline.units import GB
 
 # Cells of the padded (chunk index × configuration) grid a sweep may build before it refuses.
@@ -104,14 +103,6 @@ def _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
     )
 
 
-@constrained(
-    decode_batch=Integer(least=1),
-    context_tokens=Integer(least=0),
-    prompt_tokens=Integer(least=1),
-    chunk_tokens=Integer(least=1, allow_none=True),
-    steps_before=Integer(least=0),
-    steps_after=Integer(least=0),
-)
 def prompt_arrival_timeline(
     model,
     gpu,
@@ -145,6 +136,12 @@ def prompt_arrival_timeline(
 
     Taught in lesson 44.
     """
+    checked(decode_batch, "decode_batch", minimum=1, whole=True)
+    checked(context_tokens, "context_tokens", minimum=0, whole=True)
+    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
+    checked(chunk_tokens, "chunk_tokens", minimum=1, allow_none=True, whole=True)
+    checked(steps_before, "steps_before", minimum=0, whole=True)
+    checked(steps_after, "steps_after", minimum=0, whole=True)
     m, g = get_model(model), get_gpu(gpu)
     b, t, p = int(decode_batch), int(context_tokens), int(prompt_tokens)
     before, after = int(steps_before), int(steps_after)
@@ -232,12 +229,6 @@ class ChunkTradeoff(Result):
     fits: Flag  # bool: B × T + P tokens of KV fit beside the weights
 
 
-@constrained(
-    decode_batch=Real(least=1),
-    context_tokens=Real(least=0),
-    prompt_tokens=Integer(least=1),
-    chunk_tokens=Integer(least=1),
-)
 def chunk_size_tradeoff(
     model,
     gpu,
@@ -265,6 +256,10 @@ def chunk_size_tradeoff(
 
     Taught in lesson 44.
     """
+    checked(decode_batch, "decode_batch", minimum=1)
+    checked(context_tokens, "context_tokens", minimum=0)
+    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
+    checked(chunk_tokens, "chunk_tokens", minimum=1, whole=True)
     m, g = get_model(model), get_gpu(gpu)
     b, t, p, c = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (decode_batch, context_tokens, prompt_tokens, chunk_tokens))
@@ -353,12 +348,6 @@ class ChunkUnderLoad(Result):
     throughput_output_tokens_per_s: Number
 
 
-@constrained(
-    rate_per_s=Real(above=0),
-    output_tokens=Integer(least=1),
-    requests=Integer(least=1),
-    max_batch=Integer(least=1),
-)
 def chunk_tradeoff_under_arrivals(
     model,
     gpu,
@@ -389,6 +378,10 @@ def chunk_tradeoff_under_arrivals(
     >>> bool(r.tpot_p99_s[1] > r.tpot_p99_s[0])          # unchunked prompts stall the streams
     True
     """
+    checked(rate_per_s, "rate_per_s", above=0)
+    checked(output_tokens, "output_tokens", minimum=1, whole=True)
+    checked(requests, "requests", minimum=1, whole=True)
+    checked(max_batch, "max_batch", minimum=1, whole=True)
     from roofline import sim  # the simulator imports the lessons' public API; keep the import local
 
     lengths = sim.LengthSpec(
@@ -396,7 +389,7 @@ def chunk_tradeoff_under_arrivals(
     )
     runs = []
     for c in chunks:
-        budget = 8192 if c is None else int(check(c, "chunk_tokens", Integer(least=1))) + int(max_batch)
+        budget = 8192 if c is None else int(checked(c, "chunk_tokens", minimum=1, whole=True)) + int(max_batch)
         runs.append(
             sim.simulate(
                 model, gpu, rate_per_s=float(rate_per_s), requests=int(requests), input_tokens=lengths,

@@ -38,13 +38,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._results import Number, Result
+from roofline.results import Number, Result
 from roofline.assumptions import assumption
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.engines.model import StepTimer
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     active_parameter_count,
     kv_bytes_per_token,
@@ -55,6 +54,7 @@ from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_available_bytes
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import decode_step, mixed_step
+from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
 DEFAULT_TTFT_TARGET_S = assumption(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.data import get_gpu, models
 from roofline.physics.architecture import kv_bytes_per_token, kv_bytes_per_token_mha, weight_bytes
 from roofline.physics.memory import max_batch, memory_available_bytes

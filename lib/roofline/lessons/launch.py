@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._results import Flag, Number, Result
+from roofline.results import Flag, Number, Result
 from roofline.assumptions import assumption
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import fits

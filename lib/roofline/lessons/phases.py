@@ -23,16 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, constrained
-from roofline._results import Number, Result
+from roofline.results import Number, Result
+from roofline.checks import checked, out
 from roofline.data import get_gpu, gpus
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, parameter_count
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.memory import kv_cache_bytes, memory_available_bytes, memory_needed_bytes
 from roofline.physics.precision import get_precision, peak_flops_per_s
 from roofline.physics.step import decode_step, prefill, stalled_decode_steps
+from roofline.scenario import Scenario
 
 # Prompt lengths every prefill sweep evaluates (1 … 65,536 tokens, log-spaced integers).
 PROMPT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
@@ -260,7 +259,6 @@ def card_prefill_s(model, gpu, prompt_tokens, *, num_gpus=1, weight_precision="b
     return out(2.0 * n * np.asarray(prompt_tokens, dtype=float) / peak)
 
 
-@constrained(prompt_tokens=Integer(least=1))
 def paste_freeze(
     model="llama-3-8b",
     gpu="h100-sxm",
@@ -281,6 +279,7 @@ def paste_freeze(
     >>> round(f.freeze_s * 1e3), round(f.card_estimate_s * 1e3)     # 2 × 8.03e9 × 8,000 ÷ 989e12 = 129.9 ms
     (130, 130)
     """
+    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
     opts = dict(weight_precision=weight_precision, kv_precision=kv_precision)
     p = int(prompt_tokens)
     full = prefill(model, gpu, p, on_overflow="ignore", **opts)

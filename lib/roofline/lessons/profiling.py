@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import attention_flops_per_token, kv_bytes_per_token, parameter_breakdown

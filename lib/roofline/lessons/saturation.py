@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._results import Label, Number, Result
+from roofline.results import Label, Number, Result
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import (

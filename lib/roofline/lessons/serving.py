@@ -33,9 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, Real, constrained
-from roofline._results import Flag, Number, Result
+from roofline.results import Flag, Number, Result
+from roofline.checks import checked, out
 from roofline.data import get_gpu
 from roofline.physics.step import decode_step, prefill
 
@@ -72,12 +71,13 @@ class ServingOutcome(Result):
     fits: Flag  # bool
 
 
-# The two policies take the same requests: U whole users, n ≥ 1 tokens each, T ≥ 0 tokens of context.
-_REQUESTS = dict(users=Integer(least=1), output_tokens=Real(least=1), context_tokens=Real(least=0))
-
-
 def _inputs(users, output_tokens, context_tokens):
-    return np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (users, output_tokens, context_tokens)))
+    """The requests both policies take, checked: U whole users, n ≥ 1 tokens each, T ≥ 0 tokens of context."""
+    return np.broadcast_arrays(
+        checked(users, "users", minimum=1, whole=True),
+        checked(output_tokens, "output_tokens", minimum=1),
+        checked(context_tokens, "context_tokens", minimum=0),
+    )
 
 
 def _first_token_s(model, gpu, batch, prompt_tokens, decode_step_s, **options):
@@ -97,7 +97,6 @@ def _step_and_first_token_s(model, gpu, batch, context_tokens, prompt_tokens, op
     return step, first
 
 
-@constrained(**_REQUESTS)
 def serve_one_at_a_time(
     model,
     gpu,
@@ -147,7 +146,6 @@ def serve_one_at_a_time(
     )
 
 
-@constrained(**_REQUESTS)
 def serve_continuous_batching(
     model,
     gpu,
@@ -217,7 +215,6 @@ def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h1
 HOCKEY_STICK_LOADS = (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1)
 
 
-@constrained(requests=Integer(least=1))
 def latency_against_load(
     model,
     gpu,
@@ -242,6 +239,7 @@ def latency_against_load(
     >>> bool(s.ttft_p99_s[1] > 5 * s.ttft_p99_s[0])      # near capacity the tail takes off
     True
     """
+    checked(requests, "requests", minimum=1, whole=True)
     from roofline import sim  # the simulator imports the lessons' public API; keep the import local
 
     return sim.latency_vs_load(

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._results import Flag, Number, Result
+from roofline.results import Flag, Number, Result
+from roofline.checks import checked, out
 from roofline.physics.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from roofline.physics.step import decode_step
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.data import get_gpu
 from roofline.engines.model import StepTimer
 from roofline.engines.registry import DEFAULT_ENGINE

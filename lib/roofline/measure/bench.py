@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline._results import Result
+from roofline.results import Result
 from roofline.data import GPU
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.core import ridge_point_flop_per_byte

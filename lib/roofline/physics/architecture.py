@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.data import Model, get_model
 from roofline.physics.precision import bytes_per_element, weight_format
 

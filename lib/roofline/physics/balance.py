@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked
+from roofline.checks import checked
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, weight_bytes

@@ -20,7 +20,7 @@ spread over the hours of its life you use it, plus the electricity it draws that
 
 from __future__ import annotations
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 DAYS_PER_YEAR = 365.25  # a Julian year: leap years included

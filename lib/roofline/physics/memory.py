@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Options, Real, constrained
 from roofline.assumptions import assumption
+from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu
 from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import sequence_kv_bytes, weight_bytes
@@ -89,7 +88,6 @@ def runtime_reserved_bytes(gpu, num_gpus=1, memory="engine"):
     return out(total - np.asarray(memory_available_bytes(gpu, num_gpus, memory)))
 
 
-@constrained(num_gpus=Real(least=1), memory=Options(*MEMORY_MODELS))
 def memory_available_bytes(gpu, num_gpus=1, memory="engine"):
     """Memory of ``num_gpus`` GPUs left for weights and KV cache (bytes), per the memory model.
 
@@ -106,6 +104,8 @@ def memory_available_bytes(gpu, num_gpus=1, memory="engine"):
     >>> [float(x) for x in local]
     [22.5, 96.0]
     """
+    checked(num_gpus, "num_gpus", minimum=1)
+    one_of(memory, "memory", MEMORY_MODELS)
     total = np.asarray(memory_capacity_bytes(gpu, num_gpus))
     if memory == "ideal":
         return out(total)

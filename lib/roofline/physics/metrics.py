@@ -11,7 +11,7 @@ Taught in lesson 09 (GPU-util is a duty cycle) and lesson 59 (the dashboard).
 
 from __future__ import annotations
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 
 
 def achieved_bandwidth_bytes_per_s(bytes_moved, step_time_s):

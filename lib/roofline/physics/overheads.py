@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked, out
+from roofline.checks import checked, out
 from roofline.errors import InvalidConfigurationError
 
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Options, Real, constrained
 from roofline.assumptions import assumption
+from roofline.checks import checked, one_of, out
 from roofline.physics.architecture import get_model
 
 # None: the per-hop latency model (base + hops x link latency). A number: a fixed start-up per all-reduce.
@@ -59,7 +58,6 @@ def hop_latency_s(link: str = "NVLink") -> float:
     return assumption(f"{link_kind(link)}_hop_latency_s")
 
 
-@constrained(num_gpus=Real(least=1), algorithm=Options(*ALGORITHMS))
 def collective_latency_s(num_gpus, link: str = "NVLink", algorithm: str = "ring"):
     """Start-up of one all-reduce over ``num_gpus`` GPUs (s): base + hops × hop latency; 0 for one GPU.
 
@@ -68,19 +66,14 @@ def collective_latency_s(num_gpus, link: str = "NVLink", algorithm: str = "ring"
     >>> round(float(collective_latency_s(8, "NVLink", "tree")) * 1e6, 1)       # 6.6 + 2 x 3 x 0.6 µs
     10.2
     """
+    checked(num_gpus, "num_gpus", minimum=1)
+    one_of(algorithm, "algorithm", ALGORITHMS)
     n = np.asarray(num_gpus, dtype=float)
     hops = 2 * (n - 1) if algorithm == "ring" else 2 * np.ceil(np.log2(np.maximum(n, 1)))
     t = assumption("collective_base_latency_s") + hops * hop_latency_s(link)
     return out(np.where(n > 1, t, 0.0))
 
 
-@constrained(
-    message_bytes=Real(least=0),
-    num_gpus=Real(least=1),
-    link_bytes_per_s=Real(above=0),
-    latency_s=Real(least=0, allow_none=True),
-    algorithm=Options(*ALGORITHMS),
-)
 def allreduce_time_s(
     message_bytes,
     num_gpus,
@@ -102,6 +95,11 @@ def allreduce_time_s(
     ...     allreduce_time_s(8192, 2, 128e9, link="PCIe") * 1e6, 2)   # batch 1 of an 8B model
     (7.82, 12.73)
     """
+    checked(message_bytes, "message_bytes", minimum=0)
+    checked(num_gpus, "num_gpus", minimum=1)
+    checked(link_bytes_per_s, "link_bytes_per_s", above=0)
+    checked(latency_s, "latency_s", minimum=0, allow_none=True)
+    one_of(algorithm, "algorithm", ALGORITHMS)
     msg, n, bw = (np.asarray(x, dtype=float) for x in (message_bytes, num_gpus, link_bytes_per_s))
     if latency_s is None:
         lat = np.asarray(collective_latency_s(n, link, algorithm))

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._arrays import out
-from roofline._constraints import Integer, Real, constrained
-from roofline._results import Flag, Label, Number, Result
+from roofline.results import Flag, Label, Number, Result
+from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, DoesNotFitError, InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, parameter_breakdown
@@ -50,7 +49,6 @@ from roofline.units import GB
 COLLAPSE_BATCHES = np.arange(1, 4097)
 
 
-@constrained(acceptance=Real(least=0, most=1), draft_tokens=Integer(least=0))
 def expected_tokens_per_step(acceptance, draft_tokens):
     """Expected tokens one user gets from one verify step: (1 − α^(k+1)) ÷ (1 − α); k + 1 at α = 1.
 
@@ -63,6 +61,8 @@ def expected_tokens_per_step(acceptance, draft_tokens):
     >>> expected_tokens_per_step([0.0, 1.0], 4).tolist()
     [1.0, 5.0]
     """
+    checked(acceptance, "acceptance", minimum=0, maximum=1)
+    checked(draft_tokens, "draft_tokens", minimum=0, whole=True)
     a, k = np.asarray(acceptance, dtype=float), np.asarray(draft_tokens, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.where(a < 1, (1 - a ** (k + 1)) / np.where(a < 1, 1 - a, 1), k + 1)
@@ -103,14 +103,6 @@ class SpeculativeStep(Result):
     fits: Flag
 
 
-@constrained(
-    batch=Integer(least=1),
-    context_tokens=Real(least=0),
-    draft_tokens=Integer(least=0),
-    acceptance=Real(least=0, most=1),
-    draft_cost_ratio=Real(least=0, allow_none=True),
-    on_overflow=ON_OVERFLOW,
-)
 def speculative_step(
     model,
     gpu,
@@ -154,6 +146,12 @@ def speculative_step(
     >>> s.expected_tokens_per_step, s.verify_binding, round(s.speedup, 2)
     (4.0, 'memory', 4.0)
     """
+    checked(batch, "batch", minimum=1, whole=True)
+    checked(context_tokens, "context_tokens", minimum=0)
+    checked(draft_tokens, "draft_tokens", minimum=0, whole=True)
+    checked(acceptance, "acceptance", minimum=0, maximum=1)
+    checked(draft_cost_ratio, "draft_cost_ratio", minimum=0, allow_none=True)
+    one_of(on_overflow, "on_overflow", ON_OVERFLOW)
     m, g = get_model(model), get_gpu(gpu)
     if (draft_model is None) == (draft_cost_ratio is None):
         raise InvalidConfigurationError("give either draft_model or draft_cost_ratio (not both, not neither)")

@@ -37,9 +37,8 @@ from typing import Literal
 
 import numpy as np
 
-from roofline._arrays import checked, out
-from roofline._constraints import Integer, Options, Real, constrained
-from roofline._results import Flag, Label, Number, Result
+from roofline.results import Flag, Label, Number, Result
+from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError
 from roofline.physics.architecture import (
@@ -58,7 +57,7 @@ from roofline.physics.parallel import kv_replicas, pipeline_comm_time_s, tensor_
 from roofline.physics.precision import get_precision, peak_flops_per_s
 
 OnOverflow = Literal["raise", "mask", "ignore"]
-ON_OVERFLOW = Options("raise", "mask", "ignore")  # the rule, for every function that takes on_overflow
+ON_OVERFLOW = ("raise", "mask", "ignore")  # what every function that takes on_overflow accepts
 
 
 @dataclass(frozen=True)
@@ -124,19 +123,6 @@ class Step(Result):
 
 # forward_step takes an average batch (a steady state's mean decoders); decode_step and prefill take whole
 # users only. GPUs are whole everywhere: fractional values are rejected, not rounded.
-@constrained(
-    batch=Real(least=0),
-    context_tokens=Real(least=0),
-    new_tokens=Real(least=1),
-    chunk_tokens=Real(least=0),
-    prefix_tokens=Real(least=0),
-    num_gpus=Integer(least=1),
-    allreduce_latency_s=Real(least=0, allow_none=True),
-    launch_overhead_s=Real(least=0),
-    on_overflow=ON_OVERFLOW,
-    logits=Options("new", "last"),
-    parallelism=Options("tensor", "pipeline"),
-)
 def forward_step(
     model,
     gpu,
@@ -194,6 +180,17 @@ def forward_step(
     >>> s.tokens, s.binding                               # a speculative verify of 4 drafts per user
     (20.0, 'memory')
     """
+    checked(batch, "batch", minimum=0)
+    checked(context_tokens, "context_tokens", minimum=0)
+    checked(new_tokens, "new_tokens", minimum=1)
+    checked(chunk_tokens, "chunk_tokens", minimum=0)
+    checked(prefix_tokens, "prefix_tokens", minimum=0)
+    checked(num_gpus, "num_gpus", minimum=1, whole=True)
+    checked(allreduce_latency_s, "allreduce_latency_s", minimum=0, allow_none=True)
+    checked(launch_overhead_s, "launch_overhead_s", minimum=0)
+    one_of(on_overflow, "on_overflow", ON_OVERFLOW)
+    one_of(logits, "logits", ("new", "last"))
+    one_of(parallelism, "parallelism", ("tensor", "pipeline"))
     m, g = get_model(model), get_gpu(gpu)
     get_precision(kv_precision)
     b, t, n_new, c, s, g_count, overhead = (
@@ -318,7 +315,6 @@ def _communication_s(m, g, tokens, g_count, latency, parallelism):
     return np.asarray(pipeline_comm_time_s(m, tokens, g_count, link_bw, link=g.interconnect))
 
 
-@constrained(batch=Integer(least=1))
 def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
     """One decode step: each of ``batch`` users (B ≥ 1) holding ``context_tokens`` (T) gets one token.
 
@@ -332,10 +328,10 @@ def decode_step(model, gpu, batch=1, context_tokens=0, **options) -> Step:
     >>> s.fits.tolist(), np.isnan(s.step_time_s).tolist()
     ([True, False], [False, True])
     """
+    checked(batch, "batch", minimum=1, whole=True)
     return forward_step(model, gpu, batch, context_tokens, new_tokens=1, count_new_kv=False, **options)
 
 
-@constrained(prompt_tokens=Real(least=1), batch=Integer(least=1))
 def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
     """The prefill of ``batch`` prompts of ``prompt_tokens`` (P ≥ 1) each, in one pass (its ``step_time_s``
     is the time to first token of a lone request). ``include_attention=False`` gives the textbook 2·N·P.
@@ -348,6 +344,8 @@ def prefill(model, gpu, prompt_tokens, *, batch=1, **options) -> Step:
     >>> round(p.step_time_s * 1e3), p.binding
     (113, 'compute')
     """
+    checked(prompt_tokens, "prompt_tokens", minimum=1)
+    checked(batch, "batch", minimum=1, whole=True)
     options.setdefault("logits", "last")
     return forward_step(model, gpu, batch, 0, new_tokens=prompt_tokens, **options)
 

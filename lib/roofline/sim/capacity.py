@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline._results import Flag, Number, Result
+from roofline.results import Flag, Number, Result
 from roofline.data import default_price
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.errors import InvalidConfigurationError

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline._results import Number, Result
+from roofline.results import Number, Result
 from roofline.errors import InvalidConfigurationError
 
 from .engine import simulate

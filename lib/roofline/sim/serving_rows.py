@@ -41,8 +41,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
 from roofline.calibration.measurements import HARDWARE
+from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
 from roofline.engines.registry import get_engine
 from roofline.physics.step import decode_step
 

@@ -21,8 +21,8 @@ import ipywidgets as W
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.chunked_prefill import CHUNK_OPTIONS, ChunkScenario, _chunk_scenario
 from roofline.lessons.launch import CARD_CPU_S_PER_LAUNCH, CARD_KERNELS_PER_STEP
-from roofline.lessons.scenario import Scenario
 from roofline.lessons.serving import OUTPUT_TOKEN_OPTIONS, USER_OPTIONS
+from roofline.scenario import Scenario
 from roofline.ui.widgets import Explorer, mark_axis
 from roofline.units import MS, US
 from roofline.views.benchmarking import CeilingVsBatch, plausibility_readout

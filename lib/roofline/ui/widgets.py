@@ -47,8 +47,8 @@ from PIL import Image
 
 from roofline.data import get_gpu, gpus, models
 from roofline.errors import RooflineError
-from roofline.lessons.scenario import GPU_COUNTS, Scenario, nearest_supported_precision
 from roofline.physics.precision import PRECISIONS, peak_flops_per_s
+from roofline.scenario import GPU_COUNTS, Scenario, nearest_supported_precision
 from roofline.ui.accessibility import accessibility_script
 from roofline.views.plots import LiveFigure, StepTimeVsBatch, alt_text
 from roofline.views.readouts import decode_readout

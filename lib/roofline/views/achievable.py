@@ -20,7 +20,7 @@ from matplotlib.ticker import NullFormatter
 
 from roofline import engines
 from roofline.calibration import measurements, validation
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, Picture, describe, new_figure, nice_limits
 from roofline.views.readouts import extrapolation_note

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from roofline._arrays import checked
+from roofline.checks import checked
 from roofline.lessons.benchmarking import latency_summary, plausibility
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import (
     BATCH_SWEEP,

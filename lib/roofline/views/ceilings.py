@@ -10,8 +10,8 @@ from matplotlib.patches import Rectangle
 
 from roofline.data import gpus as _gpu_table
 from roofline.lessons.ceilings import CEILING_COLOR_RANGE_TOKENS_PER_S, batch1_ceiling_table
-from roofline.lessons.scenario import Scenario
 from roofline.physics.precision import PRECISIONS, get_precision
+from roofline.scenario import Scenario
 from roofline.units import GB, MS, TB
 from roofline.views.plots import LiveFigure
 from roofline.views.readouts import decode_readout, table_html

@@ -17,9 +17,9 @@ from roofline.lessons.chunked_prefill import (
     chunk_size_tradeoff,
     prompt_arrival_timeline,
 )
-from roofline.lessons.scenario import Scenario
 from roofline.physics.memory import memory_available_bytes, memory_needed_bytes
 from roofline.physics.step import mixed_step
+from roofline.scenario import Scenario
 from roofline.units import GB, MS
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
 from roofline.views.readouts import StepCase, table_html

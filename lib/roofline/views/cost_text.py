@@ -5,7 +5,7 @@ Taught in notebooks/01_token_cost.ipynb, notebooks/03_launch_overhead.ipynb,
 notebooks/24_tensor_parallel.ipynb and notebooks/25_batching.ipynb. Display only: the price arithmetic is
 ``roofline.physics.cost``.
 
->>> from roofline.lessons.scenario import Scenario
+>>> from roofline.scenario import Scenario
 >>> cost_text(Scenario(usd_per_gpu_hour=3.0), 200.0)       # $3 / (200 × 3,600 tokens) × 1e6
 '$4.17'
 >>> cost_text(Scenario(gpu="h200"), float("nan"))
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-from roofline.lessons.scenario import Scenario
 from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.scenario import Scenario
 
 
 def cost_text(s: Scenario, tokens_per_s: float) -> str:

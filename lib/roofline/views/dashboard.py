@@ -19,9 +19,9 @@ from roofline.lessons.dashboard import (
     dashboard_for,
     diagnose,
 )
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import memory_available_bytes
+from roofline.scenario import Scenario
 from roofline.units import GB
 from roofline.views.plots import COLORS, LiveFigure
 from roofline.views.readouts import StepCase, decode_case, fold, table_html

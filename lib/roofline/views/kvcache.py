@@ -9,7 +9,6 @@ import numpy as np
 
 from roofline.data import get_model
 from roofline.lessons.kvcache import COMPARE_GPUS, COMPARE_KV_PRECISIONS, CONTEXT_SWEEP, kv_table_rows
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token
 from roofline.physics.memory import (
     max_batch,
@@ -17,6 +16,7 @@ from roofline.physics.memory import (
     memory_capacity_bytes,
     memory_needed_bytes,
 )
+from roofline.scenario import Scenario
 from roofline.units import GB, KiB
 from roofline.views.plots import COLORS, LiveFigure, nice_limits
 from roofline.views.readouts import decode_readout, table_html

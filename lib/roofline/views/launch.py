@@ -17,9 +17,9 @@ from roofline.lessons.launch import (
     share_grid,
     step_time_with_launches_s,
 )
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.overheads import launch_overhead_s
+from roofline.scenario import Scenario
 from roofline.units import MS, TB, US
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 from roofline.views.readouts import StepCase, decode_case, table_html

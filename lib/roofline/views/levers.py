@@ -5,7 +5,7 @@ attention variants (their explorers are in ``roofline.ui.explorers``). Numbers c
 Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb,
 notebooks/mixture_of_experts.ipynb and notebooks/attention_variants.ipynb.
 
->>> from roofline.lessons.scenario import Scenario
+>>> from roofline.scenario import Scenario
 >>> QuantizationVsBatch(Scenario(batch=64))
 <QuantizationVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=64, T=1000>
 >>> "tokens per verify step" in speculative_readout(Scenario(), SPECULATIVE_DEFAULTS)
@@ -20,7 +20,6 @@ import numpy as np
 
 from roofline.data import get_gpu, get_model, models
 from roofline.errors import RooflineError
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import (
     expected_experts_touched,
     kv_bytes_per_token,
@@ -37,6 +36,7 @@ from roofline.physics.speculative import (
     speculative_step,
 )
 from roofline.physics.step import decode_step, forward_step
+from roofline.scenario import Scenario
 from roofline.units import GB, MS, KiB
 from roofline.views.plots import BATCH_SWEEP, COLORS, LiveFigure, new_figure, nice_limits
 from roofline.views.readouts import StepCase, table_html

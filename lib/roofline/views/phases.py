@@ -9,12 +9,12 @@ import numpy as np
 
 from roofline.data import get_gpu, gpus
 from roofline.lessons.phases import PROMPT_SWEEP, card_prefill_s, paste_fits, prefill_stall, ridge_points
-from roofline.lessons.scenario import Scenario
 from roofline.physics.balance import compute_bound_prompt_tokens, prefill_crossover_prompt_tokens
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.memory import fits
 from roofline.physics.precision import get_precision, peak_flops_per_s
 from roofline.physics.step import stalled_decode_steps
+from roofline.scenario import Scenario
 from roofline.units import MS, TFLOPS
 from roofline.views.plots import COLORS, LiveFigure, RooflineChart, describe, nice_limits
 from roofline.views.readouts import StepCase, table_html

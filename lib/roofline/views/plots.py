@@ -33,12 +33,12 @@ from PIL import Image
 from roofline import engines
 from roofline.data import get_gpu
 from roofline.errors import RooflineError
-from roofline.lessons.scenario import Scenario
 from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
 from roofline.physics.core import attainable_flops_per_s, ridge_point_flop_per_byte
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import kv_cache_bytes, max_batch
 from roofline.physics.precision import peak_flops_per_s
+from roofline.scenario import Scenario
 from roofline.units import GB, MS, TFLOPS
 
 STYLE_PATH = Path(__file__).with_name("course.mplstyle")

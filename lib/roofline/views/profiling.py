@@ -15,7 +15,7 @@ from roofline.lessons.profiling import (
     fmt_ceiling,
     naive_combined_speedups,
 )
-from roofline.lessons.scenario import Scenario
+from roofline.scenario import Scenario
 from roofline.units import MS
 from roofline.views.cost_text import cost_text
 from roofline.views.plots import STYLE_PATH, LiveFigure, new_figure, show

@@ -8,7 +8,7 @@ tokens/s and the cost per 1M tokens at the scenario's price. ``decode_readout`` 
 headline first and folds its details (memory, price source) below, so an explorer fits a laptop screen.
 No widgets: an explorer in ``roofline.ui`` shows them, and a notebook can display them on their own.
 
->>> from roofline.lessons.scenario import Scenario
+>>> from roofline.scenario import Scenario
 >>> step = Scenario(batch=64, context_tokens=4096).decode()
 >>> f"{step.step_time_s * 1e3:.2f} ms" in decode_readout(Scenario(batch=64, context_tokens=4096))
 True
@@ -25,8 +25,8 @@ import numpy as np
 
 from roofline import engines
 from roofline.errors import RooflineError
-from roofline.lessons.scenario import Scenario
 from roofline.physics.step import Step
+from roofline.scenario import Scenario
 from roofline.units import GB, MS
 from roofline.views.cost_text import cost_text
 

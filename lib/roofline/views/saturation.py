@@ -220,7 +220,7 @@ def saturation_readout(s) -> str:
     """HTML table for the lesson-61 explorer: ridge, flip batch, memory limit, throughput ceiling.
     Taught in lesson 61.
 
-    >>> from roofline.lessons.scenario import Scenario
+    >>> from roofline.scenario import Scenario
     >>> "B = 438" in saturation_readout(Scenario(context_tokens=128))
     True
     """

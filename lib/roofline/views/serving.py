@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from roofline.lessons.scenario import Scenario
 from roofline.lessons.serving import (
     USERS_SWEEP,
     serve_continuous_batching,
     serve_one_at_a_time,
 )
+from roofline.scenario import Scenario
 from roofline.units import MS
 from roofline.views.cost_text import cost_text
 from roofline.views.plots import COLORS, LiveFigure, nice_limits

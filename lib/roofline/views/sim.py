@@ -149,7 +149,7 @@ class BatchTimeline(LiveFigure):
 def timeline_readout(s, options: dict) -> str:
     """HTML table beside the timeline explorer: percentiles, throughput, preemptions, stability.
 
-    >>> from roofline.lessons.scenario import Scenario
+    >>> from roofline.scenario import Scenario
     >>> text = timeline_readout(Scenario(), {"load": 0.5, "requests": 40})
     >>> "TTFT p50 / p99" in text and "cost per 1M tokens" in text
     True

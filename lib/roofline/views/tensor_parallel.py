@@ -11,8 +11,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from roofline.data import get_gpu, get_model
-from roofline.lessons.scenario import Scenario
 from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.scenario import Scenario
 from roofline.units import GB, MS
 from roofline.views.plots import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
 from roofline.views.readouts import StepCase, decode_case, table_html

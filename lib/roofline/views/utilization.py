@@ -7,9 +7,9 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 
 from roofline.engines.registry import DEFAULT_ENGINE
-from roofline.lessons.scenario import Scenario
 from roofline.lessons.utilization import decode_timeline, sample_busy, timeline_metrics
 from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.scenario import Scenario
 from roofline.units import MS
 from roofline.views.plots import COLORS, LiveFigure, describe
 from roofline.views.readouts import decode_readout, table_html
