@@ -23,9 +23,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from roofline.scenario import Scenario  # noqa: E402
-from roofline.ui.widgets import BATCH_OPTIONS, Explorer  # noqa: E402
+from roofline.course.widgets import BATCH_OPTIONS, Explorer
 from roofline.units import MS  # noqa: E402
-from roofline.views.plots import BATCH_SWEEP, STYLE_PATH, StepTimeVsBatch, ThroughputVsBatch  # noqa: E402
+from roofline.course.figures import BATCH_SWEEP, STYLE_PATH
+from roofline.lessons.step_time.lab import StepTimeVsBatch, ThroughputVsBatch
 
 MOVES = BATCH_OPTIONS + BATCH_OPTIONS[::-1]
 

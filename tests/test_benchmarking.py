@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.benchmarking import (
+from roofline.lessons.benchmarks_that_lie.lab import plausibility_explorer
+from roofline.lessons.benchmarks_that_lie.numbers import (
     EDGE_OF_POSSIBLE,
     AsyncStream,
     latency_summary,
@@ -18,7 +19,6 @@ from roofline.lessons.benchmarking import (
     simulated_latencies_s,
     time_decode,
 )
-from roofline.ui.explorers import plausibility_explorer
 
 
 def test_launch_returns_before_the_work_is_done():

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.ceilings import batch1_ceiling_table, decode_ceiling_tokens_per_s
+from roofline.lessons.decode_floor.lab import CeilingHeatmap, ceiling_readout
+from roofline.lessons.decode_floor.numbers import batch1_ceiling_table, decode_ceiling_tokens_per_s
 from roofline.scenario import Scenario
-from roofline.views.ceilings import CeilingHeatmap, ceiling_readout
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters (architecture)
 N_70B = rl.parameter_count("llama-3-70b")  # 70,553,706,496

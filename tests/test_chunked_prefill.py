@@ -6,15 +6,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.chunked_prefill import (
+from roofline.lessons.chunked_prefill.lab import (
+    ChunkTradeoffChart,
+    PrefillTimeline,
+    chunk_explorer,
+    chunk_readout,
+)
+from roofline.lessons.chunked_prefill.numbers import (
     ChunkScenario,
     chunk_attention_flops,
     chunk_size_tradeoff,
     prompt_arrival_timeline,
 )
 from roofline.physics.step import mixed_step
-from roofline.ui.explorers import chunk_explorer
-from roofline.views.chunked_prefill import ChunkTradeoffChart, PrefillTimeline, chunk_readout
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12
@@ -178,7 +182,7 @@ def test_figures_and_explorer_render():
 
 def test_chunk_size_tradeoff_under_random_arrivals():
     # Issue 13: the same Poisson load (6 requests/s, lognormal prompts of mean 2,000 tokens) for each chunk.
-    from roofline.lessons.chunked_prefill import chunk_tradeoff_under_arrivals
+    from roofline.lessons.chunked_prefill.numbers import chunk_tradeoff_under_arrivals
 
     r = chunk_tradeoff_under_arrivals("llama-3-8b", "h100-sxm", (64, 512, None), requests=200)
     assert r.chunk_tokens.tolist() == [64, 512, 0]

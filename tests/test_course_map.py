@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from roofline.course.course_map import course_map, total_minutes, unmapped_notebooks
 from roofline.data import notebooks_dir
 from roofline.errors import DataTableError
-from roofline.lessons.course_map import course_map, total_minutes, unmapped_notebooks
-from roofline.views.course import course_map_html
+from roofline.lessons.start_here.lab import course_map_html
 
 
 def test_every_notebook_in_the_folder_is_on_the_map():

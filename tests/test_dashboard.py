@@ -7,10 +7,9 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.engines import decode_step_times, engine_params
-from roofline.lessons.dashboard import dashboard, dashboard_for, diagnose, steady_state
+from roofline.lessons.dashboard.lab import DashboardFigure, dashboard_explorer, dashboard_readout
+from roofline.lessons.dashboard.numbers import dashboard, dashboard_for, diagnose, steady_state
 from roofline.scenario import Scenario
-from roofline.ui.explorers import dashboard_explorer
-from roofline.views.dashboard import DashboardFigure, dashboard_readout
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12
@@ -178,7 +177,7 @@ def test_mfu_of_the_decode_tokens_is_the_cards_mfu():
 
 
 def test_card_to_dashboard_explains_4300_against_3400():
-    from roofline.lessons.dashboard import card_to_dashboard
+    from roofline.lessons.dashboard.numbers import card_to_dashboard
 
     c = card_to_dashboard()
     # 1. the card's arithmetic: 64 ÷ ((16,060,522,496 + 64 × 4,096 × 131,072) ÷ 3.35e12) = 64 ÷ 15.05 ms
@@ -194,7 +193,7 @@ def test_card_to_dashboard_explains_4300_against_3400():
 
 
 def test_percentiles_come_from_the_simulator():
-    from roofline.lessons.dashboard import simulated_latency
+    from roofline.lessons.dashboard.numbers import simulated_latency
 
     d = dashboard(M, G, 100, 2000)
     assert d.ttft_p50_s <= d.ttft_p90_s <= d.ttft_p99_s and d.tpot_p50_s <= d.tpot_p90_s <= d.tpot_p99_s

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import data
-from roofline.scenario import Scenario
 from roofline.physics.cost import ownership_usd_per_hour
+from roofline.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUGHT = {"rtx-3090", "rtx-4090", "rtx-5090", "rtx-pro-6000", "m2-ultra", "m3-max", "m4-max", "m4-pro"}

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.assumptions import ASSUMPTIONS
-from roofline.data import DataTableError, gpus
 from roofline.calibration import kernels as K
+from roofline.data import DataTableError, gpus
 from roofline.errors import InvalidConfigurationError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.data import DataTableError
 from roofline.calibration import moe_kernels as M
+from roofline.data import DataTableError
 from roofline.errors import InvalidConfigurationError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -495,8 +495,8 @@ def test_kernel_origins_name_where_the_numbers_come_from():
 
 def test_the_explorer_readouts_say_when_the_engine_figure_is_extrapolated():
     """Issue 19: every figure outside the calibrated range says so, in the explorers too."""
-    from roofline.views.achievable import achievable_readout
-    from roofline.views.readouts import decode_readout
+    from roofline.course.readouts import decode_readout
+    from roofline.lessons.floor_to_real_server.lab import achievable_readout
 
     assert "extrapolated" not in decode_readout(rl.Scenario())
     mac = rl.Scenario(gpu="m4-max", weight_precision="fp16")

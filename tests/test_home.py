@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import roofline as rl
-from roofline.lessons.home import local_speeds
-from roofline.ui.explorers import home_explorer, kernel_fit_explorer
-from roofline.views.home import local_speeds_table
+from roofline.lessons.calibration_validation.lab import kernel_fit_explorer
+from roofline.lessons.your_own_hardware.lab import home_explorer, local_speeds_table
+from roofline.lessons.your_own_hardware.numbers import local_speeds
 
 GiB = 2**30
 

@@ -7,9 +7,14 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError, UnknownNameError
-from roofline.lessons.kvcache import compare_gpus_memory, gqa_factor, kv_table_rows, kv_token_capacity
+from roofline.lessons.kv_cache.lab import MaxBatchVsContext, kv_readout, kv_table_html
+from roofline.lessons.kv_cache.numbers import (
+    compare_gpus_memory,
+    gqa_factor,
+    kv_table_rows,
+    kv_token_capacity,
+)
 from roofline.scenario import Scenario
-from roofline.views.kvcache import MaxBatchVsContext, kv_readout, kv_table_html
 
 
 def test_llama_3_8b_is_128_kib_per_token():

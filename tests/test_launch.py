@@ -8,8 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.launch import kernels_per_step_estimate, launch_budget, overhead_share, share_grid
-from roofline.ui.explorers import launch_explorer
+from roofline.lessons.launch_overhead.lab import launch_explorer
+from roofline.lessons.launch_overhead.numbers import (
+    kernels_per_step_estimate,
+    launch_budget,
+    overhead_share,
+    share_grid,
+)
 
 W_8B = 16_060_522_496  # Llama 3 8B BF16 weight bytes (8,030,261,248 parameters x 2)
 EMB_8B = 128_256 * 4096 * 2  # its embedding table, 1,050,673,152 bytes: a decode step looks up one row of it
@@ -110,7 +115,7 @@ def test_explorer_moves():
 
 def test_queued_ahead_launches_hide_under_the_gpu_time():
     # Issue 10: launch overhead is not always added. Queued ahead: max(GPU, CPU); synchronous: the sum.
-    from roofline.lessons.launch import step_time_with_launches_s
+    from roofline.lessons.launch_overhead.numbers import step_time_with_launches_s
 
     assert step_time_with_launches_s(4.8e-3, 1.2e-3) == pytest.approx(4.8e-3)  # max(4.8, 1.2) ms
     assert step_time_with_launches_s(4.8e-3, 1.2e-3, queued_ahead=False) == pytest.approx(6.0e-3)  # 4.8 + 1.2
@@ -119,7 +124,7 @@ def test_queued_ahead_launches_hide_under_the_gpu_time():
 
 
 def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound():
-    from roofline.lessons.launch import launch_hiding
+    from roofline.lessons.launch_overhead.numbers import launch_hiding
 
     big = launch_hiding("llama-3-8b", "h100-sxm")  # 300 × 4 µs = 1.2 ms of CPU under a ~4.5 ms GPU step
     assert big.cpu_time_s == pytest.approx(300 * 4e-6)
@@ -135,9 +140,9 @@ def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound(
 
 
 def test_readout_shows_the_queued_step_and_the_engine_column_prices_the_step_with_its_launches():
+    from roofline.course.readouts import case_readout
+    from roofline.lessons.launch_overhead.lab import launch_case, launch_readout
     from roofline.scenario import Scenario
-    from roofline.views.launch import launch_case, launch_readout
-    from roofline.views.readouts import case_readout
 
     # 8B on an H100: 300 × 4 µs = 1.2 ms of launches under a 4.48 ms GPU step; queued ahead, 4.48 ms a step;
     # one user's 1 / 5.68 ms = 176 tokens/s at $3 per GPU-hour costs 3 / (176 × 3,600) × 1e6 = $4.73 per 1M

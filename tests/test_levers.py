@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import roofline as rl
-from roofline.scenario import Scenario
 from roofline.physics.speculative import speculative_step
+from roofline.scenario import Scenario
 from roofline.ui import explorers as E
 from roofline.units import MS, KiB
 from roofline.views import levers as L

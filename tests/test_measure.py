@@ -409,8 +409,12 @@ def test_numbers_layer_imports_no_plotting_widgets_or_torch():
 
 
 def test_figures_draw_from_hand_made_timings(fake_machine):
+    from roofline.lessons.measure_your_machine.lab import (
+        compute_bound_batch,
+        decode_vs_roofline,
+        machine_roofline,
+    )
     from roofline.measure.transformer import DecodeTiming
-    from roofline.views.measure import compute_bound_batch, decode_vs_roofline, machine_roofline
 
     machine = fake_machine  # 20 GB/s, 100 GFLOP/s: ridge 5 FLOP/byte
     # fp32 decode intensity ≈ 2N·B / 4N = B/2 FLOP/byte (context 0), so compute-bound from B = 2 × 5 = 10.

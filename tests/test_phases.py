@@ -10,25 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.phases import (
-    batching_gain,
-    bytes_over_flops_trap,
-    paste_fits,
-    per_user_slowdown,
-    prefill_stall,
-    ridge_points,
-    throughput_tokens_per_s,
-)
-from roofline.scenario import Scenario
-from roofline.physics.balance import prefill_crossover_prompt_tokens
-from roofline.views.phases import (
+from roofline.lessons.prefill_vs_decode.lab import (
     PrefillVsPrompt,
     StallTimeline,
     prefill_readout,
-    ridge_table,
-    roofline_readout,
     stall_readout,
 )
+from roofline.lessons.prefill_vs_decode.numbers import paste_fits, prefill_stall
+from roofline.lessons.roofline.lab import ridge_table, roofline_readout
+from roofline.lessons.roofline.numbers import bytes_over_flops_trap, ridge_points, throughput_tokens_per_s
+from roofline.lessons.step_time.numbers import batching_gain, per_user_slowdown
+from roofline.physics.balance import prefill_crossover_prompt_tokens
+from roofline.scenario import Scenario
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters
 PEAK = 989e12  # H100 dense BF16, FLOP/s
@@ -232,8 +225,8 @@ def test_throughput_per_user_and_total():
 def test_one_freeze_for_the_8000_token_paste_in_lessons_15_and_44():
     # Issue 10: lessons 15 and 44 gave six figures for the same freeze. One function, one value per quantity.
     import roofline as rl
-    from roofline.lessons.chunked_prefill import prompt_arrival_timeline
-    from roofline.lessons.phases import paste_freeze
+    from roofline.lessons.chunked_prefill.numbers import prompt_arrival_timeline
+    from roofline.lessons.prefill_vs_decode.numbers import paste_freeze
 
     f = paste_freeze()
     assert (f.prompt_tokens, f.batch, f.context_tokens) == (8000, 30, 1000)

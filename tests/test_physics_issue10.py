@@ -250,7 +250,7 @@ def test_nvlink_beats_pcie_at_batch_one_once_latency_depends_on_the_link():
     assert pcie.communication_time_s == pytest.approx(64 * (12.6e-6 + 8192 / 64e9))
     assert pcie.communication_time_s > 1.5 * sxm.communication_time_s
     # Speedups (lesson 24): equal within 1% at 2 GPUs, NVLink clearly ahead at 4 and 8.
-    from roofline.lessons.tensor_parallel import tensor_parallel_scaling
+    from roofline.lessons.tensor_parallel.numbers import tensor_parallel_scaling
 
     a = tensor_parallel_scaling("llama-3-8b", "h100-sxm", [2, 4, 8]).speedup
     b = tensor_parallel_scaling("llama-3-8b", "h100-pcie", [2, 4, 8]).speedup

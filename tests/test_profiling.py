@@ -6,14 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.profiling import (
+from roofline.lessons.amdahl.lab import amdahl_explorer
+from roofline.lessons.amdahl.numbers import (
     amdahl_breakdown,
     decode_profile,
     naive_combined_speedups,
     profile_fractions,
     speedup_of_each_part,
 )
-from roofline.ui.explorers import amdahl_explorer
 
 
 def test_card_one_optimization():

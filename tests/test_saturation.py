@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
-from roofline.lessons.saturation import context_limit_tokens, throughput_ceiling_tokens_per_s
-from roofline.scenario import Scenario
+from roofline.lessons.compute_bound.lab import FlipBatchVsContext, ThroughputVsLatency, saturation_readout
+from roofline.lessons.compute_bound.numbers import context_limit_tokens, throughput_ceiling_tokens_per_s
 from roofline.physics.balance import compute_bound_batch
-from roofline.views.saturation import FlipBatchVsContext, ThroughputVsLatency, saturation_readout
+from roofline.scenario import Scenario
 
 N8B = 8_030_261_248  # Llama 3 8B parameters (16,060,522,496 bytes / 2)
 RIDGE = 989e12 / 3.35e12  # 295.22 FLOP/byte
@@ -102,7 +102,7 @@ def test_figures_and_readout():
 def test_per_kernel_matmuls_flip_near_the_ridge_whatever_the_context():
     # Issue 10: the whole-step roofline hides that the matmuls flip near B ≈ ridge (989e12 / 3.35e12 = 295.2;
     # 2·B FLOP per 2-byte weight) at any context, while attention stays memory-bound.
-    from roofline.lessons.saturation import matmul_flip_batch, per_kernel_decode
+    from roofline.lessons.compute_bound.numbers import matmul_flip_batch, per_kernel_decode
 
     assert (
         matmul_flip_batch("llama-3-8b", "h100-sxm") == rl.compute_bound_batch("llama-3-8b", "h100-sxm") == 296
@@ -119,7 +119,7 @@ def test_per_kernel_matmuls_flip_near_the_ridge_whatever_the_context():
 
 
 def test_per_kernel_ceiling_moves_with_context():
-    from roofline.lessons.saturation import per_kernel_ceiling_tokens_per_s
+    from roofline.lessons.compute_bound.numbers import per_kernel_ceiling_tokens_per_s
 
     # A decode token multiplies every weight matrix except the embedding table (a lookup, not a matmul):
     # 2 × (8,030,261,248 − 128,256 × 4,096) = 2 × 7,504,924,672 = 15.01e9 FLOP.
@@ -141,7 +141,7 @@ def test_simulated_saturation_wall():
     # 2 × (8.03e9 − 525.3e6) = 15.01e9 FLOP: 28.97e9 FLOP per output token, so at most
     # 989e12 / 28.97e9 = 34,140 output tokens/s (attention only lowers it). Throughput flattens below that
     # ceiling while TPOT keeps climbing.
-    from roofline.lessons.saturation import simulated_saturation
+    from roofline.lessons.compute_bound.numbers import simulated_saturation
 
     s = simulated_saturation("llama-3-8b", "h100-sxm", (1, 1024, 2048), requests_per_client=1)
     vd = 128_256 * 4096

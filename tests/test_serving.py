@@ -7,10 +7,13 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.errors import InvalidConfigurationError
+from roofline.lessons.batching.lab import QueueVsBatching, serving_explorer, serving_readout
+from roofline.lessons.batching.numbers import (
+    gpu_upgrade_vs_batching,
+    serve_continuous_batching,
+    serve_one_at_a_time,
+)
 from roofline.scenario import Scenario
-from roofline.lessons.serving import gpu_upgrade_vs_batching, serve_continuous_batching, serve_one_at_a_time
-from roofline.ui.explorers import serving_explorer
-from roofline.views.serving import QueueVsBatching, serving_readout
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
 ROW = 4096 * 2  # one embedding row: a decode step looks up one per user, not the 1,050,673,152-byte table

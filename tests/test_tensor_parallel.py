@@ -6,12 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
+from roofline.course.widgets import Explorer
 from roofline.errors import InvalidConfigurationError
+from roofline.lessons.tensor_parallel.lab import (
+    SpeedupVsGPUs,
+    scaling_comparison_figure,
+    tensor_parallel_explorer,
+    tensor_parallel_readout,
+)
+from roofline.lessons.tensor_parallel.numbers import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
 from roofline.scenario import Scenario
-from roofline.lessons.tensor_parallel import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
-from roofline.ui.explorers import tensor_parallel_explorer
-from roofline.ui.widgets import Explorer
-from roofline.views.tensor_parallel import SpeedupVsGPUs, scaling_comparison_figure, tensor_parallel_readout
 
 
 def test_card_70b_fp8_on_two_h100s():
@@ -118,8 +122,8 @@ def test_comparison_figure_shows_absolute_time_beside_the_speedup():
 
 
 def test_the_engine_column_prices_the_step_with_its_all_reduces_as_the_knob_says():
-    from roofline.views.readouts import case_readout
-    from roofline.views.tensor_parallel import tensor_parallel_case
+    from roofline.course.readouts import case_readout
+    from roofline.lessons.tensor_parallel.lab import tensor_parallel_case
 
     # 8B BF16 on 2 H100s, 1 user: 2.74 ms per step -> 365 tokens/s; 2 GPUs × $3 / (365 × 3,600) × 1e6 = $4.57
     s = Scenario(num_gpus=2, context_tokens=0, usd_per_gpu_hour=3.0)

@@ -20,13 +20,15 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline import engines
-from roofline.scenario import Scenario, listed_price
+from roofline.course.figures import alt_text
+from roofline.course.readouts import combine_readouts, decode_readout
+from roofline.course.widgets import RUN_HINT, Explorer, NumberControl, Prediction, Reveal
+from roofline.lessons.step_time.lab import StepTimeVsBatch
+from roofline.lessons.token_cost.lab import CostVsBatch
 from roofline.measure import userdata
 from roofline.measure.bench import Measurement
+from roofline.scenario import Scenario, listed_price
 from roofline.ui import explorers
-from roofline.ui.widgets import RUN_HINT, Explorer, NumberControl, Prediction, Reveal
-from roofline.views.plots import CostVsBatch, StepTimeVsBatch, alt_text
-from roofline.views.readouts import combine_readouts, decode_readout
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 OTHERS_NOTEBOOKS = {"slos_and_capacity"}  # owned by others: their cells may differ
@@ -513,7 +515,7 @@ def test_every_lesson_notebook_builds_its_explorers_from_the_registry():
 
 
 def test_the_dashboards_latency_gauges_are_colour_blind_safe():
-    from roofline.views.dashboard import GAUGE_OK, GAUGE_OVER, DashboardFigure
+    from roofline.lessons.dashboard.lab import GAUGE_OK, GAUGE_OVER, DashboardFigure
 
     okabe_ito = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"}
     assert {

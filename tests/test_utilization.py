@@ -6,14 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.utilization import (
+from roofline.lessons.gpu_util.lab import utilization_explorer
+from roofline.lessons.gpu_util.numbers import (
     busy_time_fraction,
     decode_timeline,
     gpu_util,
     sample_busy,
     timeline_metrics,
 )
-from roofline.ui.explorers import utilization_explorer
 
 
 def test_sampler_by_hand():

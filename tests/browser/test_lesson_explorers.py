@@ -18,9 +18,9 @@ from __future__ import annotations
 import pytest
 
 import roofline as rl
+from roofline.course.registry_TODO import LEFT_OUT, LESSON_EXPLORERS
+from roofline.course.widgets import AXES
 from roofline.data import default_price
-from roofline.ui.explorers import LEFT_OUT, LESSON_EXPLORERS
-from roofline.ui.widgets import AXES
 
 from .conftest import ARTIFACTS
 from .test_jupyterlab import KERNEL_IDLE_JS, open_lesson

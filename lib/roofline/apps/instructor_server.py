@@ -57,7 +57,7 @@ from roofline.apps.instructor import (
     Plan,
     tornado_settings,
 )
-from roofline.lessons.course_map import course_map
+from roofline.course.course_map import course_map
 
 # A kernel active this recently may belong to a page that is still loading (a page connects to its kernel
 # a few seconds after the server rendered it): never shut down to make room (CourseKernelManager's

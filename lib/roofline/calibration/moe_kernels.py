@@ -589,7 +589,6 @@ def mla_parameters(gpu_id, framework=None, kv_dtype: str = "bf16") -> dict:
 # --------------------------------------------------------------------------------------------------
 
 
-
 def moe_shape(model) -> tuple[int, int, int, int]:
     """(hidden, expert intermediate, top-k, experts) of an MoE model (a ``models.toml`` id).
 

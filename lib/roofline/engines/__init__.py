@@ -32,7 +32,14 @@ from .figures import (
     serving_waves,
 )
 from .model import BUDGET_PARTS, StepTimer, StepWork, TimeBudget, assemble
-from .params import Calibration, EngineParams, card_server_params, engine_params, load_calibration
+from .params import (
+    Calibration,
+    EngineParams,
+    card_server_params,
+    engine_params,
+    gpu_families,
+    load_calibration,
+)
 from .registry import DEFAULT_ENGINE, engine_ids, get_engine
 
 __all__ = [
@@ -56,6 +63,7 @@ __all__ = [
     "gap_budget",
     "generate",
     "get_engine",
+    "gpu_families",
     "load_calibration",
     "prefill_times",
     "serving_waves",

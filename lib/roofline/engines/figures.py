@@ -15,13 +15,11 @@ True
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from roofline.results import Result
 from roofline.data import get_gpu, get_model
 from roofline.engines.coverage import coverage
 from roofline.engines.model import BUDGET_PARTS, StepTimer, TimeBudget
@@ -33,6 +31,7 @@ from roofline.physics.memory import check_fits, memory_available_bytes
 from roofline.physics.metrics import mbu, mfu
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import forward_step
+from roofline.results import Result
 
 # The kernel numbers ``generate`` reports (fractions of peak and fixed costs per kernel, s).
 KERNEL_FIELDS = (
@@ -111,11 +110,6 @@ def _timer(engine, model, gpu, num_gpus, parallel, weight_precision, kv_precisio
 
 def _parts(b: TimeBudget, convert=float) -> dict:
     return {k: convert(v) for k, v in b.parts.items()}
-
-
-# --------------------------------------------------------------------------------------------------
-# One step: decode and prefill, floor beside an engine
-# --------------------------------------------------------------------------------------------------
 
 
 def decode_step_times(
@@ -238,11 +232,6 @@ def prefill_times(
         kv_precision=kv_precision,
     )
     return _parts(timer.of_step(p, extra_s=0.0))
-
-
-# --------------------------------------------------------------------------------------------------
-# A static batch: prefill, then O decode steps
-# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -416,11 +405,6 @@ def users_that_fit_engine(model, gpu, context_tokens, num_gpus, weight_precision
     return max(1, math.floor(free / per_request)) if per_request > 0 else 10**9
 
 
-# --------------------------------------------------------------------------------------------------
-# Your measurement, placed in the gap
-# --------------------------------------------------------------------------------------------------
-
-
 def place_in_budget(measured_s: float, budget: dict) -> str:
     """Which part of ``budget`` (s, from the floor up, as ``gap_budget`` itemises it) the measured time
     ``measured_s`` (s) falls in: one of ``BUDGET_PARTS``, or below the floor, or beyond a tuned engine.
@@ -507,48 +491,3 @@ def engine_parameters(gpu, engine: str = DEFAULT_ENGINE) -> dict:
         "sequence_overhead_s": p.sequence_overhead_s,
         "allreduce_hop_latency_s": p.hop_latency_s,
     }
-
-
-def kernel_origin(kernels_from: str) -> str:
-    """A short label of where an engine's kernel numbers come from: "timed" (its kernels were timed on
-    this GPU), "borrowed from <gpu>" (a sibling of the same family), "sourced" (data sheet plus a cited
-    achievable bandwidth and GEMM fraction), or "fitted end to end" (an engine without kernel timings).
-
-    >>> kernel_origin(engine_params("vllm", "h100-sxm").kernels_from)
-    'timed'
-    >>> kernel_origin(engine_params("vllm", "gh200").kernels_from)
-    'borrowed from h100-sxm'
-    """
-    if kernels_from.startswith("bandwidth fractions fitted end to end"):
-        return "fitted end to end"
-    borrowed = re.search(r"has no kernel timings: (\S+)'s \(same", kernels_from)
-    if borrowed:
-        return f"borrowed from {borrowed.group(1)}"
-    if "sourced" in kernels_from:
-        return "sourced"
-    return "timed (median over today's engines)" if "median over" in kernels_from else "timed"
-
-
-def kernel_table(gpus, engine: str = DEFAULT_ENGINE) -> list[dict]:
-    """Per GPU: the engine's kernel numbers (fractions of peak; ``gemm_kernel_s`` in s) and their origin
-    (:func:`kernel_origin`). Taught in notebooks/calibration_validation.ipynb.
-
-    >>> [r["origin"] for r in kernel_table(["h100-sxm", "mi300x"])]
-    ['timed', 'sourced']
-    """
-    rows = []
-    for gpu in gpus:
-        p = engine_params(engine, gpu)
-        rows.append(
-            {
-                "gpu": get_gpu(gpu).id,
-                "family": p.gpu_family,
-                "engine": p.engine,
-                "gemm_compute_fraction": p.gemm_compute_fraction,
-                "gemm_bandwidth_fraction": p.gemm_bandwidth_fraction,
-                "kv_bandwidth_fraction": p.kv_bandwidth_fraction,
-                "gemm_kernel_s": p.gemm_kernel_s,
-                "origin": kernel_origin(p.kernels_from),
-            }
-        )
-    return rows

@@ -1,11 +1,7 @@
-"""Lesson models: the numbers each lesson studies, built on ``roofline.physics`` (numpy only).
+"""The lessons, one package per notebook: ``roofline.lessons.step_time`` is notebooks/16_step_time.ipynb.
 
-One module per lesson topic (``phases`` for lessons 04/15/16, ``kvcache`` for 28, ``saturation`` for 61, …)
-plus ``scenario`` (the settings every explorer passes around). Their figures live in ``roofline.views``.
+A lesson package holds everything its notebook shows: ``numbers`` (the lesson's own formulas and tables,
+numpy only, built on the core), ``lab`` (its figures, readouts and explorers) and the self-check cards it
+asks. The notebook imports the core and its lesson, ``from roofline.lessons import step_time as lesson``,
+and calls ``lesson.batching_gain``, ``lesson.StepTimeVsBatch``, ``lesson.step_time_explorer``.
 """
-
-from __future__ import annotations
-
-from roofline._lazy import submodules
-
-__getattr__ = submodules(__name__, __path__)

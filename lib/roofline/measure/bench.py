@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.results import Result
 from roofline.data import GPU
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.core import ridge_point_flop_per_byte
+from roofline.results import Result
 
 FLOAT64_BYTES = 8
 TRIAD_SCALAR = 3.0

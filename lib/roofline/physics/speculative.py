@@ -37,12 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.results import Flag, Label, Number, Result
 from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, DoesNotFitError, InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, parameter_breakdown
 from roofline.physics.step import ON_OVERFLOW, decode_step, forward_step
+from roofline.results import Flag, Label, Number, Result
 from roofline.units import GB
 
 # Batches the collapse search sweeps (users): every whole number up to 4,096.

@@ -37,7 +37,6 @@ from typing import Literal
 
 import numpy as np
 
-from roofline.results import Flag, Label, Number, Result
 from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError
@@ -55,6 +54,7 @@ from roofline.physics.architecture import (
 from roofline.physics.memory import check_memory, memory_available_bytes
 from roofline.physics.parallel import kv_replicas, pipeline_comm_time_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import get_precision, peak_flops_per_s
+from roofline.results import Flag, Label, Number, Result
 
 OnOverflow = Literal["raise", "mask", "ignore"]
 ON_OVERFLOW = ("raise", "mask", "ignore")  # what every function that takes on_overflow accepts

@@ -131,7 +131,7 @@ class Card:
 
     def reveal(self, summary: str = "Reveal the worked answer"):
         """A folded ``roofline.ui.widgets.Reveal`` of ``reveal_html()`` (reads well without a kernel)."""
-        from roofline.ui.widgets import Reveal
+        from roofline.course.widgets import Reveal
 
         return Reveal(summary, self.reveal_html())
 

@@ -17,7 +17,6 @@ from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
 from .cost import StepCostModel, engine_cost_model
 from .engine import simulate
 from .events import EventKind
-from .lessons import ChunkSweep, batching_under_arrivals, chunk_size_sweep, dashboard_load
 from .limits import kv_capacity_tokens, sustainable_rate_per_s
 from .naive import simulate_naive
 from .policies import (
@@ -41,15 +40,11 @@ __all__ = [
     "ENGINE_DEFAULT",
     "PRIORITIES",
     "CapacityPlan",
-    "ChunkSweep",
     "EventKind",
     "SchedulerPolicy",
     "assumed_policy",
-    "batching_under_arrivals",
     "bursty_arrivals_s",
     "check_trace",
-    "chunk_size_sweep",
-    "dashboard_load",
     "engine_policy",
     "LengthSpec",
     "LoadSweep",

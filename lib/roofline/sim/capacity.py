@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.results import Flag, Number, Result
 from roofline.data import default_price
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.results import Flag, Number, Result
 
 from .engine import simulate
 

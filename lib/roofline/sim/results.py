@@ -113,6 +113,19 @@ class SimResult:
         d["e2e_s"] = d["e2e_s_percentiles"]
         return d
 
+    def summary(self) -> dict:
+        """The headline figures a lesson tabulates: TTFT and TPOT p50/p99 (s), end-to-end p99 (s), output
+        tokens/s, and whether the load was unstable."""
+        return {
+            "ttft_p50_s": self.ttft_s_percentiles["p50"],
+            "ttft_p99_s": self.ttft_s_percentiles["p99"],
+            "tpot_p50_s": self.tpot_s_percentiles["p50"],
+            "tpot_p99_s": self.tpot_s_percentiles["p99"],
+            "e2e_p99_s": self.e2e_s_percentiles["p99"],
+            "output_tokens_per_s": self.throughput_output_tokens_per_s,
+            "unstable": self.unstable,
+        }
+
     @property
     def mean_in_system(self) -> float:
         """Time-average number of requests in the system (waiting or running) over the run, from the

@@ -1,0 +1,445 @@
+"""The course's figures, built once and updated in place, in one plot style.
+
+Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
+physics (one vectorized library call per curve) and moves the existing artists instead of building a new
+figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
+itself as a PNG image with its alt text (``alt_text``) in a notebook; ``roofline.ui.widgets.Explorer`` puts it
+behind sliders.
+
+Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
+step time for a server that cannot start.
+
+>>> fig = StepTimeVsBatch(Scenario(batch=32))
+>>> fig
+<StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
+>>> fig.update(Scenario(batch=64, context_tokens=4096)); len(fig.png()) > 10_000
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from roofline import engines
+from roofline.errors import RooflineError
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.physics.memory import max_batch
+from roofline.scenario import Scenario
+
+STYLE_PATH = Path(__file__).with_name("course.mplstyle")
+matplotlib.rcParams["svg.hashsalt"] = "speed-physics"  # deterministic output if anyone saves SVG
+
+
+COLORS = {
+    "weights": "#0072B2",
+    "kv": "#E69F00",
+    "compute": "#009E73",
+    "step": "#000000",
+    "prefill": "#D55E00",
+    "decode": "#0072B2",
+    "capacity": "#CC79A7",
+    "overflow": "#999999",
+}
+
+
+# Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers).
+BATCH_SWEEP = np.unique(np.round(np.geomspace(1, 1024, 160)).astype(int))
+
+
+def use_course_style() -> None:
+    """Apply the course's plot style (large type, colour-blind-safe palette) to every new figure."""
+    plt.style.use(STYLE_PATH)
+
+
+def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
+    """A figure outside pyplot's registry (so notebooks show it only when asked), in the course style."""
+    with plt.style.context(STYLE_PATH):
+        fig = Figure(figsize=figsize, dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+PNG_COMPRESS_LEVEL = 6  # zlib level of stored PNGs: as fast as level 1 here, a little smaller
+
+
+def figure_png(fig: Figure, dpi: int = 100) -> bytes:
+    """Render a whole figure to PNG bytes (for figures that are not LiveFigures)."""
+    buf = io.BytesIO()
+    # Static figures end up stored in the notebooks: compress them well (live explorers send JPEG instead).
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+    return buf.getvalue()
+
+
+def canvas_png(fig: Figure) -> bytes:
+    """Encode what the Agg canvas holds now, without drawing it again."""
+    width, height = fig.canvas.get_width_height()
+    buf = io.BytesIO()
+    Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=PNG_COMPRESS_LEVEL
+    )
+    return buf.getvalue()
+
+
+def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
+    """Axis limits that change only in coarse steps (decades for log axes; 1-1.5-2-3-4-5-6-8 steps of the
+    leading digit, with 15% headroom, for linear ones), so most slider moves leave the axes, and the cached
+    background, unchanged. Non-finite values (memory overflow) are ignored.
+
+    >>> nice_limits([4.8, 6.05, np.nan], log=True)
+    (1.0, 10.0)
+    >>> nice_limits([209, 165], log=False)
+    (0.0, 300.0)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & ((v > 0) if log else np.ones_like(v, bool))]
+    if v.size == 0:
+        return (1.0, 10.0) if log else (0.0, 1.0)
+    if log:
+        lo, hi = 10 ** np.floor(np.log10(v.min())), 10 ** np.ceil(np.log10(v.max()) + 1e-9)
+        return float(lo), float(max(hi, lo * 10))
+    top = v.max() * 1.15
+    if top <= 0:
+        return (0.0 if floor is None else floor), 1.0
+    step = 10 ** np.floor(np.log10(top))
+    m = next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top)
+    return (0.0 if floor is None else floor), float(m * step)
+
+
+def describe(s: Scenario) -> str:
+    """A one-line title for a scenario."""
+    return f"{s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, {s.kv_precision} KV"
+
+
+def alt_text(figure) -> str:
+    """A figure described in words for a screen reader (its alt text): the kind of figure, its title(s),
+    each panel's title and axes, and the scenario it shows. Built from the figure itself, so it says what
+    the picture says after every redraw. ``figure`` is a ``LiveFigure`` or a matplotlib ``Figure``.
+
+    >>> alt_text(StepTimeVsBatch(Scenario(batch=32))).startswith("Figure (StepTimeVsBatch):")
+    True
+    """
+    fig = figure.fig if isinstance(figure, LiveFigure) else figure
+    parts = []
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    if title:
+        parts.append(title)
+    for ax in fig.axes:
+        bits = [ax.get_title()]
+        x, y = ax.get_xlabel(), ax.get_ylabel()
+        if x or y:
+            bits.append(f"{y or 'value'} against {x or 'position'}")
+        legend = ax.get_legend()
+        if legend is not None:
+            bits.append("lines: " + "; ".join(t.get_text() for t in legend.get_texts()))
+        parts.append(", ".join(b for b in bits if b))
+    kind = type(figure).__name__ if isinstance(figure, LiveFigure) else "figure"
+    text = ". ".join(p for p in parts if p)
+    if isinstance(figure, LiveFigure):
+        s = figure.scenario
+        text += f". Shows {describe(s)}, B={s.batch}, T={s.context_tokens:,}"
+    return f"Figure ({kind}): {text}."
+
+
+def png_html(png_bytes: bytes, alt: str) -> str:
+    """An ``<img>`` of PNG bytes with its alt text: how a figure shows itself in a notebook, so the saved
+    notebook carries the description too.
+
+    >>> png_html(b"png", "a figure")
+    '<img alt="a figure" src="data:image/png;base64,cG5n"/>'
+    """
+    data = base64.b64encode(png_bytes).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"/>'
+
+
+class LiveFigure:
+    """Base class for the course's figures, drawn in place.
+
+    Subclasses implement ``_build`` (axes, static labels, and the artists that move, created with
+    ``animated=True``) and ``_draw(scenario)`` (set the moving artists' data and the axis limits). The
+    static background (axes, ticks, labels, legend) is drawn once and cached; a slider move redraws only
+    the moving artists on top of it, unless the limits or titles changed.
+    """
+
+    ncols = 1
+    # Subclasses whose static artists depend on the scenario set this in ``_draw``; a new value redraws
+    # the cached background.
+    background_key = None
+
+    def __init__(self, scenario: Scenario | None = None, **options):
+        self.options = options
+        self.scenario = scenario or Scenario()
+        self.fig, self.axes = new_figure(self.ncols)
+        self._transient: list = []  # artists rebuilt on every update (labels, overflow shading)
+        self._background = None
+        self._background_key = None
+        self._pinned: list = []  # grey copies of the curves at a pinned baseline (part of the background)
+        self._pin_version = 0
+        with plt.style.context(STYLE_PATH):
+            self._build()
+            for ax in self.axes:
+                ax.minorticks_off()  # minor log ticks double the draw time and add little
+            self.update(self.scenario)
+        # Lay out once with constrained layout, then freeze it: layout costs a second draw per render.
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")
+        self._background_key = None
+
+    def update(self, scenario: Scenario) -> None:
+        """Recompute for ``scenario`` and move the existing artists (nothing is rendered yet)."""
+        self.scenario = scenario
+        for artist in self._transient:
+            artist.remove()
+        self._transient = []
+        with plt.style.context(STYLE_PATH):
+            self._draw(scenario)
+
+    def render(self) -> None:
+        """Draw into the canvas: the cached background if still valid, then the moving artists."""
+        canvas = self.fig.canvas
+        key = self._layout_key()
+        if key != self._background_key:
+            canvas.draw()  # animated artists are skipped: this is the background
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+            self._background_key = key
+        else:
+            canvas.restore_region(self._background)
+        for ax in self.axes:
+            for artist in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.zorder):
+                ax.draw_artist(artist)
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes."""
+        self.render()
+        return canvas_png(self.fig)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the picture with its alt text (``alt_text``), and the short text form. (No
+        ``_repr_png_``: IPython would store the picture a second time beside the HTML.)"""
+        return {"text/html": png_html(self.png(), alt_text(self)), "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        s = self.scenario
+        return (
+            f"<{type(self).__name__}: {s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, "
+            f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>"
+        )
+
+    def pin(self) -> None:
+        """Keep the current curves as a grey baseline (drawn once, into the cached background), labelled
+        with the scenario they show, to compare the next moves against.
+
+        >>> f = StepTimeVsBatch(Scenario()); f.pin(); len(f._pinned) > 0
+        True
+        >>> f.unpin(); f._pinned
+        []
+        """
+        self.unpin()
+        for ax in self.axes:
+            for line in ax.get_lines():
+                x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+                if line.get_animated() and x.size > 2:  # curves, not markers
+                    (copy,) = ax.plot(x, y, color="#9a9a9a", lw=2.2, ls="-", alpha=0.55, zorder=1)
+                    self._pinned.append(copy)
+        if self._pinned:
+            s = self.scenario
+            text = f"grey: pinned {describe(s)}, B={s.batch}, T={s.context_tokens:,}"
+            self._pinned.append(
+                self.axes[-1].text(0.99, 0.02, text, transform=self.axes[-1].transAxes, ha="right",
+                                   fontsize=10, color="#777777")
+            )  # fmt: skip
+        self._pin_version += 1
+
+    def unpin(self) -> None:
+        """Remove the pinned baseline."""
+        for artist in self._pinned:
+            artist.remove()
+        self._pinned = []
+        self._pin_version += 1
+
+    def set_scale(self, scale: float) -> None:
+        """Projector scale: render at ``scale`` × the normal resolution (text and lines grow with it)."""
+        self.fig.set_dpi(100 * float(scale))
+        self._pin_version += 1  # forces a new background at the new size
+
+    def _layout_key(self):
+        parts = [
+            self.background_key,
+            self._pin_version,
+            self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else "",
+        ]
+        for ax in self.axes:
+            legend = ax.get_legend()
+            parts += [
+                ax.get_xlim(),
+                ax.get_ylim(),
+                ax.get_title(),
+                tuple(t.get_text() for t in legend.get_texts()) if legend else (),
+            ]
+        return tuple(parts)
+
+    # helpers for subclasses
+    def _transient_artist(self, artist):
+        artist.set_animated(True)
+        self._transient.append(artist)
+        return artist
+
+    def _shade_overflow(self, ax, first_bad, last, label="does not fit in memory"):
+        """Grey out x ≥ first_bad on ``ax`` with a label; nothing if everything fits."""
+        if first_bad is None or first_bad > last:
+            return
+        self._transient_artist(ax.axvspan(first_bad, last * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0))
+        self._transient_artist(
+            ax.text(
+                first_bad * 1.08,
+                0.5,
+                label,
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="center",
+                ha="left",
+                color="#444444",
+                fontsize=11,
+            )
+        )
+
+    def _first_overflow_batch(self, s: Scenario):
+        limit = max_batch(
+            s.model,
+            s.gpu,
+            max(s.context_tokens, 1),
+            num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        return max(limit + 1, 1) if limit < BATCH_SWEEP[-1] else None
+
+    @staticmethod
+    def _moving(artist):
+        artist.set_animated(True)
+        return artist
+
+
+class _TwoPanelsVsBatch(LiveFigure):
+    """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked.
+
+    Subclasses set ``panels`` ((y label, title, colour) for left and right) and implement ``_curves``
+    (the two sweeps), ``_points`` (value and label at the scenario's batch), ``_suptitle`` and
+    ``_real_curves`` (the same two quantities from what a good engine reaches, given its step times:
+    drawn dash-dot unless ``achievable=False``; ``engine=`` picks the engine).
+    """
+
+    ncols = 2
+    panels: tuple = ()
+
+    def _build(self):
+        m = self._moving
+        self.curves = [
+            m(ax.plot([], [], color=color)[0])
+            for ax, (_, _, color) in zip(self.axes, self.panels, strict=True)
+        ]
+        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
+        for ax, (ylabel, title, _) in zip(self.axes, self.panels, strict=True):
+            ax.set(
+                xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
+            )
+        self.axes[0].set_yscale("log")
+        self._build_achievable()
+
+    def _build_achievable(self):
+        self.real = []
+        if self.options.get("achievable", True):
+            engine = engines.get_engine(self.options.get("engine", engines.DEFAULT_ENGINE)).id
+            for ax, curve in zip(self.axes, self.curves, strict=True):
+                curve.set_label("ideal (floor)")
+                (line,) = ax.plot(
+                    [], [], color=curve.get_color(), ls="-.", lw=2, label=f"a good engine ({engine})"
+                )
+                self.real.append(self._moving(line))
+            self.axes[1].legend(loc="upper right", fontsize=10)
+
+    def _draw_achievable(self, s):
+        if not self.real:
+            return
+        try:
+            step_s = engines.decode_step_times(
+                s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
+                weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+                engine=self.options.get("engine", engines.DEFAULT_ENGINE),
+            )["total"]  # fmt: skip
+        except RooflineError:
+            step_s = np.full(BATCH_SWEEP.shape, np.nan)
+        cost = np.full(BATCH_SWEEP.shape, np.nan)
+        ok = np.isfinite(step_s)
+        if s.usd_per_gpu_hour is not None:
+            cost[ok] = cost_per_million_tokens_usd(
+                s.usd_per_gpu_hour, BATCH_SWEEP[ok] / step_s[ok], s.num_gpus
+            )
+        for i, values in enumerate(self._real_curves(s, step_s)):
+            self.real[i].set_data(BATCH_SWEEP, values)
+            both = np.concatenate([self.curves[i].get_ydata(), values])
+            self.axes[i].set_ylim(nice_limits(both, log=i == 0))
+
+    def _draw(self, s):
+        sweep = s.decode(batch=BATCH_SWEEP)
+        for i, (curve, values) in enumerate(zip(self.curves, self._curves(s, sweep), strict=True)):
+            curve.set_data(BATCH_SWEEP, values)
+            self.axes[i].set_ylim(nice_limits(values, log=i == 0))
+        here = s.decode()
+        points = self._points(s, here) if here.fits else (None, None)
+        for ax, marker, point in zip(self.axes, self.markers, points, strict=True):
+            if point is None:
+                marker.set_data([], [])
+            else:
+                value, label = point
+                marker.set_data([s.batch], [value])
+                self._transient_artist(
+                    ax.annotate(
+                        label,
+                        (s.batch, value),
+                        xytext=(8, 8),
+                        textcoords="offset points",
+                        fontsize=12,
+                        ha="right" if s.batch > 64 else "left",
+                    )
+                )
+            self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        self.fig.suptitle(self._suptitle(s), fontsize=12)
+        self._draw_achievable(s)
+
+
+def close_all() -> None:
+    """Close pyplot figures (LiveFigures are outside pyplot and are freed with their object)."""
+    plt.close("all")
+
+
+class Picture:
+    """A rendered figure that shows as a PNG image with alt text in a notebook, with a short, stable text
+    form (for nbval)."""
+
+    def __init__(self, fig: Figure, name: str = "figure"):
+        self.png_bytes = figure_png(fig)
+        self.name = name
+        self.alt = alt_text(fig).replace("Figure (figure):", f"Figure ({name}):", 1)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """In a notebook: the picture with its alt text, and the short text form."""
+        return {"text/html": png_html(self.png_bytes, self.alt), "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def show(fig: Figure, name: str = "figure") -> Picture:
+    """Return a notebook-displayable picture of a plain (non-live) figure made with ``new_figure``."""
+    return Picture(fig, name)

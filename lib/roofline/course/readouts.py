@@ -1,0 +1,294 @@
+"""The "cost per 1M tokens" cell of every readout (the engine readout of every lesson, and lessons 03, 24
+and 25's own tables), at the scenario's price.
+
+Taught in notebooks/01_token_cost.ipynb, notebooks/03_launch_overhead.ipynb,
+notebooks/24_tensor_parallel.ipynb and notebooks/25_batching.ipynb. Display only: the price arithmetic is
+``roofline.physics.cost``.
+
+>>> from roofline.scenario import Scenario
+>>> cost_text(Scenario(usd_per_gpu_hour=3.0), 200.0)       # $3 / (200 × 3,600 tokens) × 1e6
+'$4.17'
+>>> cost_text(Scenario(gpu="h200"), float("nan"))
+'—'
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline import engines
+from roofline.errors import RooflineError
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.physics.step import Step
+from roofline.scenario import Scenario
+from roofline.units import GB, MS
+
+
+def cost_text(s: Scenario, tokens_per_s: float) -> str:
+    """$ per million tokens for ``tokens_per_s`` (all users, tokens/s) on the scenario's G GPUs at its price
+    ($ per GPU-hour), as text; what to do where the GPU has no price (a machine you measured and saved),
+    "—" where there is no rate."""
+    if s.usd_per_gpu_hour is None:
+        return "no price: type $ per GPU-hour"
+    if not (tokens_per_s > 0 and math.isfinite(tokens_per_s)):
+        return "—"
+    return f"${cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus):.2f}"
+
+
+@dataclass(frozen=True)
+class StepCase:
+    """The step a lesson's readout describes, and what one such step yields.
+
+    ``title`` names it in words ("one decode step of 20 users at 1,000 tokens"); ``parts`` are the physics
+    steps it is made of with how many times each runs (a speculative cycle: the verify step once and k
+    drafts at r decode steps each), the first being the one whose memory is shown; ``tokens_per_user`` the
+    tokens each sequence gets from it, ``sequences`` how many sequences get them (the cost counts
+    ``sequences × tokens_per_user`` tokens); ``communication`` whether the engine pays the tensor-parallel
+    all-reduces (None: as a real engine does, yes); ``unit`` what is counted ("tokens", "prompt tokens");
+    ``ideal_label`` the ideal column's header.
+    """
+
+    title: str
+    parts: tuple[tuple[Step, float], ...]
+    tokens_per_user: float = 1.0
+    sequences: float = 1.0
+    communication: bool | None = None
+    unit: str = "tokens"
+    ideal_label: str = "ideal (floor)"  # the ideal column's header (lesson 03: the floor plus the launches)
+
+    @property
+    def step(self) -> Step:
+        """The main physics step (the first part)."""
+        return self.parts[0][0]
+
+
+def decode_case(s: Scenario, batch: int | None = None, context_tokens: int | None = None, **step_options):
+    """The ``StepCase`` of one decode step of this scenario (``batch`` and ``context_tokens`` override its
+    B and T, e.g. the 20 batched users of lesson 25); ``step_options`` pass to ``decode_step``
+    (``include_communication``, ``launch_overhead_s``).
+
+    >>> decode_case(Scenario(), batch=20).title
+    'one decode step of 20 users at 1,000 tokens each'
+    """
+    b = s.batch if batch is None else int(batch)
+    t = s.context_tokens if context_tokens is None else int(context_tokens)
+    step = s.decode(batch=b, context_tokens=t, **step_options)
+    who = "one user" if b == 1 else f"{b:,} users"
+    context = "with no context yet" if t == 0 else f"at {t:,} tokens{'' if b == 1 else ' each'}"
+    title = f"one decode step of {who} {context}"
+    return StepCase(title, ((step, 1.0),), 1.0, float(b))
+
+
+def engine_step_s(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE) -> float:
+    """What ``engine`` takes for the case's step(s) (s): each part timed by ``roofline.engines.StepTimer``
+    (its own launch overhead included), times its count; NaN when the engine cannot say.
+
+    >>> case = decode_case(Scenario())
+    >>> engine_step_s(Scenario(), case, "ideal") == float(case.step.step_time_s)
+    True
+    """
+    try:
+        timer = engines.StepTimer(
+            engine, s.model, s.gpu, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
+            communication=case.communication,
+        )  # fmt: skip
+        return float(sum(float(timer.of_step(step).total_s) * count for step, count in case.parts if count))
+    except RooflineError:
+        return float("nan")
+
+
+def achievable_step_s(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> float:
+    """What a good engine reaches for this scenario's decode step (s), from ``roofline.engines``; NaN
+    when it does not fit or the calibration cannot say.
+
+    >>> 0.0048 < achievable_step_s(Scenario()) < 0.05
+    True
+    """
+    if not s.decode().fits:
+        return float("nan")
+    return engine_step_s(s, decode_case(s), engine)
+
+
+def _ideal_s(case: StepCase) -> float:
+    return float(sum(float(step.step_time_s) * count for step, count in case.parts if count))
+
+
+def case_rows(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE):
+    """The engine readout's rows for ``case``: (headline rows, detail rows), each row (quantity, ideal
+    floor, what ``engine`` reaches); the headline holds the step time, tokens/s and the cost."""
+    step = case.step
+    head = ("", case.ideal_label, f"a good engine ({engines.get_engine(engine).id})")
+    memory = (
+        f"{float(step.memory_needed_bytes) / GB:.1f} GB of {float(step.memory_capacity_bytes) / GB:.0f} GB"
+    )
+    price = "—" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f} × {s.num_gpus} GPU"
+    details = [("memory needed", memory, ""), ("$ per GPU-hour", price, "")]
+    if not bool(np.all(step.fits)):
+        fit = s.with_(batch=1).users_that_fit() if case.unit == "tokens" else None
+        why = "does not fit in memory: no step time" + (
+            f" (at most {fit} users fit)" if fit is not None else ""
+        )
+        return [head, ("step time", why, ""), ("cost per 1M tokens", "—", "—")], details
+    ideal_s, real_s = _ideal_s(case), engine_step_s(s, case, engine)
+    real_ok = real_s == real_s  # not NaN
+    per_user = case.tokens_per_user
+    total = per_user * case.sequences
+    binding = str(step.binding)
+    unit = case.unit
+    rows = [
+        head,
+        (
+            "step time",
+            f"{ideal_s / MS:.2f} ms ({binding}-bound)",
+            f"{real_s / MS:.2f} ms" if real_ok else "—",
+        ),
+    ]
+    if case.sequences > 1 or unit == "tokens":
+        real_per_user = f"{per_user / real_s:,.0f}" if real_ok else "—"
+        rows.append((f"{unit}/s per user", f"{per_user / ideal_s:,.0f}", real_per_user))
+    rows += [
+        (f"{unit}/s total", f"{total / ideal_s:,.0f}", f"{total / real_s:,.0f}" if real_ok else "—"),
+        (
+            f"cost per 1M {unit}",
+            cost_text(s, total / ideal_s),
+            cost_text(s, total / real_s) if real_ok else "—",
+        ),
+    ]
+    return rows, details
+
+
+def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE) -> str:
+    """HTML of ``case``: its title, the ideal floor beside what ``engine`` reaches (step time, tokens/s, cost
+    per 1M at the scenario's price) as the headline, then the memory and price source folded below.
+
+    >>> text = case_readout(Scenario(), decode_case(Scenario(), batch=20))
+    >>> "one decode step of 20 users" in text and "cost per 1M tokens" in text
+    True
+    """
+    headline, details = case_rows(s, case, engine)
+    title = f'<div class="roofline-case" data-key="case">{html.escape(case.title)}</div>'
+    table = table_html(headline, column_keys=("", "ideal", "achievable"))
+    note = (
+        f"price: {s.price_note}. A good engine: the course's calibration of {engines.get_engine(engine).id} "
+        "against measured servers."
+    )
+    more = table_html(details, column_keys=("", "ideal", "achievable"))
+    note_html = f'<div class="roofline-note" data-key="price source">{html.escape(note)}</div>'
+    return title + table + extrapolation_note(s, engine) + fold(more + note_html)
+
+
+def extrapolation_note(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> str:
+    """One line under the headline when ``engine``'s figure for this scenario leaves what the engine was
+    measured on (``roofline.engines.coverage``: a GPU without its own kernel timings, an architecture or
+    GPU count never measured with it, a batch beyond the measured), with the reasons; "" inside.
+
+    >>> extrapolation_note(Scenario())
+    ''
+    >>> "extrapolated" in extrapolation_note(Scenario(gpu="mi300x"))
+    True
+    """
+    try:
+        e = engines.get_engine(engine)
+        flagged, reasons = engines.coverage(e.id, s.gpu, s.model, s.batch, None, None, s.num_gpus,
+                                            s.weight_precision, context_tokens=s.context_tokens)  # fmt: skip
+    except RooflineError:
+        return ""
+    if not flagged:
+        return ""
+    text = f"{e.id}'s figure is extrapolated: {'; '.join(reasons)}"
+    return (
+        f'<div class="roofline-note roofline-extrapolated" data-key="extrapolated">{html.escape(text)}</div>'
+    )
+
+
+def fold(body_html: str, summary: str = "details") -> str:
+    """``body_html`` folded under a summary line (HTML ``<details>``): what a readout shows below its
+    headline, so an explorer fits a laptop screen.
+
+    >>> fold("<p>x</p>")
+    '<details class="roofline-details"><summary>details</summary><p>x</p></details>'
+    """
+    return f'<details class="roofline-details"><summary>{html.escape(summary)}</summary>{body_html}</details>'
+
+
+def decode_rows(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> list[tuple[str, ...]]:
+    """The decode readout's rows: (quantity, ideal floor, what ``engine`` reaches), cost included."""
+    headline, details = case_rows(s, decode_case(s), engine)
+    return headline + details
+
+
+def decode_readout(s: Scenario, options: dict | None = None) -> str:
+    """HTML of one decode step: the ideal floor beside what a good engine reaches (engine from
+    ``options["engine"]``, default vLLM), tokens/s and the cost per 1M tokens at the scenario's price.
+
+    >>> html_text = decode_readout(Scenario(gpu="l4", batch=8))
+    >>> "$0.80 × 1" in html_text and "a good engine (vllm)" in html_text
+    True
+    """
+    engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
+    return case_readout(s, decode_case(s), engine)
+
+
+def case_readout_for(make_case: Callable[[Scenario, dict], StepCase]) -> Callable[[Scenario, dict], str]:
+    """A readout ``(scenario, options) -> HTML`` of the case ``make_case(scenario, options)`` builds: how a
+    lesson's explorer shows its own step beside a good engine.
+
+    >>> readout = case_readout_for(lambda s, o: decode_case(s, batch=o["users"]))
+    >>> "20 users" in readout(Scenario(), {"users": 20})
+    True
+    """
+
+    def readout(s: Scenario, options: dict | None = None) -> str:
+        o = options or {}
+        return case_readout(s, make_case(s, o), o.get("engine", engines.DEFAULT_ENGINE))
+
+    return readout
+
+
+def combine_readouts(*readouts: Callable) -> Callable:
+    """One readout made of several, stacked: e.g. a lesson's own table, then ``decode_readout``. Each
+    part is called with ``(scenario, options)`` if it takes two arguments, else ``(scenario)``.
+
+    >>> both = combine_readouts(lambda s: "<p>a</p>", decode_readout)
+    >>> html_text = both(Scenario()); html_text.startswith("<p>a</p>") and "cost per 1M tokens" in html_text
+    True
+    """
+    takes_options = [len(inspect.signature(f).parameters) >= 2 for f in readouts]
+
+    def readout(s: Scenario, options: dict | None = None) -> str:
+        return "".join(
+            f(s, options or {}) if two else f(s) for f, two in zip(readouts, takes_options, strict=True)
+        )
+
+    return readout
+
+
+def table_html(rows: Sequence[tuple[str, ...]], column_keys: Sequence[str] | None = None) -> str:
+    """A table whose first column names the quantity; the first value cell carries ``data-key`` = the
+    name, later cells ``data-key`` = "name (column key)" (``column_keys``, default the header texts), so
+    browser tests can read them. A row whose name is empty is the header row.
+
+    >>> table_html([("step time", "4.80 ms")])[32:]
+    '<tr><td class="k">step time</td><td data-key="step time"><b>4.80 ms</b></td></tr></table>'
+    """
+    header = rows[0] if rows and rows[0][0] == "" else None
+    body = []
+    for row in rows:
+        key, values = row[0], row[1:]
+        if row is header:
+            cells = "".join(f"<th>{html.escape(v)}</th>" for v in values)
+            body.append(f'<tr class="head"><td></td>{cells}</tr>')
+            continue
+        cells = []
+        for i, v in enumerate(values):
+            column = (column_keys or header or [str(j) for j in range(len(values) + 1)])[i + 1]
+            data_key = key if i == 0 else f"{key} ({column})"
+            cells.append(f'<td data-key="{html.escape(data_key)}"><b>{html.escape(v)}</b></td>')
+        body.append(f'<tr><td class="k">{html.escape(key)}</td>{"".join(cells)}</tr>')
+    return f'<table class="roofline-readout">{"".join(body)}</table>'

@@ -1,0 +1,856 @@
+"""Controls and an explorer that connects them to a LiveFigure: each lesson's lab bench in a few lines.
+
+    from roofline.course.widgets import Explorer
+    from roofline.lessons.step_time import StepTimeVsBatch
+    ex = Explorer(StepTimeVsBatch, controls=["batch", "context_tokens", "gpu"])
+
+Every control sets one field of a ``Scenario``; on a change the explorer recomputes the physics, moves the
+figure's artists in place and swaps the picture (JPEG, fast to encode), and refreshes a readout of the
+numbers. An impossible choice (FP8 on an A100) shows the library's error in the readout instead of a
+figure with nonsense in it.
+
+- Number controls (batch, context, prompt) are a slider over round values plus a box that takes any typed
+  value; the slider moves on release (``continuous_update=False``).
+- Menus never lead to a dead end: a model whose weights need more GPUs raises G with a note, and the
+  model menu marks what each model needs ("needs ≥ 2 GPUs").
+- The readout beside the figure is HTML from ``roofline.views.readouts`` (by default the decode readout:
+  the ideal floor beside what a good engine reaches, and the cost per 1M tokens at the GPU's listed price).
+- ``ex.setup_button("Set up question 1", batch=64)`` puts a predict-then-check question in the explorer
+  (and brings the explorer into view); ``Reveal`` asks for a prediction before it opens the answer;
+  ``presets``, ``reset()``, ``pin()`` (a grey baseline) and ``set_scale()`` (projector) serve teaching.
+- Laid out for a laptop: controls in as many columns as fit (wrapping on a narrow notebook), the figure
+  and the readout's headline side by side within one 1440×900 screen, details folded below.
+- Accessible and themable: the four controls of a step carry classes (``AXES``: B, T, P, G), the
+  figure carries alt text, sliders announce their value and number boxes their name
+  (``roofline.ui.accessibility``), and the readout's colours follow JupyterLab's light or dark theme.
+
+>>> from roofline.lessons.step_time import StepTimeVsBatch
+>>> ex = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32))
+>>> ex
+<Explorer StepTimeVsBatch: batch>
+>>> ex.set(batch=64); ex.scenario.batch
+64
+>>> "cost per 1M tokens" in ex.readout.value
+True
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import itertools
+import time
+from collections.abc import Callable, Sequence
+
+import ipywidgets as W
+import traitlets
+from PIL import Image
+
+from roofline.course.accessibility import accessibility_script
+from roofline.course.figures import LiveFigure, alt_text
+from roofline.course.readouts import decode_readout
+from roofline.data import get_gpu, gpus, models
+from roofline.errors import RooflineError
+from roofline.physics.precision import PRECISIONS, peak_flops_per_s
+from roofline.scenario import GPU_COUNTS, Scenario, nearest_supported_precision
+
+BATCH_OPTIONS = [1, 2, 4, 8, 16, 20, 24, 30, 32, 48, 64, 96, 128, 192, 256, 300, 384, 512, 768, 1024]
+
+
+CONTEXT_OPTIONS = [0, 128, 256, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536, 131072]
+
+
+PROMPT_OPTIONS = [16, 32, 64, 128, 256, 500, 1000, 2000, 4000, 8000, 16000, 32000]
+
+
+GPU_COUNT_OPTIONS = list(GPU_COUNTS)
+# The controls of a step every explorer offers, in the order they are laid out (batch, context, precision,
+# GPU count), then the model and the GPU.
+FOUR = ["batch", "context_tokens", "weight_precision", "num_gpus"]
+STEP = [*FOUR, "gpu", "model"]
+
+
+KV_PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4"]
+
+
+RUN_HINT = "Run the notebook (Run ▸ Run All Cells) to use the sliders."
+
+
+IMAGE_MAX_WIDTH_PX = 720  # the figure beside the readout: controls, figure and headline fit a 1440×900 screen
+
+
+CONTROL_MIN_WIDTH = "21em"  # a control's column: three fit beside each other at 1440 px with the file browser
+
+
+LABEL_WIDTH = "9.5em"  # every control's label, so the controls line up in columns
+
+
+_STYLE = {"description_width": LABEL_WIDTH}
+
+
+_LAYOUT = W.Layout(width="100%")
+
+
+_ids = itertools.count()
+
+
+# The four controls of a step every lesson's explorer offers, and the Scenario fields that set them:
+# B the batch, T the context (or a prompt), P the weight precision, G the GPU count.
+AXES = {"batch": "B", "context_tokens": "T", "prompt_tokens": "T", "weight_precision": "P", "num_gpus": "G"}
+
+
+def mark_axis(widget: W.Widget, axis: str) -> W.Widget:
+    """Mark ``widget`` as one of the four controls of a step (``axis``: "B", "T", "P", "G", or a field of
+    ``AXES``), with the class ``roofline-axis-<letter>`` the browser tests read; returns the widget.
+
+    >>> "roofline-axis-B" in mark_axis(W.IntSlider(), "batch")._dom_classes
+    True
+    """
+    letter = AXES.get(axis, axis)
+    if letter not in ("B", "T", "P", "G"):
+        raise KeyError(f"unknown axis {axis!r}: one of B, T, P, G or {', '.join(AXES)}")
+    widget.add_class(f"roofline-axis-{letter}")
+    return widget
+
+
+class NumberControl(W.HBox):
+    """A slider over round values plus a box for any typed value, both bound to one ``value``.
+
+    The slider steps through ``options`` (keyboard arrows, Home/End work) and sends its value on release;
+    the box accepts any integer in [``minimum``, ``maximum``] (Enter or leaving the box), and a typed value
+    joins the slider's stops so both always agree.
+
+    >>> c = NumberControl([1, 2, 4], 2, "batch B", minimum=1, maximum=4096)
+    >>> c.box.value = 37; c.value, c.slider.value
+    (37, 37)
+    >>> c.value = 4; c.box.value
+    4
+    """
+
+    value = traitlets.Int()
+
+    def __init__(self, options, value, description, minimum=0, maximum=10**7):
+        self._syncing = False
+        self.label = W.HTML(
+            f'<div class="roofline-number-label" title="{html.escape(description)}">'
+            f"{html.escape(description)}</div>",
+            layout=W.Layout(width=LABEL_WIDTH, min_width=LABEL_WIDTH, margin="0 4px 0 0"),
+        )
+        # The slider's own readout stays in the page (hidden by the course CSS): the accessibility script
+        # announces it as the slider's value (32 users, not the stop's index 8).
+        self.slider = W.SelectionSlider(
+            options=sorted(set(options) | {value}),
+            value=value,
+            readout=True,
+            continuous_update=False,
+            layout=W.Layout(flex="1 1 6em", min_width="5em", width="auto"),
+        )
+        self.box = W.BoundedIntText(
+            value=value, min=minimum, max=maximum, tooltip=description, layout=W.Layout(width="5.5em")
+        )
+        super().__init__([self.label, self.slider, self.box], layout=W.Layout(width="100%"))
+        self._description = description
+        self.value = value
+        self.add_class("roofline-number")
+        self.slider.observe(lambda c: self._from_part(c["new"]), names="value")
+        self.box.observe(lambda c: self._from_part(c["new"]), names="value")
+        self.observe(lambda c: self._to_parts(c["new"]), names="value")
+
+    @property
+    def description(self) -> str:
+        """The control's label (what it sets)."""
+        return self._description
+
+    @description.setter
+    def description(self, text: str) -> None:
+        self._description = text
+        self.label.value = (
+            f'<div class="roofline-number-label" title="{html.escape(text)}">{html.escape(text)}</div>'
+        )
+        self.box.tooltip = text
+
+    def _from_part(self, new) -> None:
+        if not self._syncing:
+            self.value = int(new)
+
+    def _to_parts(self, new) -> None:
+        self._syncing = True
+        try:
+            if new not in self.slider.options:
+                self.slider.options = sorted({*self.slider.options, new})
+            self.slider.value = new
+            self.box.value = new
+        finally:
+            self._syncing = False
+
+
+def _dropdown(options, value, description):
+    return W.Dropdown(
+        options=options,
+        value=value,
+        description=description,
+        style=dict(_STYLE),
+        layout=W.Layout(width="100%"),
+    )
+
+
+CONTROL_FACTORIES: dict[str, Callable] = {
+    "model": lambda v: _dropdown(list(models()), v, "model"),
+    "gpu": lambda v: _dropdown(list(gpus()), v, "GPU"),
+    "num_gpus": lambda v: _dropdown(sorted(set(GPU_COUNT_OPTIONS) | {v}), v, "GPUs G"),
+    "weight_precision": lambda v: _dropdown(list(PRECISIONS), v, "weights P"),
+    "kv_precision": lambda v: _dropdown(KV_PRECISIONS, v, "KV precision"),
+    "batch": lambda v: NumberControl(BATCH_OPTIONS, v, "batch B (users)", minimum=1, maximum=65536),
+    "context_tokens": lambda v: NumberControl(
+        CONTEXT_OPTIONS, v, "context T (tokens)", minimum=0, maximum=10**7
+    ),
+    "prompt_tokens": lambda v: NumberControl(PROMPT_OPTIONS, v, "prompt (tokens)", minimum=1, maximum=10**7),
+    "usd_per_gpu_hour": lambda v: W.BoundedFloatText(
+        value=0.0 if v is None else v,
+        min=0.0,
+        max=1000,
+        step=0.1,
+        description="$ per GPU-hour",
+        style=dict(_STYLE),
+        layout=W.Layout(width="100%"),
+    ),
+}
+
+
+def control(field: str, value) -> W.Widget:
+    """The standard widget for one ``Scenario`` field, set to ``value``."""
+    if field not in CONTROL_FACTORIES:
+        raise KeyError(f"No standard control for {field!r}; known: {', '.join(CONTROL_FACTORIES)}")
+    widget = CONTROL_FACTORIES[field](value)
+    widget.add_class("roofline-control")
+    widget.add_class(f"roofline-control-{field}")
+    return mark_axis(widget, field) if field in AXES else widget
+
+
+# The explorers' look: controls in as many columns as fit (three beside each other in a laptop's notebook,
+# wrapping on a narrow one); the figure and the readout's headline side by side within one laptop screen,
+# the readout below the figure when the notebook is narrower than about 860 px (flex-wrap); details folded;
+# colours from JupyterLab's theme variables (light or dark), with light-theme fallbacks; a projector scale.
+_CSS = """
+.roofline-explorer {--rf-fg1: var(--jp-ui-font-color1, #1f1f1f); --rf-fg2: var(--jp-ui-font-color2, #555);
+  --rf-warn: var(--jp-warn-color0, #8a5a00); --rf-error: var(--jp-error-color1, #b00020);
+  color: var(--rf-fg1)}
+.roofline-explorer .roofline-readout-box .widget-html-content {line-height: 1.35}
+.roofline-explorer .roofline-readout {font-size: calc(13px * var(--rs, 1)); border-collapse: collapse;
+  color: var(--rf-fg1)}
+.roofline-explorer .roofline-case + .roofline-readout td b {white-space: nowrap}
+.roofline-explorer .roofline-readout td, .roofline-explorer .roofline-readout th
+  {padding: 0 0.6em 1px 0; text-align: left; vertical-align: top; color: var(--rf-fg1)}
+.roofline-explorer .roofline-readout th {font-weight: normal; color: var(--rf-fg2); font-size: 90%}
+.roofline-explorer .roofline-readout td.k {color: var(--rf-fg2)}
+.roofline-explorer .roofline-case {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
+  margin: 6px 0 1px}
+.roofline-explorer .roofline-details summary {cursor: pointer; color: var(--rf-fg2);
+  font-size: calc(12px * var(--rs, 1))}
+.roofline-explorer .widget-label, .roofline-explorer .widget-inline-hbox .widget-label,
+.roofline-explorer select, .roofline-explorer input, .roofline-explorer button,
+.roofline-explorer .roofline-message, .roofline-explorer .roofline-number-label
+  {font-size: calc(13px * var(--rs, 1))}
+.roofline-explorer .roofline-number-label {text-align: right; padding-right: 4px; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; color: var(--rf-fg1)}
+.roofline-explorer .roofline-number .widget-readout {display: none}
+.roofline-explorer .roofline-note {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
+  margin-top: 0.3em; max-width: 34em}
+.roofline-explorer .roofline-message p {margin: 2px 0}
+.roofline-explorer .roofline-message .roofline-warn {color: var(--rf-warn)}
+.roofline-explorer .roofline-message .roofline-error {color: var(--rf-error)}
+.roofline-explorer .roofline-stale {opacity: 0.3}
+.roofline-explorer .roofline-alt {position: absolute; width: 1px; height: 1px; overflow: hidden;
+  clip: rect(0 0 0 0); white-space: nowrap}
+.roofline-explorer .roofline-stale-note {color: var(--rf-error); font-size: calc(13px * var(--rs, 1));
+  max-width: 24em}
+"""
+
+
+def jpeg(live: LiveFigure, quality: int = 92) -> bytes:
+    """Render a LiveFigure as JPEG: about 3 ms to encode against 15-20 ms for PNG at this size."""
+    live.render()
+    fig = live.fig
+    width, height = fig.canvas.get_width_height()
+    img = Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, format="jpeg", quality=quality)
+    return buf.getvalue()
+
+
+def _needs_label(model_id: str, need: int | None, have: int) -> str:
+    if need is None:
+        return f"{model_id} (does not fit on {GPU_COUNT_OPTIONS[-1]} of these GPUs)"
+    if need > have:
+        return f"{model_id} (needs ≥ {need} GPUs)"
+    return model_id
+
+
+class Explorer(W.VBox):
+    """Controls + a LiveFigure + a readout, updated in place on every change.
+
+    Parameters
+    ----------
+    figure : a LiveFigure subclass (or instance) to draw.
+    controls : ``Scenario`` fields to put controls on, in order: a field name gets the standard widget;
+        a ``(name, widget)`` pair brings its own (e.g. a field of a Scenario subclass, like a chunk size).
+    scenario : starting values (the lesson's worked example); ``reset()`` returns to it.
+    readout : function -> HTML shown beside the figure, called as ``readout(scenario)``, or
+        ``readout(scenario, options)`` when there are knobs (default ``views.readouts.decode_readout``;
+        None hides it).
+    knobs : ``{name: widget}`` for settings that are not ``Scenario`` fields (kernels per step, all-reduces
+        on/off, the engine, ...). Their values become the figure's ``options`` (it is built with them).
+    to_options : converts the knob values (a dict) into figure options, e.g. µs into s. Default: as they are.
+    presets : ``{name: settings}`` (the card's examples), offered in a menu and by ``apply_preset(name)``.
+    auto_gpus : raise G (``num_gpus``) when a model's weights need more GPUs, with a note (default True).
+
+    >>> from roofline.lessons.step_time import StepTimeVsBatch
+    >>> ex = Explorer(StepTimeVsBatch, controls=["batch"], knobs={"note": W.Checkbox(value=True)})
+    >>> ex.set(note=False, batch=64); ex.live.options["note"], ex.scenario.batch
+    (False, 64)
+    >>> ex.set(model="llama-3-70b", batch=1); ex.scenario.num_gpus     # G is no control here: raised
+    2
+    """
+
+    def __init__(
+        self,
+        figure,
+        controls: Sequence = ("batch", "context_tokens"),
+        scenario: Scenario | None = None,
+        readout: Callable | None = decode_readout,
+        *,
+        knobs: dict[str, W.Widget] | None = None,
+        to_options: Callable[[dict], dict] | None = None,
+        presets: dict[str, dict] | None = None,
+        auto_gpus: bool = True,
+    ):
+        self.scenario = scenario or Scenario()
+        self.initial = (self.scenario, None)
+        self.knobs = dict(knobs or {})
+        self.to_options = to_options or dict
+        self.presets = dict(presets or {})
+        self.auto_gpus = auto_gpus
+        self._quiet = False  # set while several controls move at once (set, presets, reset)
+        self._price_from_code = None  # a price set from code together with a new GPU wins over the listed one
+        self._dirty = False
+        self._stale = False  # an impossible choice is showing: the next possible one redraws everything
+        self.controls = {}
+        for item in controls:
+            name, widget = (
+                item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
+            )
+            self.controls[name] = widget
+        for name, widget in [*self.knobs.items(), *self.controls.items()]:
+            if name in AXES and name in self.controls:
+                mark_axis(widget, name)
+            if isinstance(widget, NumberControl):
+                continue
+            widget.layout.width = "100%"
+            if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
+                widget.style.description_width = LABEL_WIDTH
+        self.initial = (self.scenario, {name: w.value for name, w in self.knobs.items()})
+        options = self._options()
+        self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
+        self.live.options.update(options)
+        self.readout_fn = readout
+        self.image = W.Image(
+            format="jpeg",
+            value=jpeg(self.live),
+            layout=W.Layout(
+                flex="1 1 520px", max_width=f"{IMAGE_MAX_WIDTH_PX}px", min_width="0", height="auto"
+            ),
+        )
+        self.image.add_class("roofline-figure")
+        # The figure in words: read by screen readers where it stands (visually hidden), and copied into the
+        # image's alt text by the accessibility script.
+        self.alt = W.HTML(self._alt_html())
+        self.alt.add_class("roofline-alt")
+        # The readout asks for 32 em beside the figure (its long lines wrap); a notebook narrower than the
+        # figure's basis and that puts it below. In em, so a projector's larger type moves it below sooner.
+        self.readout = W.HTML(
+            self._readout_html(self.scenario), layout=W.Layout(flex="0 1 32em", min_width="330px")
+        )
+        self.readout.add_class("roofline-readout-box")
+        self.message = W.HTML("")
+        self.message.add_class("roofline-message")
+        self.last_update_s = 0.0
+        self.scale = 1.0
+        self._uid = f"roofline-ex-{next(_ids)}"
+        self.style_html = W.HTML(self._css(), layout=W.Layout(display="none"))
+        for widget in [*self.controls.values(), *self.knobs.values()]:
+            widget.observe(lambda change: self._changed(), names="value")
+        self._refresh_menus()
+        self.grid = W.GridBox(
+            [*self.controls.values(), *self.knobs.values()],
+            layout=W.Layout(
+                grid_template_columns=f"repeat(auto-fill, minmax({CONTROL_MIN_WIDTH}, 1fr))",
+                grid_gap="1px 14px",
+            ),
+        )
+        self.grid.add_class("roofline-controls")
+        self.toolbar = self._toolbar()
+        self.figure_row = W.Box(
+            [self.image, self.alt, self.readout],
+            layout=W.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", grid_gap="10px"),
+        )
+        super().__init__([self.style_html, self.grid, self.toolbar, self.message, self.figure_row])
+        self.add_class("roofline-explorer")
+        self.add_class(self._uid)
+
+    # ---- text forms ----
+    def __repr__(self) -> str:  # the default repr would print the whole picture's bytes
+        return f"<Explorer {type(self.live).__name__}: {', '.join([*self.controls, *self.knobs])}>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        """Unrun (a saved notebook without widget state) a front end shows the text: say what to do."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{RUN_HINT} ({type(self.live).__name__} explorer)"
+        return bundle
+
+    def _ipython_display_(self) -> None:
+        """Show the explorer, after the small script that makes its sliders and figure accessible."""
+        from IPython.display import display
+
+        display(accessibility_script())
+        display(self._repr_mimebundle_(), raw=True)
+
+    # ---- moving it from code ----
+    def set(self, _force: bool = False, **values) -> None:
+        """Move controls, knobs or any other ``Scenario`` field from code (tests, set-up buttons, presets,
+        a demo script): one redraw for all of them, the same path as a slider move."""
+        hidden = {k: v for k, v in values.items() if k not in self.controls and k not in self.knobs}
+        if hidden:
+            self.scenario = self.scenario.with_(**hidden)
+        self._quiet = True
+        priced = "usd_per_gpu_hour" in self.controls
+        self._price_from_code = values.get("usd_per_gpu_hour") if priced else None
+        try:
+            for name, value in values.items():
+                if name in self.knobs:
+                    self.knobs[name].value = value
+                elif name in self.controls:
+                    self.controls[name].value = value
+        finally:
+            self._quiet = False
+        try:
+            self._changed(force=_force or bool(hidden))
+        finally:
+            self._price_from_code = None
+
+    def setup_button(self, label: str = "Set up this question in the explorer", **settings) -> W.Button:
+        """A button that puts a question into this explorer: the starting scenario with ``settings``
+        (controls, knobs or other Scenario fields) on top. Place it beside a predict-then-check question.
+
+        >>> from roofline.lessons.step_time import StepTimeVsBatch
+        >>> ex = Explorer(StepTimeVsBatch, controls=["batch", "context_tokens"])
+        >>> b = ex.setup_button("Question 1", batch=64, context_tokens=4096); b.click()
+        >>> ex.scenario.batch, ex.scenario.context_tokens, "Question 1" in ex.message.value
+        (64, 4096, True)
+        """
+        said = ", ".join(f"{k} = {v}" for k, v in settings.items())
+        button = SetupButton(
+            description=label,
+            icon="sliders",
+            tooltip=f"{label}: {said}",
+            layout=W.Layout(width="auto"),
+        )
+        button.add_class("roofline-setup")
+
+        def click(_):
+            self.reset(**settings)
+            if not self.message.value:
+                self.message.value = f"<p><b>{html.escape(label)}:</b> {html.escape(said)}</p>"
+            self.bring_into_view()
+
+        button.on_click(click)
+        return button
+
+    def bring_into_view(self) -> None:
+        """Ask the page to scroll the explorer's top into view (a set-up button sits below the explorer,
+        beside its question): a marker in the message that the accessibility script acts on once."""
+        marker = f'<span class="roofline-scroll-request" data-request="{next(_ids)}"></span>'
+        self.message.value = self.message.value + marker
+
+    def apply_preset(self, name: str) -> None:
+        """Apply one of ``presets`` by name."""
+        self.set(**self.presets[name])
+
+    def reset(self, **settings) -> None:
+        """Back to the starting scenario and knob values (then ``settings``, if any), in one redraw."""
+        scenario, knobs = self.initial
+        fields = {name: getattr(scenario, name) for name in self.controls if hasattr(scenario, name)}
+        self.scenario = scenario
+        self.set(_force=True, **{**fields, **(knobs or {}), **settings})
+
+    def pin(self) -> None:
+        """Keep the current curves as a grey baseline to compare the next moves against."""
+        self.live.pin()
+        self.image.value = jpeg(self.live)
+
+    def unpin(self) -> None:
+        """Remove the pinned baseline."""
+        self.live.unpin()
+        self.image.value = jpeg(self.live)
+
+    def pin_baseline(self) -> None:
+        """``pin()``, and the toolbar's toggle shows it."""
+        self.pin_button.value = True
+
+    def clear_baseline(self) -> None:
+        """``unpin()``, and the toolbar's toggle shows it."""
+        self.pin_button.value = False
+
+    def set_scale(self, scale: float) -> None:
+        """Projector scale: figure resolution, labels and readout grow by ``scale`` (1 = notebook size)."""
+        self.scale = float(scale)
+        self.live.set_scale(self.scale)
+        self.image.layout.max_width = f"{IMAGE_MAX_WIDTH_PX * self.scale:.0f}px"
+        self.image.layout.flex = f"1 1 {520 * self.scale:.0f}px"
+        self.style_html.value = self._css()
+        self.image.value = jpeg(self.live)
+
+    # ---- internals ----
+    def _alt_html(self) -> str:
+        return f'<div class="roofline-alt-text">{html.escape(alt_text(self.live))}</div>'
+
+    def _css(self) -> str:
+        return f"<style>{_CSS} .{self._uid} {{--rs: {getattr(self, 'scale', 1.0)}}}</style>"
+
+    def _toolbar(self) -> W.Widget:
+        """Reset (class ``roofline-reset``), Pin as baseline (``roofline-pin``) and, with presets, an
+        examples menu (``roofline-presets``; its first entry is the starting scenario)."""
+        reset = W.Button(description="Reset", icon="undo", layout=W.Layout(width="auto"))
+        reset.add_class("roofline-reset")
+        reset.on_click(lambda _: self.reset())
+        pin = W.ToggleButton(
+            description="Pin baseline",
+            icon="thumb-tack",
+            tooltip="Keep the current curves in grey to compare against",
+            layout=W.Layout(width="auto"),
+        )
+        pin.add_class("roofline-pin")
+        pin.observe(lambda c: self.pin() if c["new"] else self.unpin(), names="value")
+        self.pin_button = pin
+        items = [reset, pin]
+        self.preset_menu = None
+        if self.presets:
+            start = "the lesson's example"
+            menu = W.Dropdown(
+                options=[start, *self.presets],
+                value=start,
+                description="Preset",
+                layout=W.Layout(width="auto"),
+            )
+            menu.add_class("roofline-presets")
+
+            def chosen(c):
+                if c["new"] in self.presets:
+                    self.apply_preset(c["new"])
+                elif c["new"] == start:
+                    self.reset()
+
+            menu.observe(chosen, names="value")
+            self.preset_menu = menu
+            items.append(menu)
+        bar = W.HBox(items, layout=W.Layout(grid_gap="8px"))
+        bar.add_class("roofline-toolbar")
+        return bar
+
+    def _options(self) -> dict:
+        return dict(self.to_options({name: w.value for name, w in self.knobs.items()}))
+
+    def _readout_html(self, scenario: Scenario) -> str:
+        if not self.readout_fn:
+            return ""
+        return self.readout_fn(scenario, self.live.options) if self.knobs else self.readout_fn(scenario)
+
+    def _from_controls(self) -> Scenario:
+        values = {name: w.value for name, w in self.controls.items()}
+        if "usd_per_gpu_hour" in values:
+            price = values.pop("usd_per_gpu_hour")
+            new_gpu = "gpu" in values and get_gpu(values["gpu"]).id != get_gpu(self.scenario.gpu).id
+            if new_gpu and self._price_from_code is None:
+                pass  # a new GPU brings its listed price (Scenario.with_)
+            elif new_gpu or price != (self.scenario.usd_per_gpu_hour or 0.0):
+                values["usd_per_gpu_hour"] = price if price > 0 else None
+        return self.scenario.with_(**values)
+
+    def _raise_gpus(self, candidate: Scenario) -> tuple[Scenario, str]:
+        """A model whose weights need more GPUs: raise G to the fewest that hold it and the batch (or, if
+        none does, one user), and say so."""
+        if not self.auto_gpus or candidate.users_that_fit() >= 1:
+            return candidate, ""
+        need = candidate.gpus_needed(users=candidate.batch) or candidate.gpus_needed()
+        if need is None:
+            return candidate, (
+                f"{candidate.model} in {candidate.weight_precision} does not fit even on "
+                f"{GPU_COUNT_OPTIONS[-1]} × {candidate.gpu}: pick a smaller model, a lower precision or "
+                "another GPU."
+            )
+        if need <= candidate.num_gpus:
+            return candidate, ""
+        note = (
+            f"{candidate.model} in {candidate.weight_precision} needs at least {need} × {candidate.gpu}: "
+            f"G raised from {candidate.num_gpus} to {need}."
+        )
+        return candidate.with_(num_gpus=need), note
+
+    def _supported_precision(self, candidate: Scenario) -> tuple[Scenario, str]:
+        """A new GPU without math for the weights' precision (bf16 on an Apple GPU, fp8 on an A100): the
+        nearest precision it has, with a note. A precision chosen by hand that the GPU lacks stays an
+        error ("Not possible"), so the menu's marks are the lesson."""
+        new_gpu = get_gpu(candidate.gpu).id != get_gpu(self.scenario.gpu).id
+        if not new_gpu or _supports(candidate.gpu, candidate.weight_precision):
+            return candidate, ""
+        other = nearest_supported_precision(candidate.gpu, candidate.weight_precision)
+        if other is None:
+            return candidate, ""
+        note = f"{candidate.gpu} has no {candidate.weight_precision} math: weights P set to {other}."
+        return candidate.with_(weight_precision=other), note
+
+    def _refresh_menus(self) -> None:
+        """Mark what each model needs on this GPU and precision, and precisions this GPU lacks."""
+        s = self.scenario
+        self._quiet, was_quiet = True, self._quiet
+        try:
+            menu = self.controls.get("model")
+            if isinstance(menu, W.Dropdown) and all(m in models() for m in _values(menu)):
+                labels = []
+                for model_id in models():
+                    need = s.with_(model=model_id, batch=1, context_tokens=1).gpus_needed()
+                    labels.append((_needs_label(model_id, need, s.num_gpus), model_id))
+                _set_options(menu, labels)
+            menu = self.controls.get("gpu")
+            if isinstance(menu, W.Dropdown) and all(g in gpus() for g in _values(menu)):
+                labels = []
+                for gpu_id in _values(menu):
+                    ok = _supports(gpu_id, s.weight_precision)
+                    labels.append((gpu_id if ok else f"{gpu_id} (no {s.weight_precision})", gpu_id))
+                _set_options(menu, labels)
+            menu = self.controls.get("weight_precision")
+            if isinstance(menu, W.Dropdown):
+                labels = []
+                for p in _values(menu):
+                    labels.append((p, p) if _supports(s.gpu, p) else (f"{p} (not on {s.gpu})", p))
+                _set_options(menu, labels)
+            price = self.controls.get("usd_per_gpu_hour")
+            if price is not None:
+                price.value = s.usd_per_gpu_hour or 0.0
+        finally:
+            self._quiet = was_quiet
+
+    def _changed(self, force: bool = False) -> None:
+        if self._quiet:
+            return
+        start = time.perf_counter()
+        try:
+            candidate = self._from_controls()
+        except RooflineError as err:
+            self._error(err)
+            return
+        candidate, precision_note = self._supported_precision(candidate)
+        candidate, note = self._raise_gpus(candidate)
+        note = " ".join(n for n in (precision_note, note) if n)
+        if (
+            not force
+            and not self._stale
+            and candidate == self.scenario
+            and self._options() == {k: self.live.options.get(k) for k in self._options()}
+        ):
+            return
+        old_options = dict(self.live.options)
+        self.live.options.update(self._options())
+        try:
+            self.live.update(candidate)
+            picture = jpeg(self.live)
+            text = self._readout_html(candidate)
+        except RooflineError as err:
+            self._error(err)
+            self.live.options = old_options
+            self.live.update(self.scenario)  # keep the figure consistent with the last valid state
+            return
+        fields = ("gpu", "num_gpus", "weight_precision")
+        menus_changed = any(getattr(candidate, f) != getattr(self.scenario, f) for f in fields)
+        self.scenario = candidate
+        self.message.value = f'<p class="roofline-warn"><b>Note:</b> {html.escape(note)}</p>' if note else ""
+        self.image.value = picture
+        self.alt.value = self._alt_html()
+        self.image.remove_class("roofline-stale")
+        self._stale = False
+        self.readout.value = text
+        if menus_changed or note:
+            self._refresh_menus()
+            self._quiet = True
+            try:  # controls the explorer moved itself (G raised, a precision the new GPU has)
+                for field in ("num_gpus", "weight_precision"):
+                    if note and field in self.controls:
+                        self.controls[field].value = getattr(candidate, field)
+            finally:
+                self._quiet = False
+        self.last_update_s = time.perf_counter() - start
+
+    def _error(self, err: Exception) -> None:
+        """Say why the choice is not possible; grey out the figure (it still shows the last possible
+        choice) and take the numbers away, so no stale number sits under the message."""
+        self.message.value = f'<p class="roofline-error"><b>Not possible:</b> {html.escape(str(err))}</p>'
+        self.image.add_class("roofline-stale")
+        self._stale = True
+        self.readout.value = (
+            '<div class="roofline-stale-note">No numbers for this choice (see the message above). The '
+            "greyed figure still shows the last possible one; change a control to go on.</div>"
+        )
+
+
+def _set_options(menu: W.Dropdown, labelled: list[tuple[str, object]]) -> None:
+    """Relabel a dropdown's options, keeping its value (no-op when nothing changed)."""
+    if list(menu.options) == labelled:
+        return
+    value = menu.value
+    menu.options = labelled
+    menu.value = value
+
+
+def _supports(gpu_id: str, precision: str) -> bool:
+    """Whether ``gpu_id`` has the math for weights in ``precision`` (the library's own check)."""
+    try:
+        peak_flops_per_s(get_gpu(gpu_id), precision)
+    except RooflineError:
+        return False
+    return True
+
+
+def _values(menu: W.Dropdown) -> list:
+    """A dropdown's option values (options may be plain values or (label, value) pairs)."""
+    return [o[1] if isinstance(o, tuple) else o for o in menu.options]
+
+
+class SetupButton(W.Button):
+    """A "set up this question" button; unrun, its text says how to make it work."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = "Run the notebook (Run ▸ Run All Cells) to use the set-up button."
+        return bundle
+
+
+class Reveal:
+    """A folded answer: "predict, then check" questions show it only when the reader opens it. With
+    ``setup=(explorer, settings)`` or ``(explorer, settings, label)`` a "set up this question" button is
+    shown first (``Explorer.setup_button``), so the question can be tried in its explorer before the
+    answer is opened; the folded answer stays plain HTML, readable even before the notebook runs.
+
+    >>> Reveal("Answer", "<p>4.8 ms</p>")._repr_html_()
+    '<details class="roofline-reveal"><summary><b>Answer</b></summary><p>4.8 ms</p></details>'
+    """
+
+    def __new__(cls, summary: str, body_html: str, setup: tuple | None = None):
+        return super().__new__(_RevealWithSetup if setup is not None and cls is Reveal else cls)
+
+    def __init__(self, summary: str, body_html: str, setup: tuple | None = None):
+        self.summary, self.body_html, self.setup = summary, body_html, setup
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<details class="roofline-reveal"><summary><b>{html.escape(self.summary)}</b></summary>'
+            f"{self.body_html}</details>"
+        )
+
+    def __repr__(self) -> str:
+        return f"<Reveal: {self.summary}>"
+
+
+class _RevealWithSetup(Reveal):
+    """Two outputs: the set-up button (a widget) and the folded answer (HTML)."""
+
+    def button(self) -> W.Button:
+        explorer, settings, *label = self.setup
+        return explorer.setup_button(*label, **settings)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.button())
+        display(Reveal(self.summary, self.body_html))
+
+
+PREDICTION_HINT = "Run the notebook (Run ▸ Run All Cells), write your prediction, then open the answer."
+
+
+class Prediction(W.VBox):
+    """Predict, then check: a box for the learner's prediction and a button that opens the answer only
+    once the box holds one (the answer is not in the page before). With ``setup=(explorer, settings)`` or
+    ``(explorer, settings, label)`` a "set up this question" button comes first (``Explorer.setup_button``).
+    Unrun, a front end without widgets shows the folded answer (``Reveal``) instead.
+
+    >>> p = Prediction("Check your prediction", "<p>4.8 ms</p>")
+    >>> p.open_button.disabled, "4.8 ms" in p.answer.value
+    (True, False)
+    >>> p.box.value = "about 5 ms"; p.open_button.disabled
+    False
+    >>> p.open_button.click(); "4.8 ms" in p.answer.value and "about 5 ms" in p.answer.value
+    True
+    """
+
+    def __init__(
+        self, summary: str = "Check your prediction", body_html: str = "", setup: tuple | None = None
+    ):
+        self.summary, self.body_html = summary, body_html
+        self.box = W.Textarea(
+            placeholder="Your prediction first (a number, a direction, a sentence)",
+            rows=1,
+            layout=W.Layout(width="30em", max_width="100%"),
+        )
+        self.box.add_class("roofline-prediction")
+        self.open_button = W.Button(
+            description=summary, icon="eye", disabled=True, tooltip="Write your prediction first",
+            layout=W.Layout(width="auto"),
+        )  # fmt: skip
+        self.open_button.add_class("roofline-open-answer")
+        # A closed, empty fold until the answer opens (the presenter view finds a question's answer by it).
+        self.answer = W.HTML(
+            f'<details class="roofline-reveal"><summary><b>{html.escape(summary)}</b>: write your prediction '
+            "above first</summary></details>"
+        )
+        self.answer.add_class("roofline-answer")
+        self.box.observe(self._typed, names="value")
+        self.open_button.on_click(lambda _: self.open_answer())
+        items = []
+        if setup is not None:
+            explorer, settings, *label = setup
+            items.append(explorer.setup_button(*label, **settings))
+        items += [W.HBox([self.box, self.open_button], layout=W.Layout(flex_flow="row wrap", grid_gap="6px")),
+                  self.answer]  # fmt: skip
+        super().__init__(items)
+        self.add_class("roofline-predict")
+
+    def _typed(self, change) -> None:
+        ready = bool(str(change["new"]).strip())
+        self.open_button.disabled = not ready
+        self.open_button.tooltip = "" if ready else "Write your prediction first"
+
+    def open_answer(self) -> None:
+        """Show the answer under the learner's prediction (only once a prediction is written)."""
+        said = self.box.value.strip()
+        if not said:
+            return
+        self.answer.value = (
+            f'<details class="roofline-reveal" open><summary><b>{html.escape(self.summary)}</b></summary>'
+            f"<p><i>Your prediction: {html.escape(said)}</i></p>{self.body_html}</details>"
+        )
+
+    def _ipython_display_(self) -> None:
+        """The widget, then an empty folded-answer marker: the instructor app's presenter view pairs each
+        question with its answer by ``details.roofline-reveal`` before the widgets have drawn."""
+        from IPython.display import HTML, display
+
+        display(self._repr_mimebundle_(), raw=True)
+        display(HTML('<details class="roofline-reveal roofline-answer-marker" hidden></details>'))
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self.summary}: {PREDICTION_HINT}"
+        bundle["text/html"] = Reveal(self.summary, self.body_html)._repr_html_()
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<Prediction: {self.summary}>"

@@ -1,0 +1,169 @@
+"""Figures and readouts of lesson 06, taught in notebooks/06_benchmarks_that_lie.ipynb; the numbers live in
+``roofline.lessons.benchmarking``."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+
+from roofline.checks import checked
+from roofline.course.figures import (
+    BATCH_SWEEP,
+    COLORS,
+    STYLE_PATH,
+    LiveFigure,
+    describe,
+    new_figure,
+    nice_limits,
+    show,
+)
+from roofline.course.readouts import decode_readout, table_html
+from roofline.course.widgets import STEP, Explorer
+from roofline.lessons.benchmarks_that_lie.numbers import latency_summary, plausibility
+from roofline.scenario import Scenario
+from roofline.units import MS
+
+
+class CeilingVsBatch(LiveFigure):
+    """The decode ceiling (total tokens/s) against batch, the impossible region above it, and a claim.
+
+    Option: ``claimed_tokens_per_s`` (the claim, at the scenario's batch).
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.ceiling = m(ax.plot([], [], color=COLORS["step"], label="ceiling: B ÷ roofline step time")[0])
+        self.claim = m(ax.plot([], [], "X", ms=14, color=COLORS["prefill"], label="the claim", zorder=6)[0])
+        ax.fill_between([], [], color=COLORS["prefill"], alpha=0.12, label="impossible for plain decoding")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="batch B (users decoding together)",
+            ylabel="tokens/s, all users",
+            xlim=(0.8, BATCH_SWEEP[-1] * 1.05),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        claimed = float(self.options.get("claimed_tokens_per_s", 2000))
+        sweep = s.decode(batch=BATCH_SWEEP)
+        ceiling = sweep.tokens_per_s_total
+        self.ceiling.set_data(BATCH_SWEEP, ceiling)
+        lo, hi = nice_limits(np.concatenate([ceiling, [claimed]]), log=True)
+        hi = max(hi, lo * 1e4)
+        ax.set_ylim(lo, hi)
+        self._transient_artist(
+            ax.fill_between(BATCH_SWEEP, ceiling, hi, color=COLORS["prefill"], alpha=0.12, lw=0)
+        )
+        p = plausibility(
+            claimed,
+            s.model,
+            s.gpu,
+            s.batch,
+            s.context_tokens,
+            num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        self.claim.set_data([s.batch], [claimed])
+        self._transient_artist(
+            ax.annotate(
+                p.verdict,
+                (s.batch, claimed),
+                xytext=(10, 10),
+                textcoords="offset points",
+                fontsize=11,
+                ha="right" if s.batch > 32 else "left",
+                color="#b00020" if not p.plausible else "black",
+                bbox={"fc": "white", "alpha": 0.85, "lw": 0},
+            )
+        )
+        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        ax.set_title(f"Decode ceiling: {describe(s)}, T={s.context_tokens:,}", fontsize=12)
+
+
+def plausibility_readout(s: Scenario, options) -> str:
+    """HTML table: the claim, the ceiling, the ratio and the verdict."""
+    p = plausibility(
+        options["claimed_tokens_per_s"],
+        s.model,
+        s.gpu,
+        s.batch,
+        s.context_tokens,
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    )
+    rows = [("claimed", f"{p.claimed_tokens_per_s:,.0f} tokens/s")]
+    if np.isfinite(p.ceiling_tokens_per_s):
+        rows += [
+            ("ceiling (B ÷ roofline step)", f"{p.ceiling_tokens_per_s:,.0f} tokens/s"),
+            ("claim ÷ ceiling", f"{p.ratio:.2f}x"),
+        ]
+    rows.append(("verdict", p.verdict.split(":")[0]))
+    # The same decode step as a server would run it: floor beside achievable, and the cost per 1M tokens.
+    return table_html(rows) + decode_readout(s)
+
+
+def latency_figure(latencies_s, warmup_calls: int = 1, title: str | None = None):
+    """Each call's latency (ms, log scale) with the mean and percentiles, with and without the warm-up calls.
+
+    A Picture for a notebook. Taught in lesson 06.
+    """
+    x = checked(latencies_s, "latencies_s", above=0).ravel()
+    cold, warm = latency_summary(x), latency_summary(x, warmup_calls)
+    fig, (ax,) = new_figure(figsize=(9, 4.2))
+    with plt.style.context(STYLE_PATH):
+        calls = np.arange(1, x.size + 1)
+        ax.plot(calls, x / MS, ".", color=COLORS["decode"], ms=6, label="one call")
+        ax.plot(
+            calls[:warmup_calls],
+            x[:warmup_calls] / MS,
+            "o",
+            color=COLORS["prefill"],
+            ms=10,
+            label="cold (warm-up) call",
+        )
+        lines = [
+            (cold.mean_s, "mean, all calls", COLORS["prefill"], "--"),
+            (warm.mean_s, "mean after warm-up", COLORS["kv"], "--"),
+            (warm.p50_s, "p50 after warm-up", COLORS["step"], "-"),
+            (warm.p99_s, "p99 after warm-up", COLORS["compute"], "-"),
+        ]
+        for value, label, color, ls in lines:
+            ax.axhline(value / MS, color=color, ls=ls, lw=1.8, label=f"{label}: {value / MS:.1f} ms")
+        ax.set(yscale="log", xlabel="call number", ylabel="latency (ms)", xlim=(0, x.size + 1))
+        ax.legend(loc="upper right", ncols=2, fontsize=10)
+        ax.set_title(title or "One latency sample, summarized four ways", fontsize=12)
+    return show(fig, "latency sample")
+
+
+def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None) -> Explorer:
+    """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, GPU count, weight precision,
+    batch and context.
+
+    >>> ex = plausibility_explorer()
+    >>> ex.set(claimed_tokens_per_s=150.0); ex.readout.value.count("plausible")
+    1
+    >>> ex.set(model="llama-3-70b", weight_precision="fp8", num_gpus=2); ex.scenario.num_gpus
+    2
+    """
+    knobs = {
+        "claimed_tokens_per_s": W.BoundedFloatText(
+            value=claimed_tokens_per_s, min=1, max=1e7, step=10, description="claimed tokens/s"
+        )
+    }
+    return Explorer(
+        CeilingVsBatch,
+        STEP,
+        scenario or Scenario(context_tokens=0),
+        plausibility_readout,  # the claim against the ceiling, then one step: floor, a good engine, the cost
+        knobs=knobs,
+        presets={
+            "the card: teammate's 2,000 tok/s, one user": {"claimed_tokens_per_s": 2000.0, "batch": 1},
+            "the card: the PM's 300 tok/s, one user": {"claimed_tokens_per_s": 300.0, "batch": 1},
+        },
+    )

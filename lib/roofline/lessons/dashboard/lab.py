@@ -1,0 +1,171 @@
+"""Figures and readouts of lesson 59, taught in notebooks/59_dashboard.ipynb; the numbers live in
+``roofline.lessons.dashboard``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
+from matplotlib.patches import Rectangle
+
+from roofline.course.figures import COLORS, LiveFigure
+from roofline.course.readouts import (
+    StepCase,
+    case_readout_for,
+    decode_case,
+    fold,
+    table_html,
+)
+from roofline.course.widgets import STEP, Explorer
+from roofline.errors import InvalidConfigurationError
+from roofline.lessons.dashboard.numbers import (
+    _PANELS,
+    _TITLES,
+    DEFAULT_TPOT_TARGET_S,
+    DEFAULT_TTFT_TARGET_S,
+    Dashboard,
+    _panel_values,
+    dashboard_for,
+    diagnose,
+)
+from roofline.physics.architecture import weight_bytes
+from roofline.physics.memory import memory_available_bytes
+from roofline.scenario import Scenario
+from roofline.units import GB
+
+# Latency gauges within / past their target: Okabe-Ito blue and vermillion (told apart with every kind of
+# colour blindness), the second also hatched.
+GAUGE_OK, GAUGE_OVER = "#0072B2", "#D55E00"
+
+
+class DashboardFigure(LiveFigure):
+    """The serving dashboard as a grid of eight panels: a big number, a line of context and a gauge each.
+
+    Options: ``output_tokens`` (O), ``chunk_tokens``, ``engine``, ``params``, ``seed``, ``steps`` pass to
+    ``dashboard``; ``ttft_target_s``, ``tpot_target_s`` set the latency gauges' full scale. A gauge past its
+    target turns from blue to vermillion and is hatched (colour-blind safe: the Okabe-Ito pair, and a
+    pattern that needs no colour at all).
+    """
+
+    def _build(self):
+        fig = self.fig
+        for ax in self.axes:
+            ax.remove()
+        fig.set_size_inches(11, 5)
+        fig.set_layout_engine(PlaceHolderLayoutEngine(adjust_compatible=True, colorbar_gridspec=True))
+        fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.86, hspace=0.35, wspace=0.08)
+        self.axes = [fig.add_subplot(2, 4, i + 1) for i in range(8)]
+        m = self._moving
+        self.big, self.small, self.bars = {}, {}, {}
+        for key, ax in zip(_PANELS, self.axes, strict=True):
+            ax.set(xlim=(0, 1), ylim=(0, 1))
+            ax.axis("off")
+            ax.set_title(_TITLES[key], fontsize=13)
+            ax.add_patch(Rectangle((0.05, 0.08), 0.9, 0.13, color="#e6e6e6", lw=0))
+            self.big[key] = m(ax.text(0.5, 0.62, "", ha="center", va="center", fontsize=24, weight="bold"))
+            self.small[key] = m(
+                ax.text(0.5, 0.34, "", ha="center", va="center", fontsize=10.5, color="#444444")
+            )
+            colors = (COLORS["decode"], COLORS["kv"]) if key == "requests" else (COLORS["decode"],)
+            self.bars[key] = [
+                m(ax.add_patch(Rectangle((0.05, 0.08), 0, 0.13, color=col, lw=0))) for col in colors
+            ]
+
+    def _draw(self, s):
+        o = self.options
+        keys = ("output_tokens", "chunk_tokens", "engine", "params", "seed", "steps")
+        d = dashboard_for(s, **{k: o[k] for k in keys if k in o})
+        self.dashboard = d
+        ttft_t = o.get("ttft_target_s", DEFAULT_TTFT_TARGET_S)
+        tpot_t = o.get("tpot_target_s", DEFAULT_TPOT_TARGET_S)
+        for key, (big, small, fractions) in _panel_values(d, ttft_t, tpot_t).items():
+            self.big[key].set_text(big)
+            self.small[key].set_text(small)
+            x = 0.05
+            for bar, f in zip(self.bars[key], fractions, strict=False):
+                f = float(np.nan_to_num(f))
+                width = 0.9 * min(max(f, 0.0), 1.0)
+                bar.set_x(x)
+                bar.set_width(width)
+                if key in ("ttft", "tpot"):
+                    over = f > 1
+                    bar.set_color(GAUGE_OVER if over else GAUGE_OK)
+                    bar.set_hatch("////" if over else "")
+                    bar.set_edgecolor("white" if over else GAUGE_OK)
+                x += width
+        if not d.fits:
+            need = weight_bytes(s.model, s.weight_precision)
+            cap = memory_available_bytes(s.gpu, s.num_gpus)
+            self._transient_artist(
+                self.fig.text(
+                    0.5,
+                    0.66,
+                    f"does not fit in memory: weights alone need {need / GB:.0f} GB of {cap / GB:.0f} GB",
+                    ha="center",
+                    va="center",
+                    fontsize=15,
+                    color="#444444",
+                    bbox=dict(facecolor=COLORS["overflow"], alpha=0.3, lw=0),
+                )
+            )
+        self.fig.suptitle(
+            f"{s.batch} user{'' if s.batch == 1 else 's'}, T={s.context_tokens:,}, P={s.prompt_tokens:,}, "
+            f"O={d.output_tokens}: {s.model} on {s.num_gpus}x {s.gpu}",
+            fontsize=13,
+        )
+
+    def render(self) -> None:
+        super().render()
+        for artist in self._transient:  # figure-level artists are not in any axes
+            if artist.axes is None:
+                self.fig.draw_artist(artist)
+
+
+def dashboard_readout(s: Scenario) -> str:
+    """HTML readout for the dashboard explorer: the diagnosis line and how the numbers were made."""
+    return dashboard_table(dashboard_for(s))
+
+
+def dashboard_table(d: Dashboard) -> str:
+    """HTML table of one dashboard (``roofline.lessons.dashboard``): its diagnosis, and how its numbers were
+    made folded below (``fold``)."""
+    source = fold(table_html([("source", d.source)]), "how it was made")
+    return table_html([("diagnosis", diagnose(d))]) + source
+
+
+def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
+    """The step lesson 59's readout is about: one decode step of the batch the server runs (the users it
+    holds, not those waiting) at the scenario's context.
+
+    >>> from roofline.lessons.dashboard import dashboard_for
+    >>> s = Scenario(batch=300, context_tokens=4096)
+    >>> dashboard_case(s, dashboard_for(s)).title
+    'the running batch: one decode step of 102 users at 4,096 tokens each'
+    """
+    running = max(1, round(d.running)) if d.fits else s.batch
+    case = decode_case(s, batch=running)
+    return replace(case, title=f"the running batch: {case.title}")
+
+
+def dashboard_explorer(scenario: Scenario | None = None, **options):
+    """An ``Explorer`` over the dashboard: concurrent users, context, precision, GPUs, GPU and model.
+
+    >>> ex = dashboard_explorer(Scenario(batch=64, context_tokens=4096))
+    >>> ex.set(batch=300); round(ex.live.dashboard.waiting)
+    198
+
+    Taught in lesson 59.
+    """
+    s = scenario or Scenario(batch=64, context_tokens=4096)
+    if s.batch < 1:
+        raise InvalidConfigurationError("the dashboard needs at least one user")
+    live = DashboardFigure(s, **options)
+
+    def readout(scenario, options=None):  # the explorer updates the figure first: its dashboard is current
+        d = live.dashboard
+        return dashboard_table(d) + case_readout_for(lambda s, o: dashboard_case(s, d))(scenario, options)
+
+    ex = Explorer(live, controls=STEP, scenario=s, readout=readout)
+    ex.controls["batch"].description = "concurrent users B"
+    return ex

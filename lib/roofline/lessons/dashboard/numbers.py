@@ -1,0 +1,735 @@
+"""The serving dashboard: the handful of numbers that say whether a GPU is well used, and by whom.
+
+Taught in lesson 59 (notebooks/59_dashboard.ipynb).
+
+Panels and where each comes from (every number on them is computed here, for a chosen model, GPU and load):
+
+    MBU        = bytes read ÷ (time × G × peak bandwidth)        is memory busy?
+    MFU        = FLOPs done ÷ (time × G × peak FLOP/s)            are the tensor cores busy?
+    tokens/s   = output tokens ÷ time                             what the GPU delivers
+    KV use     = running × T × KV bytes ÷ (memory − weights)      how close to the batch limit
+    running / waiting = min(users, max batch) / the rest          is anyone queued?
+    TTFT, TPOT percentiles                                        what users feel
+
+GPU-util is not among them: it is the share of time some kernel runs (a duty cycle), 100% for a server
+that decodes one user as well as for one that decodes two hundred.
+
+The load is a closed loop: ``concurrent_users`` users each hold ``context_tokens`` (T) of KV (their
+conversation), send a ``prompt_tokens`` (P) turn, receive about ``output_tokens`` (O) tokens, and send the
+next turn at once. The server batches continuously, admits users while their KV fits (``max_batch``), and
+prefills new turns in chunks riding with the decode steps (lesson 44). Every step is timed by a real
+engine (``engine``, default vLLM; ``roofline.engines``): its kernels' efficiency, its per-step, per-layer
+and per-sequence costs and its all-reduces, as every readout of the course times a step. ``engine="ideal"``
+gives the roofline itself (with the all-reduces).
+
+Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percentiles) and ``dashboard``
+(a seeded step-by-step simulation of one configuration, with TTFT and TPOT percentiles).
+
+>>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=1, context_tokens=1000, engine="ideal")
+>>> round(d.mbu, 2), d.running, d.waiting       # the roofline keeps memory busy all the time
+(1.0, 1.0, 0.0)
+>>> dashboard("llama-3-8b", "h100-sxm", 1, 1000).mbu < 0.8     # a real engine's per-step costs do not
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.assumptions import assumption
+from roofline.checks import checked, out
+from roofline.data import get_gpu, get_model
+from roofline.engines.model import StepTimer
+from roofline.engines.registry import DEFAULT_ENGINE, get_engine
+from roofline.physics.architecture import (
+    active_parameter_count,
+    kv_bytes_per_token,
+    sequence_kv_bytes,
+    weight_bytes,
+)
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.physics.memory import max_batch, memory_available_bytes
+from roofline.physics.precision import peak_flops_per_s
+from roofline.physics.step import decode_step, mixed_step
+from roofline.results import Number, Result
+from roofline.scenario import Scenario
+from roofline.sim.engine import simulate
+from roofline.units import GB, MS
+
+DEFAULT_TTFT_TARGET_S = assumption(
+    "ttft_target_s"
+)  # targets drawn on the latency gauges: a common chat SLO, not a law
+
+
+DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")  # 20 tokens/s, faster than people read
+
+
+def _common(model, gpu, num_gpus, weight_precision, kv_precision):
+    m, g = get_model(model), get_gpu(gpu)
+    n = checked(num_gpus, "num_gpus", minimum=1)
+    free = np.asarray(memory_available_bytes(g, n)) - weight_bytes(m, weight_precision)
+    return m, g, n, free, kv_bytes_per_token(m, kv_precision)
+
+
+def step_timer(model, gpu, num_gpus, weight_precision, engine=DEFAULT_ENGINE, params=None) -> StepTimer:
+    """How the dashboard times a step: ``engine`` (with ``params`` to override its numbers), all-reduces
+    included even for the ideal (a server on G GPUs pays them)."""
+    return StepTimer(engine, model, gpu, num_gpus=int(num_gpus), parallel="tensor",
+                     weight_precision=weight_precision, communication=True, params=params)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SteadyState(Result):
+    """Analytic dashboard values (no percentiles). Array fields broadcast over users, context and G."""
+
+    concurrent_users: Number
+    context_tokens: Number
+    max_batch: Number  # users whose KV fits beside the weights
+    running: Number  # min(users, max batch)
+    waiting: Number  # users queued for a KV slot
+    prompt_tokens_per_step: Number  # running × P ÷ O, spread over the steps by chunked prefill
+    step_time_s: Number  # the engine's step
+    tokens_per_s: Number  # output tokens/s, all users
+    mbu: Number
+    mfu: Number
+    kv_use_fraction: Number  # of the memory left after the weights
+    binding: Number
+    fits: Number  # False where the weights alone do not fit
+
+
+def steady_state(
+    model,
+    gpu,
+    concurrent_users,
+    context_tokens,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    engine=DEFAULT_ENGINE,
+    params=None,
+) -> SteadyState:
+    """Average dashboard values for ``concurrent_users`` (U) at ``context_tokens`` (T) each, analytically.
+
+    R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens
+    (each turn of O output tokens brings one P-token prompt). Each step is ``mixed_step``'s work timed by
+    ``engine`` (``step_timer``). Units: users, tokens, seconds; fractions 0–1. Where the weights alone do
+    not fit, values are NaN.
+
+    >>> s = steady_state("llama-3-8b", "h100-sxm", [1, 64, 300], 4096)
+    >>> s.running.tolist(), s.waiting.tolist(), np.round(s.kv_use_fraction, 2).tolist()
+    ([1, 64, 102], [0, 0, 198], [0.01, 0.62, 0.99])
+    >>> ideal = steady_state("llama-3-8b", "h100-sxm", 1, 4096, engine="ideal")
+    >>> bool(ideal.tokens_per_s > s.tokens_per_s[0])
+    True
+
+    Taught in lesson 59.
+    """
+    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
+    u = np.round(checked(concurrent_users, "concurrent_users", minimum=1)).astype(int)
+    t = checked(context_tokens, "context_tokens", above=0)
+    p = checked(prompt_tokens, "prompt_tokens", minimum=0)
+    o = checked(output_tokens, "output_tokens", minimum=1)
+    limit = np.asarray(
+        max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision)
+    )
+    ok = limit >= 1
+    running = np.minimum(u, limit)
+    waiting = u - running
+    chunk = running * p / o
+    per_user_kv = np.asarray(sequence_kv_bytes(m, t, kv_precision))  # T tokens, sliding windows included
+    step = mixed_step(
+        m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
+    )  # fmt: skip
+    time = np.asarray(step_timer(m, g, n, weight_precision, engine, params).of_step(step).total_s)
+    safe = np.where(ok & (time > 0), time, np.nan)
+    bw = n * g.memory_bandwidth_bytes_per_s
+    peak = n * peak_flops_per_s(g, weight_precision)
+    arrays = np.broadcast_arrays(
+        u,
+        t,
+        limit,
+        running,
+        waiting,
+        chunk,
+        safe,
+        running / safe,
+        np.asarray(step.bytes_moved) / (safe * bw),
+        np.asarray(step.flops) / (safe * peak),
+        np.where(ok, running * per_user_kv / np.maximum(free, 1), np.nan),
+        ok,
+    )
+    u, t, limit, running, waiting, chunk, safe, rate, mbu_, mfu_, kv_use, ok = arrays
+    return SteadyState(
+        concurrent_users=out(u),
+        context_tokens=out(t),
+        max_batch=out(limit),
+        running=out(running),
+        waiting=out(waiting),
+        prompt_tokens_per_step=out(chunk),
+        step_time_s=out(safe),
+        tokens_per_s=out(rate),
+        mbu=out(mbu_),
+        mfu=out(mfu_),
+        kv_use_fraction=out(kv_use),
+        binding=step.binding,
+        fits=out(ok),
+    )
+
+
+@dataclass(frozen=True)
+class Dashboard(Result):
+    """One configuration's dashboard, from a seeded simulation (``source`` says how it was made)."""
+
+    model: str
+    gpu: str
+    engine: str
+    num_gpus: int
+    concurrent_users: int
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    fits: bool  # False: the weights alone do not fit; every value is NaN
+    max_batch: int
+    running: float  # mean over the measured steps
+    waiting: float
+    mbu: float
+    mfu: float  # all FLOPs done (decode tokens and the prompt chunks riding along)
+    mfu_decode: float  # the output tokens' 2·N FLOPs only: the card's and lesson 02's MFU (0.27% for 1 user)
+    tokens_per_s: float
+    kv_use_fraction: float  # of the memory left after the weights
+    kv_bytes: float  # bytes in use (running × T × KV per token)
+    kv_free_bytes: float  # memory left after the weights, bytes
+    step_time_s: float  # mean step
+    ttft_p50_s: float  # the latency percentiles come from roofline.sim (see latency_source)
+    ttft_p90_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float  # per request: (e2e − TTFT) ÷ (answer tokens − 1)
+    tpot_p90_s: float
+    tpot_p99_s: float
+    cost_per_million_usd: float
+    best_tokens_per_s: float  # most tokens/s at this context: analytic, over batch sizes that fit
+    best_cost_per_million_usd: float
+    source: str
+    latency_source: str = ""
+
+
+def dashboard(
+    model,
+    gpu,
+    concurrent_users,
+    context_tokens,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    chunk_tokens=512,
+    engine=DEFAULT_ENGINE,
+    params=None,
+    usd_per_gpu_hour=3.0,
+    steps=1200,
+    seed=0,
+) -> Dashboard:
+    """Simulate a continuous-batching server step by step and read its dashboard.
+
+    ``concurrent_users`` (U ≥ 1) users each hold ``context_tokens`` (T, tokens) of KV, send a
+    ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean ``output_tokens`` (O;
+    seeded by ``seed``), and send the next turn at once. The server runs at most ``max_batch`` users (the
+    rest wait, first come first served), prefills up to ``chunk_tokens`` (C) prompt tokens per step alongside
+    the decoders, and every step is ``mixed_step``'s work timed by ``engine``. The run starts in steady state
+    and measures after its first quarter; it lengthens itself so queued requests are served in the window.
+    One configuration per call (use ``steady_state`` for sweeps). Times in s, fractions 0–1.
+
+    >>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=300, context_tokens=4096)
+    >>> d.max_batch, round(d.running), round(d.waiting), round(d.kv_use_fraction, 2)
+    (102, 102, 198, 0.99)
+    >>> d.ttft_p50_s > 10 * d.tpot_p99_s          # queued users wait for a slot before their first token
+    True
+
+    Taught in lesson 59.
+    """
+    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
+    eng = get_engine(engine)
+    u = int(checked(concurrent_users, "concurrent_users", minimum=1))
+    t = int(checked(context_tokens, "context_tokens", above=0))
+    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    o = float(checked(output_tokens, "output_tokens", minimum=1))
+    c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
+    steps = int(checked(steps, "steps", minimum=100))
+    # no listed price (None): the cost panels show NaN ("no price") instead of failing
+    price = (
+        float("nan")
+        if usd_per_gpu_hour is None
+        else float(checked(usd_per_gpu_hour, "usd_per_gpu_hour", minimum=0))
+    )
+    n, free = int(n), float(free)
+    limit = int(max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
+    common = dict(
+        model=m.id,
+        gpu=g.id,
+        engine=eng.id,
+        num_gpus=n,
+        concurrent_users=u,
+        context_tokens=t,
+        prompt_tokens=p,
+        output_tokens=int(o),
+        max_batch=limit,
+    )
+    if limit < 1:
+        return _does_not_fit(common, free)
+    # A queued user waits about (users ahead ÷ max batch) × O steps: run long enough to see them served.
+    warmup = steps // 4
+    expected_wait = max(u - limit, 0) / limit * o + p / c
+    # ...and long enough that about 20 turns per running user finish in the window (few users: few turns).
+    turns = 20 * o / min(u, limit)
+    steps = int(min(max(steps, warmup + 3 * expected_wait + 200, warmup + turns), 20_000))
+    trace = _closed_loop_steps(u, limit, p, o, c, steps, seed)
+    precisions = dict(weight_precision=weight_precision, kv_precision=kv_precision)
+    run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, num_gpus=n, **precisions)
+    step_s = np.asarray(step_timer(m, g, n, weight_precision, eng, params).of_step(run).total_s, float)
+    end = np.cumsum(step_s)
+    window = slice(warmup, steps)
+    elapsed = end[-1] - end[warmup - 1]
+    emitted = trace.decoders[window].sum() + sum(1 for _, f in trace.first_token if f >= warmup)
+    tokens_per_s = emitted / elapsed
+    bw = n * g.memory_bandwidth_bytes_per_s
+    peak = n * peak_flops_per_s(g, weight_precision)
+    running = float(trace.running[window].mean())
+    best_rate = max(_best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params), float(tokens_per_s))
+    decode_flops = 2.0 * active_parameter_count(m) * emitted  # the card's MFU: output tokens × 2N
+    lat = simulated_latency(
+        m, g, u, t, prompt_tokens=p, output_tokens=int(round(o)), batch_limit=limit, num_gpus=n,
+        chunk_tokens=c, engine=eng, params=params, seed=seed, **precisions,
+    )  # fmt: skip
+    kv_in_use = running * float(sequence_kv_bytes(m, t, kv_precision))
+    return Dashboard(
+        **common,
+        fits=True,
+        running=running,
+        waiting=u - running,
+        mbu=float(np.asarray(run.bytes_moved)[window].sum() / (elapsed * bw)),
+        mfu=float(np.asarray(run.flops)[window].sum() / (elapsed * peak)),
+        mfu_decode=float(decode_flops / (elapsed * peak)),
+        tokens_per_s=float(tokens_per_s),
+        kv_use_fraction=kv_in_use / free,
+        kv_bytes=kv_in_use,
+        kv_free_bytes=free,
+        step_time_s=float(step_s[window].mean()),
+        ttft_p50_s=lat["ttft_s"]["p50"],
+        ttft_p90_s=lat["ttft_s"]["p90"],
+        ttft_p99_s=lat["ttft_s"]["p99"],
+        tpot_p50_s=lat["tpot_s"]["p50"],
+        tpot_p90_s=lat["tpot_s"]["p90"],
+        tpot_p99_s=lat["tpot_s"]["p99"],
+        cost_per_million_usd=_usd_per_million(price, tokens_per_s, n),
+        best_tokens_per_s=best_rate,
+        best_cost_per_million_usd=_usd_per_million(price, best_rate, n),
+        source=f"seeded simulation: {steps - warmup:,} measured steps, seed {seed}; each step timed by "
+        f"{eng.name} ({eng.id}, roofline.engines): its kernels' efficiency, per-step, per-layer and "
+        "per-sequence costs and all-reduces",
+        latency_source=lat["source"],
+    )
+
+
+def _does_not_fit(common: dict, free: float) -> Dashboard:
+    """The dashboard of a configuration whose weights do not fit: every panel NaN."""
+    nan = float("nan")
+    panels = {
+        name: nan
+        for name in Dashboard.__dataclass_fields__
+        if name not in common and name not in ("fits", "kv_free_bytes", "source", "latency_source")
+    }
+    return Dashboard(
+        **common, **panels, fits=False, kv_free_bytes=max(free, 0.0), source="weights do not fit in memory"
+    )
+
+
+@dataclass(frozen=True)
+class _StepTrace:
+    """What each simulated step carried: decoders, prompt tokens, sequences running; and, per finished
+    prompt, (step it arrived after, step of its first token)."""
+
+    decoders: np.ndarray
+    prompt_tokens: np.ndarray
+    running: np.ndarray
+    first_token: list
+
+
+def _closed_loop_steps(users, limit, prompt, output_mean, chunk, steps, seed) -> _StepTrace:
+    """Step ``steps`` times through the closed loop: admit first come first served up to ``limit``,
+    prefill ``chunk`` prompt tokens per step beside the decoders, geometric answers of mean
+    ``output_mean``; the first ``limit`` users start mid-answer (steady state)."""
+    rng = np.random.default_rng(seed)
+    phase = np.zeros(users, dtype=np.int8)  # 0 waiting, 1 prefilling, 2 decoding
+    remaining_out = rng.geometric(1 / output_mean, size=users)  # memoryless: a request in flight too
+    remaining_prompt = np.zeros(users, dtype=np.int64)
+    arrived = np.full(users, -1, dtype=np.int64)  # step at whose end the request arrived (-1: at time 0)
+    phase[: min(users, limit)] = 2
+    decoders = np.zeros(steps, dtype=np.int64)
+    prompt_in_step = np.zeros(steps, dtype=np.int64)
+    running_log = np.zeros(steps, dtype=np.int64)
+    first_token = []
+    for k in range(steps):
+        free_slots = limit - np.count_nonzero(phase)
+        if free_slots > 0:
+            queued = np.flatnonzero(phase == 0)
+            if queued.size:
+                admit = queued[np.argsort(arrived[queued], kind="stable")[:free_slots]]
+                phase[admit] = 1
+                remaining_prompt[admit] = prompt
+        running_log[k] = np.count_nonzero(phase)
+        dec = np.flatnonzero(phase == 2)
+        pre = np.flatnonzero(phase == 1)
+        done = pre[:0]
+        if pre.size:
+            pre = pre[np.argsort(arrived[pre], kind="stable")]
+            need = remaining_prompt[pre]
+            take = np.clip(chunk - (np.cumsum(need) - need), 0, need)
+            remaining_prompt[pre] -= take
+            prompt_in_step[k] = take.sum()
+            done = pre[remaining_prompt[pre] == 0]
+        decoders[k] = dec.size
+        remaining_out[dec] -= 1
+        if done.size:  # the last chunk's pass makes the first token
+            first_token.extend(zip(arrived[done].tolist(), [k] * done.size, strict=True))
+            phase[done] = 2
+            remaining_out[done] -= 1
+        finished = np.flatnonzero((phase == 2) & (remaining_out <= 0))
+        if finished.size:  # the user reads the answer and sends the next turn at once
+            phase[finished] = 0
+            arrived[finished] = k
+            remaining_out[finished] = rng.geometric(1 / output_mean, size=finished.size)
+    return _StepTrace(decoders, prompt_in_step, running_log, first_token)
+
+
+def _best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params) -> float:
+    """The most tokens/s this context allows: the analytic steady state over batch sizes that fit."""
+    sizes = np.unique(np.round(np.geomspace(1, limit, 200)).astype(int))
+    rates = steady_state(
+        m, g, sizes, t, prompt_tokens=p, output_tokens=o, num_gpus=n, engine=eng, params=params, **precisions
+    ).tokens_per_s
+    return float(np.nanmax(rates))
+
+
+def _usd_per_million(price: float, tokens_per_s: float, num_gpus: int) -> float:
+    """$ per 1M tokens, or NaN ("no price") when the GPU has none."""
+    return float(cost_per_million_tokens_usd(price, tokens_per_s, num_gpus)) if price == price else price
+
+
+def simulated_latency(
+    model,
+    gpu,
+    concurrent_users,
+    context_tokens,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    batch_limit=None,
+    num_gpus=1,
+    weight_precision="bf16",
+    kv_precision="bf16",
+    chunk_tokens=512,
+    engine=DEFAULT_ENGINE,
+    params=None,
+    seed=0,
+    requests=None,
+) -> dict:
+    """TTFT and TPOT percentiles (p50, p90, p99; seconds) of the dashboard's load, from ``roofline.sim``.
+
+    A closed loop of ``concurrent_users`` (U) clients: each request carries the user's ``context_tokens``
+    (T, of which T − P are found in the prefix cache, not recomputed) with a ``prompt_tokens`` (P) turn,
+    prefilled in chunks of
+    ``chunk_tokens``, and an answer of lognormal length with mean ``output_tokens`` (O; log-spread 1, so
+    users fall out of step as on a real server). At most ``batch_limit`` users run (default: those
+    whose T tokens of KV fit); the KV capacity is set so the batch cap, not KV, limits admission (as in
+    ``dashboard``). Each step is priced like ``dashboard``'s: by ``engine``, with the all-reduces. The
+    first U requests all arrive at t = 0 (a start-up burst no running server sees) and are left out of
+    the percentiles. ``requests`` defaults to max(300, 4U), at most 2,000 (fast enough to redraw).
+
+    >>> lat = simulated_latency("llama-3-8b", "h100-sxm", 1, 1000, engine="ideal")   # no queue, no neighbours
+    >>> round(lat["tpot_s"]["p50"] * 1e3, 2), lat["tpot_s"]["p50"] <= lat["tpot_s"]["p99"]
+    (4.52, True)
+
+    Taught in lesson 59.
+    """
+    from roofline import sim  # the simulator sits beside the lessons; imported here to keep import order
+
+    m, g = get_model(model), get_gpu(gpu)
+    u = int(checked(concurrent_users, "concurrent_users", minimum=1))
+    t = int(checked(context_tokens, "context_tokens", above=0))
+    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    o = int(checked(output_tokens, "output_tokens", minimum=2))
+    n = int(checked(num_gpus, "num_gpus", minimum=1))
+    limit = (
+        int(max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
+        if batch_limit is None
+        else int(batch_limit)
+    )
+    if limit < 1:
+        nan = {"p50": float("nan"), "p90": float("nan"), "p99": float("nan")}
+        return {"ttft_s": nan, "tpot_s": nan, "source": "weights do not fit in memory", "result": None}
+    k = int(requests) if requests is not None else int(min(max(300, 4 * u), 2000))
+    cost = sim.StepCostModel(
+        m, g, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision, engine=engine,
+        include_communication=True, params=params,
+    )  # fmt: skip
+    answers = sim.LengthSpec("lognormal", mean=float(o), sigma=1.0, minimum=2)  # spread: no lock-step waves
+    held = max(t, p)  # the user's context after sending the turn: T tokens, of which P are new
+    r = sim.simulate(
+        m, g, concurrency=u, requests=k, input_tokens=held, output_tokens=answers, seed=seed, cost=cost,
+        max_batch=limit, chunk_tokens=int(chunk_tokens), kv_capacity=limit * (held + 10 * o),
+        prefix_hit_rate=(held - p) / held, record_timeline=False,
+    )  # fmt: skip
+    keep = np.arange(k) >= u  # after the start-up burst
+    return {
+        "ttft_s": sim.percentiles(r.ttft_s[keep]),
+        "tpot_s": sim.percentiles(r.tpot_s[keep]),
+        "source": f"roofline.sim: closed loop of {u} users, {k - min(u, k):,} requests after the start-up "
+        f"burst, answers of {o} tokens on average, chunks of {int(chunk_tokens)}, seed {seed}",
+        "result": r,
+    }
+
+
+@dataclass(frozen=True)
+class CardToDashboard(Result):
+    """From the study card's batched figure to the dashboard's, one assumption at a time (tokens/s, $/1M)."""
+
+    labels: tuple
+    tokens_per_s: tuple
+    usd_per_million: tuple
+
+    def rows(self) -> list[tuple[str, float, float]]:
+        return list(zip(self.labels, self.tokens_per_s, self.usd_per_million, strict=True))
+
+
+def card_to_dashboard(
+    model="llama-3-8b",
+    gpu="h100-sxm",
+    concurrent_users=64,
+    context_tokens=4096,
+    *,
+    prompt_tokens=500,
+    output_tokens=250,
+    usd_per_gpu_hour=3.0,
+    engine=DEFAULT_ENGINE,
+) -> CardToDashboard:
+    """Why the dashboard shows fewer tokens/s (and a higher price) than card Q6 for the same 64 users.
+
+    1. the card: weights + 64 × 4,096 × KV over the bandwidth, decode only, the ideal roofline;
+    2. the library's exact bytes (``decode_step``: only the embedding rows the batch looks up are read);
+    3. the same step on a real engine (``engine``, ``roofline.engines``): the dashboard's step;
+    4. new turns: each answer of O tokens brings a P-token prompt, prefilled in chunks in the same steps
+       (``steady_state``);
+    5. the dashboard's seeded simulation (answers of random length, users admitted as slots free up).
+
+    Costs are $ per million output tokens at ``usd_per_gpu_hour``.
+
+    Taught in lesson 59.
+
+    >>> c = card_to_dashboard()          # 64 ÷ ((16.06e9 + 64 × 4,096 × 131,072) ÷ 3.35e12); the card: ~4,300
+    >>> round(c.tokens_per_s[0]), round(c.usd_per_million[0], 3)
+    (4252, 0.196)
+    """
+    m, g = get_model(model), get_gpu(gpu)
+    u, t = int(concurrent_users), int(context_tokens)
+    eng = get_engine(engine)
+    card_step = (weight_bytes(m) + u * t * kv_bytes_per_token(m)) / g.memory_bandwidth_bytes_per_s
+    exact = decode_step(m, g, u, t)
+    achieved = float(step_timer(m, g, 1, "bf16", eng).of_step(exact).total_s)
+    steady = steady_state(m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng)
+    sim_d = dashboard(
+        m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+    )  # fmt: skip
+    rates = (
+        u / card_step,
+        u / float(exact.step_time_s),
+        u / achieved,
+        float(steady.tokens_per_s),
+        float(sim_d.tokens_per_s),
+    )
+    labels = (
+        "card Q6: weights + everyone's KV ÷ bandwidth (ideal, decode only; the card rounds it to 4,300)",
+        "exact bytes read (decode_step)",
+        f"the same step on {eng.name} (roofline.engines: kernel efficiency, per-step and per-layer costs)",
+        f"plus each turn's {prompt_tokens}-token prompt, chunked into the steps",
+        "the dashboard's simulation (random answer lengths)",
+    )
+    price = tuple(float(cost_per_million_tokens_usd(usd_per_gpu_hour, r)) for r in rates)
+    return CardToDashboard(labels=labels, tokens_per_s=tuple(float(r) for r in rates), usd_per_million=price)
+
+
+def dashboard_for(scenario: Scenario, **kwargs) -> Dashboard:
+    """``dashboard`` for a ``Scenario``: its ``batch`` is the number of concurrent users, ``prompt_tokens``
+    the turn length; other keyword arguments pass through.
+
+    >>> dashboard_for(Scenario(batch=64, context_tokens=4096)).running
+    64.0
+
+    Taught in lesson 59.
+    """
+    s = scenario
+    return dashboard(
+        s.model,
+        s.gpu,
+        s.batch,
+        s.context_tokens,
+        prompt_tokens=s.prompt_tokens,
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+        usd_per_gpu_hour=s.usd_per_gpu_hour,
+        **kwargs,
+    )
+
+
+def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
+    """A one-line reading of a dashboard: what limits this server and what would help.
+
+    The rules: weights that do not fit → more GPUs or fewer bytes; users waiting (KV full) → more KV room;
+    few users per weight read (tokens/s far below the full-batch figure with nobody waiting) → more users;
+    otherwise healthy.
+
+    >>> diagnose(dashboard("llama-3-8b", "h100-sxm", 1, 1000))[:13]
+    'under-batched'
+
+    Taught in lesson 59.
+    """
+    if not d.fits:
+        return "does not fit: the weights alone exceed memory; add GPUs or use fewer bytes per weight"
+    if d.waiting >= 1:
+        return (
+            f"memory-full: KV at {d.kv_use_fraction:.0%}, {d.waiting:.0f} users waiting, TTFT p99 "
+            f"{d.ttft_p99_s:.1f} s; fit more KV (FP8 KV, more GPUs, shorter context), not more compute"
+        )
+    if d.tokens_per_s < 0.5 * d.best_tokens_per_s:
+        return (
+            f"under-batched: MBU {d.mbu:.0%} but MFU {d.mfu:.1%}; {d.tokens_per_s:,.0f} tokens/s of a "
+            "possible "
+            f"{d.best_tokens_per_s:,.0f}; send it more users, not more GPUs"
+        )
+    late = d.ttft_p99_s > ttft_target_s
+    return f"healthy: {d.tokens_per_s:,.0f} tokens/s, KV at {d.kv_use_fraction:.0%}, nobody waiting" + (
+        "; but TTFT p99 is over target" if late else ""
+    )
+
+
+_PANELS = ("mbu", "mfu", "tokens", "kv", "requests", "ttft", "tpot", "cost")
+
+
+_TITLES = {
+    "mbu": "MBU",
+    "mfu": "MFU",
+    "tokens": "output tokens/s",
+    "kv": "KV-cache use",
+    "requests": "running / waiting",
+    "ttft": "TTFT p50 (p90, p99)",
+    "tpot": "TPOT p50 (p90, p99)",
+    "cost": "$ per 1M tokens",
+}
+
+
+def _panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
+    """(big number, small line, gauge fraction(s)) for each panel, from a Dashboard."""
+    if not d.fits:
+        return {k: ("", "", (0.0, 0.0)) for k in _PANELS}
+    scale = max(d.concurrent_users, d.max_batch)
+    return {
+        "mbu": (f"{d.mbu:.0%}", f"steps timed by {get_engine(d.engine).name}", (d.mbu,)),
+        "mfu": (f"{d.mfu:.1%}", f"decode tokens alone {d.mfu_decode:.2%}", (d.mfu,)),
+        "tokens": (
+            f"{d.tokens_per_s:,.0f}",
+            f"of {d.best_tokens_per_s:,.0f} at the best batch",
+            (d.tokens_per_s / d.best_tokens_per_s,),
+        ),
+        "kv": (
+            f"{d.kv_use_fraction:.0%}" if d.kv_use_fraction >= 0.1 else f"{d.kv_use_fraction:.1%}",
+            f"{d.kv_bytes / GB:.1f} of {d.kv_free_bytes / GB:.0f} GB left by weights",
+            (d.kv_use_fraction,),
+        ),
+        "requests": (
+            f"{d.running:.0f} / {d.waiting:.0f}",
+            f"max batch {d.max_batch:,}",
+            (d.running / scale, d.waiting / scale),
+        ),
+        "ttft": (
+            _fmt_s(d.ttft_p50_s),
+            f"p90 {_fmt_s(d.ttft_p90_s)} · p99 {_fmt_s(d.ttft_p99_s)}",
+            (d.ttft_p99_s / ttft_target_s,),
+        ),
+        "tpot": (
+            _fmt_s(d.tpot_p50_s),
+            f"p90 {_fmt_s(d.tpot_p90_s)} · p99 {_fmt_s(d.tpot_p99_s)}",
+            (d.tpot_p99_s / tpot_target_s,),
+        ),
+        "cost": (
+            (
+                f"${d.cost_per_million_usd:.2f}",
+                f"${d.best_cost_per_million_usd:.2f} at the best batch",
+                (d.best_cost_per_million_usd / d.cost_per_million_usd,),
+            )
+            if np.isfinite(d.cost_per_million_usd)
+            else ("no price", "no listed price for this GPU", (0.0,))
+        ),
+    }
+
+
+def _fmt_s(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "—"
+    return (
+        f"{seconds:.1f} s"
+        if seconds >= 1
+        else f"{seconds / MS:.0f} ms"
+        if seconds >= 0.01
+        else f"{seconds / MS:.1f} ms"
+    )
+
+
+def dashboard_load(
+    model,
+    gpu,
+    concurrent_users: int,
+    *,
+    context_tokens: int = 1000,
+    prompt_tokens: int = 200,
+    output_tokens: int = 200,
+    requests: int | None = None,
+    seed: int = 0,
+    **simulate_kwargs,
+) -> dict:
+    """Lesson 59's closed loop in the simulator: ``concurrent_users`` users each hold ``context_tokens`` of
+    conversation (found in the prefix cache, not recomputed), send a ``prompt_tokens`` turn and read
+    ``output_tokens``, then send the next turn at once. Returns the dashboard's percentiles (s), output
+    tokens/s, GPU busy fraction, mean KV use (a fraction of the cache) and preemptions.
+
+    >>> d = dashboard_load("llama-3-8b", "h100-sxm", 8, requests=32)
+    >>> 0 < d["kv_use_mean"] < 1 and d["tpot_p99_s"] >= d["tpot_p50_s"]
+    True
+    """
+    p = context_tokens + prompt_tokens
+    r = simulate(
+        model,
+        gpu,
+        concurrency=concurrent_users,
+        requests=requests or 4 * concurrent_users,
+        input_tokens=p,
+        output_tokens=output_tokens,
+        prefix_hit_rate=context_tokens / p if p else 0.0,
+        seed=seed,
+        **simulate_kwargs,
+    )
+    steps = np.asarray(r.timeline_step_s)
+    kv = np.asarray(r.timeline_kv_used_tokens) / r.kv_capacity_tokens
+    return {
+        **r.summary(),
+        "busy_fraction": r.busy_fraction,
+        "kv_use_mean": float(np.sum(kv * steps) / np.sum(steps)) if steps.size else 0.0,
+        "preemptions": r.preemptions,
+    }

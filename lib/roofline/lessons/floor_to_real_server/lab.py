@@ -1,0 +1,188 @@
+"""Figures of the achievable layer: the floor and what engines reach, side by side.
+
+Taught in notebooks/floor_to_real_server.ipynb; the residual figure is the centre of
+notebooks/calibration_validation.ipynb. The numbers all come from ``roofline.engines``; this module
+only draws them.
+
+>>> fig = AchievableVsBatch(Scenario(batch=16), engine="vllm")
+>>> fig
+<AchievableVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=16, T=1000>
+>>> "achievable" in achievable_readout(Scenario(batch=16), {"engine": "vllm"})
+True
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from roofline import engines
+from roofline.calibration import measurements
+from roofline.course.figures import (
+    BATCH_SWEEP,
+    COLORS,
+    LiveFigure,
+    Picture,
+    describe,
+    new_figure,
+    nice_limits,
+)
+from roofline.course.readouts import extrapolation_note
+from roofline.scenario import Scenario
+from roofline.units import MS
+
+# Colours of the gap budget's parts (colour-blind-safe palette of the course).
+BUDGET_COLORS = {
+    "floor": "#0072B2",
+    "kernel efficiency": "#56B4E9",
+    "per-step": "#E69F00",
+    "per-layer": "#F0E442",
+    "communication": "#CC79A7",
+}
+
+
+REGIME_MARKERS = {
+    "batch-1 decode": "o",
+    "batched decode": "s",
+    "prefill/TTFT": "^",
+    "end-to-end": "D",
+}
+
+
+ENGINE_COLORS = {
+    "vllm": "#0072B2",
+    "tensorrt-llm": "#009E73",
+    "sglang": "#CC79A7",
+    "llama.cpp": "#D55E00",
+    "deepspeed-mii": "#E69F00",
+    "splitwise-2023": "#56B4E9",
+}
+
+
+class AchievableVsBatch(LiveFigure):
+    """Decode step time against batch: the ideal floor and the calibrated achievable step (ms, log-log).
+
+    ``options["engine"]`` picks the engine (default vllm).
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.floor = m(ax.plot([], [], color=COLORS["step"], ls="--", label="ideal floor")[0])
+        self.real = m(ax.plot([], [], color=COLORS["prefill"], label="achievable (calibrated)")[0])
+        self.band = None
+        self.marks = m(ax.plot([], [], "o", color=COLORS["prefill"], zorder=5)[0])
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="batch B (users decoding together)",
+            ylabel="time per step (ms)",
+            xlim=(1, BATCH_SWEEP[-1] * 1.05),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s: Scenario):
+        ax = self.axes[0]
+        engine = self.options.get("engine", engines.DEFAULT_ENGINE)
+        t = engines.decode_step_times(
+            s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
+        )  # fmt: skip
+        self.floor.set_data(BATCH_SWEEP, t["floor"] / MS)
+        self.real.set_data(BATCH_SWEEP, t["total"] / MS)
+        self.real.set_label(f"achievable ({engines.get_engine(engine).id})")
+        ax.legend(loc="upper left")
+        ax.set_ylim(nice_limits(np.concatenate([t["floor"], t["total"]]) / MS, log=True))
+        here = engines.decode_step_times(
+            s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
+            weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
+        )  # fmt: skip
+        if bool(here["fits"]):
+            lo, hi = float(here["floor"]), float(here["total"])
+            self.marks.set_data([s.batch, s.batch], [lo / MS, hi / MS])
+            self._transient_artist(
+                ax.text(
+                    0.02,
+                    0.74,
+                    f"B={s.batch}: floor {lo / MS:.2f} ms, achievable {hi / MS:.2f} ms ({hi / lo:.2f}x)",
+                    transform=ax.transAxes,
+                    fontsize=12,
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+                )
+            )
+        else:
+            self.marks.set_data([], [])
+        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        ax.set_title(describe(s), fontsize=11)
+        self.background_key = engine
+
+
+def achievable_readout(s: Scenario, options: dict | None = None) -> str:
+    """HTML table: one decode step at the scenario, ideal beside achievable, with the gap itemised."""
+    engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
+    t = engines.decode_step_times(
+        s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
+    )  # fmt: skip
+    if not bool(t["fits"]):
+        return "<p>Does not fit in memory: no step runs.</p>"
+    floor, total = float(t["floor"]), float(t["total"])
+    rows = [
+        ("", "ideal", f"achievable ({html.escape(engines.get_engine(engine).id)})"),
+        ("step", f"{floor / MS:.2f} ms", f"{total / MS:.2f} ms"),
+        ("tokens/s per user", f"{1 / floor:,.0f}", f"{1 / total:,.0f}"),
+        ("tokens/s total", f"{s.batch / floor:,.0f}", f"{s.batch / total:,.0f}"),
+    ]
+    rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
+    cells = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
+    return f"<table>{cells}</table>" + extrapolation_note(s, engine)
+
+
+def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's time goes") -> Picture:
+    """Stacked bars of the gap budget (ms) for a few configurations; each case is the keyword arguments of
+    ``achievable.gap_budget`` plus ``label``."""
+    fig, (ax,) = new_figure(1, figsize=(9, 4.5))
+    labels, bottoms = [], np.zeros(len(cases))
+    budgets = [engines.gap_budget(**{k: v for k, v in c.items() if k != "label"}) for c in cases]
+    for part in ("floor", *engines.BUDGET_PARTS):
+        vals = np.array([b[part] for b in budgets]) / MS
+        ax.bar(range(len(cases)), vals, bottom=bottoms, color=BUDGET_COLORS[part], label=part, width=0.6)
+        bottoms += vals
+    for j, b in enumerate(budgets):
+        ax.text(j, bottoms[j], f"{b['total'] / b['floor']:.2f}x floor", ha="center", va="bottom", fontsize=11)
+        labels.append(cases[j]["label"])
+    ax.set_xticks(range(len(cases)), labels, fontsize=10)
+    ax.set(ylabel="time per decode step (ms)", ylim=(0, bottoms.max() * 1.15))
+    ax.set_title(title, fontsize=12)
+    ax.legend(loc="upper left", fontsize=10)
+    return Picture(fig, "gap budget")
+
+
+def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100-sxm"), tp=(2, 8)) -> Picture:
+    """Splitwise's measured decode steps (Llama 2 70B, tensor parallel) against batch, over the ideal floor
+    and the achievable curve of its engine, one panel per GPU."""
+    ms = measurements.load_measurements()
+    fig, axes = new_figure(len(gpus), figsize=(11, 4.2))
+    batches = np.unique(np.round(np.geomspace(1, 64, 40)).astype(int))
+    styles = {tp[0]: "-", tp[-1]: "-."}
+    for ax, gpu in zip(axes, gpus, strict=True):
+        for n in tp:
+            sel = (ms.source == "Splitwise") & (ms.kind == "tpot") & (ms.gpu == gpu) & (ms.num_gpus == n)
+            sel &= ms.input_tokens == 512
+            t = engines.decode_step_times(
+                model, gpu, batches, 512 + 64, num_gpus=n, weight_precision="fp16", kv_precision="fp16",
+                engine="splitwise-2023",
+            )  # fmt: skip
+            ax.plot(
+                batches, t["floor"] / MS, color=COLORS["step"], ls=styles[n], lw=1, label=f"floor, TP {n}"
+            )
+            ax.plot(
+                batches, t["total"] / MS, color=COLORS["prefill"], ls=styles[n], label=f"achievable, TP {n}"
+            )
+            dot = COLORS["decode"] if n == tp[0] else "#56B4E9"
+            ax.plot(ms.batch[sel], ms.measured_s[sel] / MS, "o", color=dot, label=f"measured, TP {n}")
+        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per decode step (ms)")
+        ax.set_title(f"{model} on {gpu} (Splitwise)", fontsize=12)
+    axes[0].legend(fontsize=9, loc="lower left")
+    return Picture(fig, "measured over the floor")

@@ -1,0 +1,158 @@
+"""Figures and readouts of lesson 09, taught in notebooks/09_gpu_util.ipynb; the numbers live in
+``roofline.lessons.utilization``."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Patch
+
+from roofline.course.figures import COLORS, LiveFigure, describe
+from roofline.course.readouts import decode_readout, table_html
+from roofline.course.widgets import STEP, Explorer
+from roofline.engines.registry import DEFAULT_ENGINE
+from roofline.lessons.gpu_util.numbers import decode_timeline, sample_busy, timeline_metrics
+from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.scenario import Scenario
+from roofline.units import MS
+
+
+class UtilTimeline(LiveFigure):
+    """Kernels as bars on a time axis, the sampler's windows shaded busy/idle, and the three figures.
+
+    Options: ``gap_s`` (idle time after each step, s), ``window_s`` (sampling window, s), ``n_steps``,
+    ``step_time_s`` (None: the step a real engine takes, ``engine`` default vLLM, ``params`` to override its
+    numbers).
+    """
+
+    def _build(self):
+        ax = self.axes[0]
+        ax.set_yticks([0.5, 1.5], ["sampler\nwindows", "kernels"])
+        ax.set_ylim(0, 2.6)
+        ax.set_xlabel("time (ms)")
+        ax.grid(False)
+        ax.legend(
+            handles=[
+                Patch(color=COLORS["weights"], label="kernel running"),
+                Patch(color=COLORS["compute"], alpha=0.5, label='window counted "busy"'),
+                Patch(color=COLORS["overflow"], alpha=0.3, label="window idle"),
+            ],
+            loc="upper right",
+            ncols=3,
+        )
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        o = self.options
+        window = o.get("window_s", 1e-3)
+        t = decode_timeline(
+            s.model,
+            s.gpu,
+            s.batch,
+            s.context_tokens,
+            n_steps=o.get("n_steps", 3),
+            step_time_s=o.get("step_time_s"),
+            gap_s=o.get("gap_s", 0.0),
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+            num_gpus=s.num_gpus,
+            engine=o.get("engine", DEFAULT_ENGINE),
+            params=o.get("params"),
+        )
+        m = timeline_metrics(t, window)
+        w0, busy = sample_busy(t.starts_s, t.ends_s, window, 0.0, t.t_end_s)
+        tr = self._transient_artist
+        # one artist per row (a list of bars with per-bar colours) keeps a slider move cheap
+        kernel_bars = [(a / MS, (b - a) / MS * 0.97) for a, b in zip(t.starts_s, t.ends_s, strict=True)]
+        shades = [to_rgba(COLORS["weights"], 1.0 if i % 2 else 0.8) for i in range(len(kernel_bars))]
+        tr(ax.broken_barh(kernel_bars, (1.1, 0.8), facecolors=shades))
+        window_bars = [(a / MS, min(window, t.t_end_s - a) / MS * 0.96) for a in w0]
+        fills = [to_rgba(COLORS["compute"], 0.5) if on else to_rgba(COLORS["overflow"], 0.3) for on in busy]
+        tr(ax.broken_barh(window_bars, (0.1, 0.8), facecolors=fills))
+        for i in range(int(t.step_index.max()) + 1):
+            x = i * (t.step_time_s + t.gap_s) / MS
+            tr(
+                ax.text(
+                    x + t.step_time_s / MS / 2, 2.0, f"step {i + 1}", ha="center", va="bottom", fontsize=10
+                )
+            )
+        ax.set_xlim(0, t.t_end_s / MS)
+        ax.set_title(
+            f'"GPU-util" {m.gpu_util * 100:.0f}%   |   MBU {m.mbu * 100:.0f}%   |   '
+            f"MFU {m.mfu * 100:.2g}%\n{describe(s)}, B={s.batch}, sampler window {window / MS:g} ms",
+            fontsize=12,
+        )
+
+
+def utilization_readout(s: Scenario, options) -> str:
+    """HTML table: GPU-util, busy time, MBU and MFU for the explorer's settings."""
+    t = decode_timeline(
+        s.model,
+        s.gpu,
+        s.batch,
+        s.context_tokens,
+        n_steps=options.get("n_steps", 3),
+        gap_s=options.get("gap_s", 0.0),
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+        num_gpus=s.num_gpus,
+        engine=options.get("engine", DEFAULT_ENGINE),
+        params=options.get("params"),
+    )
+    m = timeline_metrics(t, options.get("window_s", 1e-3))
+    gap_s = options.get("gap_s", 0.0)
+    rows = [
+        ("step time + idle gap", f"{t.step_time_s / MS:.2f} ms + {gap_s / MS:.1f} ms"),
+        ('"GPU-util"', f"{m.gpu_util * 100:.0f}%"),
+        ("time any kernel ran", f"{m.busy_time_fraction * 100:.0f}%"),
+        ("MBU (memory)", f"{m.mbu * 100:.0f}%"),
+        ("MFU (math)", f"{m.mfu * 100:.2g}%"),
+    ]
+    if s.usd_per_gpu_hour is not None:  # the gaps are paid for too
+        tokens_per_s = s.batch / (t.step_time_s + gap_s)
+        cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus)
+        rows.append(("cost per 1M tokens, gaps included", f"${cost:.2f}"))
+    # The step without gaps: floor beside what a good engine reaches (its overheads are gaps too).
+    return table_html(rows) + decode_readout(s)
+
+
+def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
+    """Lesson 09's explorer: batch (MFU rises, GPU-util stays at 100 %) and the gap between steps.
+
+    >>> ex = utilization_explorer()
+    >>> ex.set(gap_ms=6.0); 'data-key="&quot;GPU-util&quot;"><b>100%' in ex.readout.value
+    False
+    """
+    knobs = {
+        "gap_ms": W.FloatSlider(
+            value=0.0,
+            min=0.0,
+            max=12.0,
+            step=0.5,
+            description="idle gap after each step (ms)",
+            continuous_update=False,
+        ),
+        "window_ms": W.SelectionSlider(
+            options=[0.5, 1.0, 2.0, 5.0],
+            value=1.0,
+            description="sampler window (ms)",
+            continuous_update=False,
+        ),
+    }
+
+    def to_options(v):
+        return {"gap_s": v["gap_ms"] * MS, "window_s": v["window_ms"] * MS, "n_steps": 3}
+
+    return Explorer(
+        UtilTimeline,
+        STEP,
+        scenario or Scenario(context_tokens=0),
+        utilization_readout,
+        knobs=knobs,
+        to_options=to_options,
+        presets={
+            "the card: one user, steps back to back": {"batch": 1, "gap_ms": 0.0},
+            "64 users, steps back to back": {"batch": 64, "gap_ms": 0.0},
+            "one user, a 6 ms gap after each step": {"batch": 1, "gap_ms": 6.0},
+        },
+    )

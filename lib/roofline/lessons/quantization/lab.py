@@ -1,0 +1,146 @@
+"""Figures and readouts for the lever lessons: quantization, speculative decoding, mixture of experts and
+attention variants (their explorers are in ``roofline.ui.explorers``). Numbers come from the library
+(``roofline.physics``); this module only draws and formats them.
+
+Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb,
+notebooks/mixture_of_experts.ipynb and notebooks/attention_variants.ipynb.
+
+>>> from roofline.scenario import Scenario
+>>> QuantizationVsBatch(Scenario(batch=64))
+<QuantizationVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=64, T=1000>
+>>> "tokens per verify step" in speculative_readout(Scenario(), SPECULATIVE_DEFAULTS)
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.course.figures import BATCH_SWEEP, LiveFigure, nice_limits
+from roofline.course.readouts import combine_readouts, decode_readout, table_html
+from roofline.course.widgets import STEP, Explorer
+from roofline.data import get_gpu
+from roofline.physics.architecture import (
+    weight_bytes,
+)
+from roofline.physics.memory import max_batch
+from roofline.physics.precision import get_precision
+from roofline.physics.step import decode_step
+from roofline.scenario import Scenario
+from roofline.units import GB, MS
+
+PALETTE = ["#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]
+
+
+# Weight precisions the quantization lesson compares (those the GPU has no math for are left out).
+QUANT_PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
+
+
+def supported_precisions(gpu, precisions=QUANT_PRECISIONS) -> list[str]:
+    """The precisions of ``precisions`` whose matrix math ``gpu`` has (ids, in order).
+
+    >>> supported_precisions("h100-sxm")
+    ['bf16', 'fp8', 'int8', 'int4']
+    """
+    g = get_gpu(gpu)
+    return [p for p in precisions if get_precision(p).compute in g.dense_flops_per_s]
+
+
+def _decode_sweep(s: Scenario, precision: str, batch=BATCH_SWEEP):
+    return decode_step(
+        s.model, s.gpu, batch, s.context_tokens, num_gpus=s.num_gpus, weight_precision=precision,
+        kv_precision=s.kv_precision, on_overflow="mask",
+    )  # fmt: skip
+
+
+class QuantizationVsBatch(LiveFigure):
+    """Left: decode step time against batch for each weight precision (log-log). Right: each precision's
+    tokens/s per user over BF16's at the same batch: what quantization buys, batch by batch."""
+
+    ncols = 2
+
+    def _build(self):
+        left, right = self.axes
+        m = self._moving
+        styles = {"int8": "--"}  # int8 and fp8 coincide on GPUs that run both at the same rate
+        self.lines = {
+            p: (
+                m(left.plot([], [], color=c, ls=styles.get(p, "-"), label=p)[0]),
+                m(right.plot([], [], color=c, ls=styles.get(p, "-"), label=p)[0]),
+            )
+            for p, c in zip(QUANT_PRECISIONS, PALETTE, strict=False)
+        }
+        self.marker = m(left.plot([], [], "o", color="black", zorder=6)[0])
+        left.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="decode step (ms)",
+                 xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
+        right.set(xscale="log", xlabel="batch B (users)", ylabel="speed-up per user over BF16 (×)",
+                  xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
+        right.axhline(1.0, color="#777777", lw=1)
+        left.legend(loc="upper left", title="weights")
+
+    @property
+    def background_key(self):  # the legend lists the precisions this GPU has
+        return tuple(supported_precisions(self.scenario.gpu))
+
+    def _draw(self, s):
+        left, right = self.axes
+        have = supported_precisions(s.gpu)
+        base = _decode_sweep(s, "bf16")
+        times = []
+        for p, (line, ratio) in self.lines.items():
+            if p not in have:
+                line.set_data([], []), ratio.set_data([], [])
+                continue
+            sweep = _decode_sweep(s, p)
+            line.set_data(BATCH_SWEEP, sweep.step_time_s / MS)
+            ratio.set_data(BATCH_SWEEP, base.step_time_s / sweep.step_time_s)
+            times.append(sweep.step_time_s / MS)
+        left.set_ylim(nice_limits(np.concatenate(times), log=True))
+        right.set_ylim(0, 4.5)
+        if s.weight_precision in have:
+            here = _decode_sweep(s, s.weight_precision, s.batch)
+            if here.fits:
+                self.marker.set_data([s.batch], [here.step_time_s / MS])
+            else:
+                self.marker.set_data([], [])
+        texts = {t.get_text().split(" ")[0]: t for t in left.get_legend().get_texts()}
+        for p, t in texts.items():
+            t.set_text(p if p in have else f"{p} (no math on this GPU)")
+        left.set_title(f"{s.model} on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}", fontsize=12)
+        right.set_title("BF16 step ÷ this precision's step", fontsize=12)
+
+
+def quantization_readout(s: Scenario) -> str:
+    """HTML table: for each weight precision the GPU has, weight bytes, step at the scenario's batch and
+    what binds it, tokens/s per user, the gain over BF16 and the largest batch that fits."""
+    rows = []
+    base = _decode_sweep(s, "bf16", s.batch)
+    for p in supported_precisions(s.gpu):
+        step = _decode_sweep(s, p, s.batch)
+        w = weight_bytes(s.model, p)
+        most = max_batch(s.model, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
+                            weight_precision=p, kv_precision=s.kv_precision)  # fmt: skip
+        if not step.fits:
+            rows.append((p, f"{w / GB:.1f} GB of weights; B={s.batch} does not fit (at most {most})"))
+            continue
+        gain = base.step_time_s / step.step_time_s if base.fits else float("nan")
+        rows.append(
+            (
+                p,
+                f"{w / GB:.1f} GB; {step.step_time_s / MS:.2f} ms ({step.binding}); "
+                f"{step.tokens_per_s_per_user:,.0f} tok/s/user; "
+                + (f"{gain:.2f}x BF16; " if gain == gain else "")
+                + f"fits {most:,} users",
+            )
+        )
+    return table_html(rows)
+
+
+def quantization_explorer(scenario: Scenario | None = None) -> Explorer:
+    """The quantization lesson's explorer: every control of a step, and the KV precision."""
+    return Explorer(
+        QuantizationVsBatch,
+        controls=[*STEP[:4], "kv_precision", *STEP[4:]],
+        scenario=scenario or Scenario(batch=64, context_tokens=128),
+        readout=combine_readouts(quantization_readout, decode_readout),
+    )

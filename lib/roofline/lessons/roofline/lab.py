@@ -1,0 +1,245 @@
+"""The course's figures, built once and updated in place, in one plot style.
+
+Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
+physics (one vectorized library call per curve) and moves the existing artists instead of building a new
+figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
+itself as a PNG image with its alt text (``alt_text``) in a notebook; ``roofline.ui.widgets.Explorer`` puts it
+behind sliders.
+
+Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
+step time for a server that cannot start.
+
+>>> fig = StepTimeVsBatch(Scenario(batch=32))
+>>> fig
+<StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
+>>> fig.update(Scenario(batch=64, context_tokens=4096)); len(fig.png()) > 10_000
+True
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from roofline.course.figures import COLORS, LiveFigure, nice_limits
+from roofline.course.readouts import combine_readouts, decode_readout, table_html
+from roofline.course.widgets import STEP, Explorer
+from roofline.data import get_gpu, gpus
+from roofline.lessons.roofline.numbers import ridge_points
+from roofline.physics.core import attainable_flops_per_s, ridge_point_flop_per_byte
+from roofline.physics.memory import fits
+from roofline.physics.precision import get_precision, peak_flops_per_s
+from roofline.scenario import Scenario
+from roofline.units import MS, TFLOPS
+
+
+class RooflineChart(LiveFigure):
+    """The roofline (log-log): memory slope, compute roof, ridge, and where decode and prefill sit."""
+
+    decode_batches = (1, 8, 32, 128, 512)
+    prefill_prompts = (16, 128, 500, 2000, 8000)
+    intensities = np.geomspace(0.5, 3e4, 200)
+
+    def _build(self):
+        ax = self.axes[0]
+        m = self._moving
+        self.roof = m(ax.plot([], [], color="black", label="roofline: min(peak, intensity x bandwidth)")[0])
+        self.ridge = m(ax.axvline(1, color="grey", ls="--", lw=1.5))
+        self.decode_pts = m(ax.plot([], [], "o", color=COLORS["decode"], label="decode at batch B")[0])
+        self.prefill_pts = m(ax.plot([], [], "s", color=COLORS["prefill"], label="prefill of P tokens")[0])
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="arithmetic intensity (FLOP per byte)",
+            ylabel="achieved TFLOP/s",
+            xlim=(self.intensities[0], self.intensities[-1]),
+        )
+        ax.legend(loc="upper left")
+
+    def _draw(self, s):
+        ax = self.axes[0]
+        g = get_gpu(s.gpu)
+        peak = peak_flops_per_s(g, s.weight_precision) * s.num_gpus
+        bw = g.memory_bandwidth_bytes_per_s * s.num_gpus
+        self.roof.set_data(self.intensities, attainable_flops_per_s(self.intensities, peak, bw) / TFLOPS)
+        ridge = ridge_point_flop_per_byte(peak, bw)
+        self.ridge.set_xdata([ridge, ridge])
+        self._transient_artist(
+            ax.text(
+                ridge * 1.1,
+                0.04,
+                f"ridge ≈ {ridge:.0f} FLOP/byte",
+                transform=ax.get_xaxis_transform(),
+                fontsize=11,
+                color="grey",
+            )
+        )
+        d = s.decode(batch=np.array(self.decode_batches))
+        d_int = d.flops / d.bytes_read
+        d_perf = np.where(d.fits, d.flops / d.step_time_s / TFLOPS, np.nan)
+        self.decode_pts.set_data(d_int, d_perf)
+        p = s.prefill(prompt_tokens=np.array(self.prefill_prompts))
+        p_int = p.flops / p.bytes_moved
+        p_perf = p.flops / p.time_s / TFLOPS
+        self.prefill_pts.set_data(p_int, p_perf)
+        for x, y, b in zip(d_int, d_perf, self.decode_batches, strict=True):
+            if np.isfinite(y):
+                self._transient_artist(
+                    ax.annotate(
+                        f"B={b}",
+                        (x, y),
+                        xytext=(-6, 8),
+                        textcoords="offset points",
+                        fontsize=10,
+                        color=COLORS["decode"],
+                        ha="right",
+                    )
+                )
+        for x, y, n in zip(p_int, p_perf, self.prefill_prompts, strict=True):
+            self._transient_artist(
+                ax.annotate(
+                    f"P={n}",
+                    (x, y),
+                    xytext=(4, -14),
+                    textcoords="offset points",
+                    fontsize=10,
+                    color=COLORS["prefill"],
+                )
+            )
+        ax.set_ylim(nice_limits([peak / TFLOPS / 3000, peak / TFLOPS * 3], log=True))
+        ax.set_title(
+            f"Roofline: {s.num_gpus}x {s.gpu} ({s.weight_precision} math), {s.model}, "
+            f"decode at T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+
+# --------------------------------------------------------------------------------------------------------
+# Tables and readouts (HTML; every number from the library)
+# --------------------------------------------------------------------------------------------------------
+class HtmlTable:
+    """A small HTML table that shows itself in a notebook, with a short stable text form.
+
+    >>> HtmlTable(["a", "b"], [["1", "2"]])
+    <HtmlTable: 1 rows>
+    """
+
+    def __init__(self, header, rows):
+        self.header, self.rows = list(header), [list(r) for r in rows]
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f'<th style="text-align:right;padding:2px 10px">{html.escape(h)}</th>' for h in self.header
+        )
+        body = "".join(
+            "<tr>"
+            + "".join(f'<td style="text-align:right;padding:2px 10px">{html.escape(c)}</td>' for c in r)
+            + "</tr>"
+            for r in self.rows
+        )
+        return f'<table class="roofline-table" style="font-size:14px"><tr>{head}</tr>{body}</table>'
+
+    def __repr__(self) -> str:
+        return f"<HtmlTable: {len(self.rows)} rows>"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------------------
+class LessonRooflineChart(RooflineChart):
+    """``roofline.views.plots.RooflineChart`` with its legend in the empty upper-left corner, clear of the
+    ridge
+    label (which the course chart draws at the bottom, under its lower-right legend).
+
+    >>> LessonRooflineChart(Scenario()).axes[0].get_legend()._loc
+    2
+    """
+
+    def _build(self):
+        super()._build()
+        self.axes[0].legend(loc="upper left")
+
+
+def ridge_table(precisions=("bf16", "fp8")) -> HtmlTable:
+    """Every GPU's bandwidth, peaks and ridge points, computed from the data tables (lesson 04).
+
+    >>> ridge_table().rows[0][:2]
+    ['NVIDIA H100 SXM5 80GB', '3.35']
+    """
+    ridges = {p: ridge_points(p) for p in precisions}
+    header = ["GPU", "bandwidth (TB/s)"]
+    header += [f"{p.upper()} dense (TFLOPS)" for p in precisions]
+    header += [f"ridge {p.upper()} (FLOP/byte)" for p in precisions]
+    rows = []
+    for gid, g in gpus().items():
+        compute = [get_precision(p).compute for p in precisions]
+        peaks = [
+            f"{g.dense_flops_per_s[c] / TFLOPS:,.0f}" if c in g.dense_flops_per_s else "—" for c in compute
+        ]
+        ridge = [("—" if np.isnan(ridges[p][gid]) else f"{ridges[p][gid]:,.0f}") for p in precisions]
+        rows.append([g.name, f"{g.memory_bandwidth_bytes_per_s / 1e12:.2f}", *peaks, *ridge])
+    return HtmlTable(header, rows)
+
+
+def roofline_readout(s: Scenario) -> str:
+    """HTML readout for the roofline explorer (lesson 04): ridge, and where decode and prefill sit."""
+    g = get_gpu(s.gpu)
+    peak = peak_flops_per_s(g, s.weight_precision)
+    ridge = ridge_point_flop_per_byte(peak, g.memory_bandwidth_bytes_per_s)
+    rows = [
+        ("ridge point", f"{ridge:,.0f} FLOP/byte"),
+        (
+            "peak / bandwidth",
+            f"{s.num_gpus * peak / TFLOPS:,.0f} TFLOP/s / "
+            f"{s.num_gpus * g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s",
+        ),
+    ]
+    d = s.decode()
+    if d.fits:
+        rows.append(
+            (
+                f"decode B={s.batch}, T={s.context_tokens:,}",
+                f"{d.arithmetic_intensity_flop_per_byte:,.1f} FLOP/byte, {d.step_time_s / MS:.2f} ms "
+                f"({d.binding}-bound)",
+            )
+        )
+    else:
+        rows.append((f"decode B={s.batch}, T={s.context_tokens:,}", "does not fit in memory: no step time"))
+    p = s.prefill()
+    if fits(
+        s.model,
+        s.gpu,
+        1,
+        s.prompt_tokens,
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    ):
+        rows.append(
+            (
+                f"prefill P={s.prompt_tokens:,}",
+                f"{p.flops / p.bytes_moved:,.0f} FLOP/byte, {p.time_s / MS:.2f} ms ({p.binding}-bound)",
+            )
+        )
+    else:
+        rows.append((f"prefill P={s.prompt_tokens:,}", "does not fit in memory: no time"))
+    return table_html(rows)
+
+
+def roofline_explorer(scenario: Scenario | None = None) -> Explorer:
+    """Lesson 04's explorer: the decode step on the roofline chart.
+
+    >>> roofline_explorer()
+    <Explorer LessonRooflineChart: batch, context_tokens, weight_precision, num_gpus, gpu, model>
+    """
+    return Explorer(
+        LessonRooflineChart,
+        STEP,
+        scenario or Scenario(),
+        combine_readouts(roofline_readout, decode_readout),
+        presets={
+            "decode, one user, no context": {"batch": 1, "context_tokens": 0},
+            "decode, 64 users x 4,096 tokens": {"batch": 64, "context_tokens": 4096},
+        },
+    )

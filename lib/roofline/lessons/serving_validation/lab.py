@@ -1,0 +1,85 @@
+"""Figures of the serving simulator: the batch timeline, latency against load, the validation figures.
+
+Taught in notebooks/slos_and_capacity.ipynb and notebooks/serving_validation.ipynb. Numbers come from
+``roofline.sim``; this module only draws them.
+
+>>> t = BatchTimeline(load=0.9, requests=60)
+>>> len(t.png()) > 1000
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline import sim
+from roofline.course.figures import COLORS, new_figure, nice_limits, show
+from roofline.units import MS
+
+ENGINE_COLORS = {"vllm": COLORS["decode"], "tensorrt-llm": COLORS["prefill"], "sglang": COLORS["compute"]}
+
+
+def _engine_color(engine: str) -> str:
+    return ENGINE_COLORS.get(engine, COLORS["capacity"])
+
+
+def validation_figure(results: list[dict], ideal: bool = False):
+    """Simulated against measured TTFT (left) and TPOT (right), log-log, one colour per engine, with the
+    y = x line: points below it are faster in simulation than on the real server. ``results`` are rows of
+    ``roofline.sim.validation`` (``sim_*``; with ``ideal=True`` the ``ideal_*`` figures are drawn instead).
+    Returns a picture.
+
+    >>> from roofline.sim import validation
+    >>> validation_figure(validation.stored_results()[:20])
+    <simulated against measured>
+    """
+    fig, axes = new_figure(2, figsize=(8, 3.5))  # ~900 points: a compact PNG
+    prefix = "ideal_" if ideal else "sim_"
+    engines = sorted({r["engine"] for r in results})
+    for ax, key, name in ((axes[0], "ttft_s", "TTFT"), (axes[1], "tpot_s", "TPOT")):
+        for e in engines:
+            rs = [r for r in results if r["engine"] == e]
+            ax.plot([r[key] / MS for r in rs], [r[prefix + key] / MS for r in rs], "o", ms=2.5,
+                    color=_engine_color(e), label=e)  # fmt: skip
+        vals = np.array([r[k] / MS for r in results for k in (key, prefix + key)])
+        lo, hi = nice_limits(vals, log=True)
+        ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="simulated = measured")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"measured mean {name} (ms)",
+               ylabel=f"simulated {name}, {'ideal' if ideal else 'engine'} (ms)", title=name)  # fmt: skip
+        ax.legend(loc="upper left", fontsize=9)
+    return show(fig, "simulated against measured")
+
+
+def residual_figure(results: list[dict], goals=None):
+    """The relative error of each row, (simulated − measured) ÷ measured, against its concurrency: TTFT
+    (left) and TPOT (right), one colour per engine, the goals (± ``goals`` for TTFT and TPOT; default
+    ``roofline.sim.validation.GOALS``) shaded. A
+    residual plot: a trend with concurrency says which regime the model gets wrong. Returns a picture.
+
+    >>> from roofline.sim import validation
+    >>> residual_figure(validation.stored_results()[:20])
+    <errors against concurrency>
+    """
+    if goals is None:
+        goals = (sim.validation.GOALS["ttft"], sim.validation.GOALS["tpot"])
+    fig, axes = new_figure(2, figsize=(8, 3.5))
+    engines = sorted({r["engine"] for r in results})
+    for ax, key, name, goal in (
+        (axes[0], "ttft_error", "TTFT", goals[0]),
+        (axes[1], "tpot_error", "TPOT", goals[1]),
+    ):
+        ax.axhspan(
+            -100 * goal, 100 * goal, color=COLORS["overflow"], alpha=0.2, lw=0, label=f"goal ± {goal:.0%}"
+        )
+        ax.axhline(0, color="black", lw=1)
+        rng = np.random.default_rng(0)  # a little horizontal jitter: concurrencies repeat
+        for e in engines:
+            rs = [r for r in results if r["engine"] == e]
+            x = np.array([r["concurrency"] for r in rs]) * np.exp(rng.uniform(-0.08, 0.08, len(rs)))
+            y = np.clip([100 * r[key] for r in rs], -100, 150)
+            ax.plot(x, y, "o", ms=2.5, color=_engine_color(e), label=e)
+        ax.set(xscale="log", ylim=(-100, 150), xlabel="concurrency (clients)",
+               ylabel=f"{name} error (%), clipped at 150",
+               title=f"{name}: simulated vs measured")  # fmt: skip
+        ax.legend(loc="upper left", fontsize=9)
+    return show(fig, "errors against concurrency")

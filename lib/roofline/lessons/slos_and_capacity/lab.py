@@ -1,0 +1,214 @@
+"""Figures of the serving simulator: the batch timeline, latency against load, the validation figures.
+
+Taught in notebooks/slos_and_capacity.ipynb and notebooks/serving_validation.ipynb. Numbers come from
+``roofline.sim``; this module only draws them.
+
+>>> t = BatchTimeline(load=0.9, requests=60)
+>>> len(t.png()) > 1000
+True
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ipywidgets as W
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.lines import Line2D
+
+from roofline import sim
+from roofline.course.figures import COLORS, LiveFigure, describe, nice_limits
+from roofline.course.readouts import cost_text, table_html
+from roofline.course.widgets import Explorer, mark_axis
+from roofline.units import MS
+
+WAIT_COLOR = "#999999"
+
+
+def _run(s, options: dict) -> sim.SimResult:
+    """The simulation a timeline figure or readout shows, for a scenario and the explorer's options
+    (cached: the figure and the readout of one slider move share a run)."""
+    return _cached_run(s, tuple(sorted(options.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_run(s, items: tuple) -> sim.SimResult:
+    options = dict(items)
+    chunk = int(options.get("chunk_tokens", 0)) or None
+    kw = dict(
+        input_tokens=int(options.get("input_tokens", 2000)),
+        output_tokens=int(options.get("output_tokens", 200)),
+        num_gpus=s.num_gpus,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+        chunk_tokens=chunk,
+        priority=options.get("priority", "decode-first"),
+        kv_capacity=options.get("kv_capacity_tokens"),
+    )
+    if "load" in options:  # a fraction of the closed-form sustainable rate
+        probe = sim.simulate(s.model, s.gpu, rate_per_s=1.0, requests=1, record_timeline=False, **kw)
+        rate = float(options["load"]) * probe.sustainable_rate_per_s
+    else:
+        rate = float(options.get("rate_per_s", 20.0))
+    return sim.simulate(
+        s.model, s.gpu, rate_per_s=rate, requests=int(options.get("requests", 150)),
+        seed=int(options.get("seed", 0)), **kw
+    )  # fmt: skip
+
+
+class BatchTimeline(LiveFigure):
+    """Left: every request as a bar over time, grey while it waits, orange while its prompt is prefilled,
+    blue while it decodes. Right: how full the KV cache is, and how many sequences are in prefill and in
+    decode at each step. Options: ``rate_per_s`` or ``load`` (a fraction of the sustainable rate),
+    ``requests``, ``input_tokens``, ``output_tokens``, ``chunk_tokens`` (0: unchunked), ``priority``,
+    ``kv_capacity_tokens``, ``seed``."""
+
+    ncols = 2
+
+    def __init__(self, scenario=None, **options):
+        super().__init__(scenario, **options)
+
+    def __repr__(self) -> str:
+        return (
+            f"<BatchTimeline: {self.scenario.model} on {self.scenario.num_gpus}x {self.scenario.gpu}, "
+            f"{self.result.rate_per_s:.3g} req/s, {self.result.requests} requests>"
+        )
+
+    def _build(self):
+        left, right = self.axes
+        m = self._moving
+        self.lines = {
+            name: m(LineCollection([], colors=color, linewidths=2.2))
+            for name, color in (
+                ("wait", WAIT_COLOR),
+                ("prefill", COLORS["prefill"]),
+                ("decode", COLORS["decode"]),
+            )
+        }
+        for lc in self.lines.values():
+            left.add_collection(lc)
+        left.set(
+            xlabel="time (s)", ylabel="request (arrival order)", title="Who is waiting, prefilling, decoding"
+        )
+        left.legend(
+            handles=[
+                Line2D([], [], color=WAIT_COLOR, lw=3, label="queued"),
+                Line2D([], [], color=COLORS["prefill"], lw=3, label="prefill"),
+                Line2D([], [], color=COLORS["decode"], lw=3, label="decode"),
+            ],
+            loc="lower left",  # below the diagonal of bars: late requests do not exist early
+            fontsize=10,
+        )
+        (self.kv_line,) = [
+            m(x) for x in right.plot([], [], color=COLORS["kv"], lw=1.5, label="KV cache used (%)")
+        ]
+        self.pf_line = m(right.plot([], [], color=COLORS["prefill"], lw=1, label="sequences in prefill")[0])
+        self.dec_line = m(right.plot([], [], color=COLORS["decode"], lw=1, label="sequences decoding")[0])
+        right.set(xlabel="time (s)", ylabel="% of KV cache, or sequences", title="The batch and the KV cache")
+        right.legend(loc="upper left", fontsize=10)
+
+    def _draw(self, s):
+        r = _run(s, self.options)
+        self.result = r
+        left, right = self.axes
+        i = np.arange(r.requests)
+        done_first = np.where(np.isfinite(r.first_token_s), r.first_token_s, np.nan)
+        phases = {
+            "wait": (r.arrival_s, r.admitted_s),
+            "prefill": (r.admitted_s, done_first),
+            "decode": (done_first, r.finish_s),
+        }
+        for name, (a, b) in phases.items():
+            ok = np.isfinite(a) & np.isfinite(b)
+            seg = np.stack([np.column_stack([a[ok], i[ok]]), np.column_stack([b[ok], i[ok]])], axis=1)
+            self.lines[name].set_segments(seg)
+        t_end = float(np.nanmax(r.finish_s)) if r.requests_completed else float(np.nanmax(r.arrival_s))
+        xlim = nice_limits([t_end], log=False)
+        left.set_xlim(xlim)
+        left.set_ylim(r.requests, -1)
+        t = np.append(r.timeline_t_s, r.timeline_t_s[-1] + r.timeline_step_s[-1]) if r.steps else np.zeros(1)
+
+        def steps(y):
+            return np.append(y, y[-1]) if len(y) else np.zeros(1)
+
+        self.kv_line.set_data(t, steps(100 * r.timeline_kv_used_tokens / r.kv_capacity_tokens))
+        self.pf_line.set_data(t, steps(r.timeline_prefilling))
+        self.dec_line.set_data(t, steps(r.timeline_decoding))
+        right.set_xlim(xlim)
+        top = max(100.0, float(np.max(r.timeline_decoding + r.timeline_prefilling, initial=1)))
+        right.set_ylim(nice_limits([top], log=False))
+        o = self.options
+        chunk = int(o.get("chunk_tokens", 0))
+        self.fig.suptitle(
+            f"{describe(s)}: {r.rate_per_s:.3g} req/s, {o.get('input_tokens', 2000):,} in / "
+            f"{o.get('output_tokens', 200):,} out, " + (f"chunks of {chunk:,}" if chunk else "unchunked"),
+            fontsize=12,
+        )
+
+
+def timeline_readout(s, options: dict) -> str:
+    """HTML table beside the timeline explorer: percentiles, throughput, preemptions, stability.
+
+    >>> from roofline.scenario import Scenario
+    >>> text = timeline_readout(Scenario(), {"load": 0.5, "requests": 40})
+    >>> "TTFT p50 / p99" in text and "cost per 1M tokens" in text
+    True
+    """
+    r = _run(s, options)
+    rows = [
+        ("arrival rate", f"{r.rate_per_s:.3g} req/s (sustainable: about {r.sustainable_rate_per_s:.3g})"),
+        ("requests completed", f"{r.requests_completed} of {r.requests}"),
+        (
+            "TTFT p50 / p99",
+            f"{r.ttft_s_percentiles['p50'] / MS:,.0f} / {r.ttft_s_percentiles['p99'] / MS:,.0f} ms",
+        ),
+        (
+            "TPOT p50 / p99",
+            f"{r.tpot_s_percentiles['p50'] / MS:.1f} / {r.tpot_s_percentiles['p99'] / MS:.1f} ms",
+        ),
+        ("output tokens/s", f"{r.throughput_output_tokens_per_s:,.0f}"),
+        # what the GPUs cost per output token at this load (idle time is paid for too)
+        ("cost per 1M tokens", cost_text(s, float(r.throughput_output_tokens_per_s))),
+        ("GPU busy", f"{100 * r.busy_fraction:.0f}%"),
+        ("preemptions", f"{r.preemptions}"),
+    ]
+    if r.unstable:
+        rows.append(("warning", "the queue grows without bound"))
+    return table_html(rows)
+
+
+def timeline_explorer(scenario=None, load: float = 0.9, chunk_tokens: int = 512, requests: int = 150):
+    """The batch-timeline explorer: load (a fraction of the sustainable rate; the batch follows from it),
+    chunk size, prompt and answer lengths, precision, GPUs, model and GPU. ``requests`` stays at a few
+    hundred at most, so a slider move redraws fast.
+
+    >>> ex = timeline_explorer()
+    >>> ex.set(load=0.5); ex.live.options["load"]
+    0.5
+    """
+
+    def slider(options, value, description):
+        return W.SelectionSlider(
+            options=sorted(set(options) | {value}), value=value, description=description,
+            continuous_update=False,
+        )  # fmt: skip
+
+    knobs = {
+        "load": slider([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], load, "load (× sustainable)"),
+        "chunk_tokens": slider([0, 256, 512, 1024, 2048, 4096], chunk_tokens, "chunk (0 = off)"),
+        "input_tokens": mark_axis(slider([256, 512, 1000, 2000, 4000, 8000], 2000, "prompt T (tokens)"), "T"),
+        "output_tokens": slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
+    }
+
+    def to_options(values):
+        return {**values, "requests": requests}
+
+    return Explorer(
+        BatchTimeline,
+        controls=["weight_precision", "num_gpus", "gpu", "model"],
+        scenario=scenario,
+        readout=timeline_readout,
+        knobs=knobs,
+        to_options=to_options,
+    )

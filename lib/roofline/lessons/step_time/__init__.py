@@ -1,0 +1,10 @@
+"""Lesson 16, the step-time model: notebooks/16_step_time.ipynb.
+
+Everything the lesson shows, in one place: its numbers (``numbers``, numpy only), its figures,
+readouts and explorer (``lab``), and the predict-then-check widgets it asks with.
+"""
+
+from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.roofline.numbers import throughput_tokens_per_s
+from roofline.lessons.step_time.lab import MemoryUse, StepTimeVsBatch, ThroughputVsBatch, step_time_explorer
+from roofline.lessons.step_time.numbers import batching_gain, per_user_slowdown

@@ -1,0 +1,305 @@
+"""Figures and readouts of lesson 24, taught in notebooks/24_tensor_parallel.ipynb; the numbers live in
+``roofline.lessons.tensor_parallel``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from roofline.course.figures import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
+from roofline.course.readouts import (
+    StepCase,
+    case_readout_for,
+    combine_readouts,
+    decode_case,
+    table_html,
+)
+from roofline.course.widgets import STEP, Explorer
+from roofline.data import get_gpu, get_model
+from roofline.lessons.tensor_parallel.numbers import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
+from roofline.scenario import Scenario
+from roofline.units import GB, MS
+
+
+class SpeedupVsGPUs(LiveFigure):
+    """Left: decode step time against G (ideal, with all-reduces, the all-reduce part). Right: speedup
+    over one GPU against G, beside the ideal line (speedup = G). Option ``communication`` (bool, default
+    True) hides the communication curves when False."""
+
+    ncols = 2
+
+    def _build(self):
+        left, right = self.axes
+        m = self._moving
+        self.ideal_t = m(left.plot([], [], "o--", color=COLORS["weights"], label="ideal: floor ÷ G")[0])
+        self.real_t = m(left.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
+        self.comm_t = m(left.plot([], [], "s:", color=COLORS["prefill"], label="all-reduce time")[0])
+        self.ideal_s = m(right.plot([], [], "o--", color=COLORS["weights"], label="ideal (= G)")[0])
+        self.real_s = m(right.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
+        self.markers = [
+            m(ax.plot([], [], "o", ms=14, mfc="none", mec="red", mew=2.5, zorder=6)[0]) for ax in self.axes
+        ]
+        for ax in self.axes:
+            ax.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 10))
+            ax.set_xticks(GPU_COUNTS, [str(g) for g in GPU_COUNTS])
+            ax.minorticks_off()
+        left.set(ylabel="ms per decode step", title="Step time")
+        right.set(ylabel="speedup over 1 GPU", title="Speedup", ylim=(0, 9))
+        left.legend(loc="upper right")
+        right.legend(loc="upper left")
+
+    def _draw(self, s):
+        left, right = self.axes
+        comm_on = self.options.get("communication", True)
+        sc = tensor_parallel_scaling(
+            s.model,
+            s.gpu,
+            GPU_COUNTS,
+            s.batch,
+            s.context_tokens,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        self.ideal_t.set_data(GPU_COUNTS, sc.step_time_ideal_s / MS)
+        self.ideal_s.set_data(GPU_COUNTS, sc.speedup_ideal)
+        if comm_on:
+            self.real_t.set_data(GPU_COUNTS, sc.step_time_s / MS)
+            self.comm_t.set_data(GPU_COUNTS[1:], sc.communication_time_s[1:] / MS)
+            self.real_s.set_data(GPU_COUNTS, sc.speedup)
+        else:
+            for line in (self.real_t, self.comm_t, self.real_s):
+                line.set_data([], [])
+        left.set_ylim(nice_limits(np.concatenate([sc.step_time_ideal_s, sc.step_time_s]) / MS, log=False))
+        g = s.num_gpus
+        here = tensor_parallel_scaling(
+            s.model,
+            s.gpu,
+            g,
+            s.batch,
+            s.context_tokens,
+            weight_precision=s.weight_precision,
+            kv_precision=s.kv_precision,
+        )
+        t_here = here.step_time_s if comm_on else here.step_time_ideal_s
+        sp_here = here.speedup if comm_on else here.speedup_ideal
+        if here.fits:
+            self.markers[0].set_data([g], [t_here / MS])
+            self._transient_artist(
+                left.text(
+                    0.97,
+                    0.55,
+                    f"G={g}: {t_here / MS:.2f} ms per step",
+                    transform=left.transAxes,
+                    ha="right",
+                    fontsize=12,
+                    color="red",
+                )
+            )
+        else:
+            self.markers[0].set_data([], [])
+        if np.isfinite(sp_here):
+            self.markers[1].set_data([g], [sp_here])
+            self._transient_artist(
+                right.text(
+                    0.97,
+                    0.04,
+                    f"G={g}: {sp_here:.2f}x ({sp_here / g:.0%} of ideal)",
+                    transform=right.transAxes,
+                    ha="right",
+                    fontsize=12,
+                    color="red",
+                )
+            )
+        else:
+            self.markers[1].set_data([], [])
+        bad = GPU_COUNTS[~np.asarray(sc.fits)]
+        for ax in self.axes:
+            if bad.size:
+                self._transient_artist(
+                    ax.axvspan(0.8, bad.max() * 1.3, color=COLORS["overflow"], alpha=0.25, lw=0)
+                )
+                self._transient_artist(
+                    ax.text(
+                        0.85,
+                        0.5,
+                        "does not fit\nin memory",
+                        transform=ax.get_xaxis_transform(),
+                        va="center",
+                        ha="left",
+                        color="#444444",
+                        fontsize=11,
+                    )
+                )
+        if not sc.fits_one_gpu[0]:
+            self._transient_artist(
+                right.text(
+                    0.97,
+                    0.12,
+                    "one GPU cannot hold it:\nno 1-GPU time to compare with",
+                    transform=right.transAxes,
+                    ha="right",
+                    fontsize=11,
+                    color="#444444",
+                )
+            )
+        link = get_gpu(s.gpu).interconnect
+        self.fig.suptitle(
+            f"{s.model} ({s.weight_precision}) on {s.gpu} over {link}, B={s.batch}, T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+
+def scaling_comparison_figure(
+    models=(("llama-3-8b", "bf16"), ("llama-3-70b", "fp8")),
+    gpus=("h100-sxm", "h100-pcie"),
+    batches=(1, 64),
+    context_tokens=0,
+    *,
+    picture=True,
+):
+    """Static figure, one column per GPU (and so per link), one colour per model, one line style per batch.
+    Top row: speedup over one GPU against G, beside the ideal line. Bottom row: the absolute time per decode
+    step (ms, log scale) the speedup hides: a 1.6× speedup of a 4.8 ms step and of a 40 ms step are very
+    different things, and a configuration with no one-GPU baseline still has a time. Configurations that do
+    not fit are left out (NaN). ``picture`` False returns the matplotlib Figure instead of the picture.
+    Taught in lesson 24."""
+    with plt.style.context(STYLE_PATH):
+        fig = Figure(figsize=(9, 8), dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        n = len(gpus)
+        top = [fig.add_subplot(2, n, i + 1) for i in range(n)]
+        bottom = [fig.add_subplot(2, n, n + i + 1) for i in range(n)]
+    colors = [COLORS["weights"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]]
+    styles = ["o-", "s:", "^-.", "d--"]
+    with plt.style.context(STYLE_PATH):
+        times = []
+        for ax, low, gpu in zip(top, bottom, gpus, strict=True):
+            ax.plot(GPU_COUNTS, GPU_COUNTS, "--", color="grey", lw=2, label="ideal (= G)")
+            for (model, prec), color in zip(models, colors, strict=False):
+                for batch, style in zip(batches, styles, strict=False):
+                    sc = tensor_parallel_scaling(
+                        model, gpu, GPU_COUNTS, batch, context_tokens, weight_precision=prec
+                    )
+                    ax.plot(GPU_COUNTS, sc.speedup, style, color=color, label=f"{model} {prec}, B={batch}")
+                    low.plot(GPU_COUNTS, np.asarray(sc.step_time_s) / MS, style, color=color)
+                    times.append(np.asarray(sc.step_time_s) / MS)
+                    if np.isfinite(sc.speedup[-1]):
+                        ax.annotate(
+                            f"{sc.speedup[-1]:.1f}x",
+                            (8, sc.speedup[-1]),
+                            xytext=(6, -4),
+                            textcoords="offset points",
+                            fontsize=11,
+                            color=color,
+                        )
+                    if np.isfinite(sc.step_time_s[-1]):
+                        low.annotate(
+                            f"{sc.step_time_s[-1] / MS:.1f} ms",
+                            (8, sc.step_time_s[-1] / MS),
+                            xytext=(6, -4),
+                            textcoords="offset points",
+                            fontsize=10,
+                            color=color,
+                        )
+            g = get_gpu(gpu)
+            ax.set(
+                ylabel="speedup over 1 GPU",
+                ylim=(0, 9),
+                title=f"{gpu}: {g.interconnect}, {g.interconnect_bytes_per_s / GB:.0f} GB/s",
+            )
+            low.set(ylabel="ms per decode step (with all-reduces)", yscale="log")
+            for a in (ax, low):
+                a.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 14))
+                a.set_xticks(GPU_COUNTS, [str(x) for x in GPU_COUNTS])
+                a.minorticks_off()
+            ax.legend(loc="upper left", fontsize=9)
+        lo, hi = nice_limits(np.concatenate(times), log=True)
+        for low in bottom:
+            low.set_ylim(lo, hi)
+        fig.suptitle(
+            f"Decode from tensor parallelism (T={context_tokens:,}): speedup and absolute time", fontsize=13
+        )
+    return show(fig, "speedup vs GPUs") if picture else fig
+
+
+def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
+    """HTML table for the lesson-24 explorer: per-GPU weights, the floor without all-reduces, the
+    all-reduces and the speedup over one GPU; ``options["communication"]`` (default True) says whether the
+    all-reduces count. The step itself, priced, is the engine readout of ``tensor_parallel_case``.
+    Taught in lesson 24.
+
+    >>> s = Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
+    >>> "10.53 ms" in tensor_parallel_readout(s)        # 70.55 GB over 2 × 3.35 TB/s
+    True
+    """
+    comm_on = (options or {}).get("communication", True)
+    m = get_model(s.model)
+    sc = tensor_parallel_scaling(
+        s.model,
+        s.gpu,
+        s.num_gpus,
+        s.batch,
+        s.context_tokens,
+        weight_precision=s.weight_precision,
+        kv_precision=s.kv_precision,
+    )
+    rows = [
+        ("weights per GPU", f"{weight_bytes_per_gpu(s.model, s.weight_precision, s.num_gpus) / GB:.1f} GB")
+    ]
+    if not sc.fits:
+        return table_html(rows + [("ideal step (no all-reduce)", "does not fit in memory: no step time")])
+    rows += [
+        ("ideal step (no all-reduce)", f"{sc.step_time_ideal_s / MS:.2f} ms"),
+        (
+            f"all-reduces ({2 * m.layers} per step)",
+            f"{sc.communication_time_s / MS:.2f} ms" + ("" if comm_on else " (switched off)"),
+        ),
+        (
+            "speedup over 1 GPU",
+            "no 1-GPU baseline (does not fit)"
+            if not sc.fits_one_gpu
+            else f"{(sc.speedup if comm_on else sc.speedup_ideal):.2f}x of an ideal {s.num_gpus}x",
+        ),
+    ]
+    return table_html(rows)
+
+
+def tensor_parallel_case(s: Scenario, options: dict | None = None) -> StepCase:
+    """The step lesson 24's explorer is about: the decode step on G GPUs, with its all-reduces when
+    ``options["communication"]`` (default True) says so, for the ideal and for a good engine alike.
+
+    >>> c = tensor_parallel_case(Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2,
+    ...                                   context_tokens=0))
+    >>> c.title, c.communication
+    ('one decode step of one user with no context yet, on 2 GPUs with their all-reduces', True)
+    """
+    comm_on = bool((options or {}).get("communication", True))
+    case = decode_case(s, include_communication=comm_on)
+    gpus = "on one GPU" if s.num_gpus == 1 else f"on {s.num_gpus} GPUs"
+    how = "" if s.num_gpus == 1 else (" with their all-reduces" if comm_on else " without all-reduces")
+    return replace(case, title=f"{case.title}, {gpus}{how}", communication=comm_on)
+
+
+def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
+    """The lesson-24 explorer: model, GPU, weight precision, G, batch, context, and all-reduces on/off.
+    Taught in lesson 24.
+
+    >>> tensor_parallel_explorer()
+    <Explorer SpeedupVsGPUs: batch, context_tokens, weight_precision, num_gpus, gpu, model, communication>
+    """
+    scenario = scenario or Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
+    knob = W.Checkbox(value=True, description="include the all-reduces", indent=False)
+    return Explorer(
+        SpeedupVsGPUs,
+        STEP,
+        scenario,
+        # the split, then the step on G GPUs with the all-reduces as the knob says: the floor beside a good
+        # engine, the cost
+        combine_readouts(tensor_parallel_readout, case_readout_for(tensor_parallel_case)),
+        knobs={"communication": knob},
+    )
