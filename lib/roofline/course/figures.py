@@ -1,14 +1,13 @@
-"""The course's figures, built once and updated in place, in one plot style.
+"""The course's figure machinery: one plot style, and figures built once and updated in place.
 
-Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
-physics (one vectorized library call per curve) and moves the existing artists instead of building a new
-figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
-itself as a PNG image with its alt text (``alt_text``) in a notebook; ``roofline.ui.widgets.Explorer`` puts it
-behind sliders.
+Every lesson figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes
+the physics (one vectorized library call per curve) and moves the existing artists instead of building a
+new figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure
+shows itself as a PNG with its alt text (``alt_text``) in a notebook; ``roofline.course.widgets.Explorer``
+puts it behind sliders. Wherever a configuration does not fit in memory, a figure shades that region and
+says so: there is no step time for a server that cannot start.
 
-Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
-step time for a server that cannot start.
-
+>>> from roofline.lessons.step_time import StepTimeVsBatch
 >>> fig = StepTimeVsBatch(Scenario(batch=32))
 >>> fig
 <StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
@@ -126,6 +125,7 @@ def alt_text(figure) -> str:
     each panel's title and axes, and the scenario it shows. Built from the figure itself, so it says what
     the picture says after every redraw. ``figure`` is a ``LiveFigure`` or a matplotlib ``Figure``.
 
+    >>> from roofline.lessons.step_time import StepTimeVsBatch
     >>> alt_text(StepTimeVsBatch(Scenario(batch=32))).startswith("Figure (StepTimeVsBatch):")
     True
     """
@@ -239,6 +239,7 @@ class LiveFigure:
         """Keep the current curves as a grey baseline (drawn once, into the cached background), labelled
         with the scenario they show, to compare the next moves against.
 
+        >>> from roofline.lessons.step_time import StepTimeVsBatch
         >>> f = StepTimeVsBatch(Scenario()); f.pin(); len(f._pinned) > 0
         True
         >>> f.unpin(); f._pinned

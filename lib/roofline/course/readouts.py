@@ -1,15 +1,15 @@
-"""The "cost per 1M tokens" cell of every readout (the engine readout of every lesson, and lessons 03, 24
-and 25's own tables), at the scenario's price.
+"""The readout beside every explorer's figure: the ideal floor, what a good engine reaches, and the cost.
 
-Taught in notebooks/01_token_cost.ipynb, notebooks/03_launch_overhead.ipynb,
-notebooks/24_tensor_parallel.ipynb and notebooks/25_batching.ipynb. Display only: the price arithmetic is
-``roofline.physics.cost``.
+A lesson describes its case as a ``StepCase`` (the step its explorer shows); ``case_readout`` turns it into
+the table every lesson shares: step time, tokens/s per user and in total, MBU, the cost per 1M tokens at the
+scenario's price, for the floor and for the engine. ``table_html`` and ``fold`` lay out any lesson's own
+numbers the same way. Display only: the numbers come from the core.
 
 >>> from roofline.scenario import Scenario
 >>> cost_text(Scenario(usd_per_gpu_hour=3.0), 200.0)       # $3 / (200 × 3,600 tokens) × 1e6
 '$4.17'
->>> cost_text(Scenario(gpu="h200"), float("nan"))
-'—'
+>>> "cost per 1M tokens" in decode_readout(Scenario(batch=32))
+True
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Real engines: which exist, what each reaches on a step, and how their numbers were fitted and checked.
 
 Taught in notebooks/floor_to_real_server.ipynb and notebooks/calibration_validation.ipynb. The one home of
-"a real engine" (issue 18): every readout, the CLI, ``generate`` and the serving simulator ask this
+"a real engine": every readout, the CLI, ``generate`` and the serving simulator ask this
 package, so they agree.
 
 - ``registry``: the engines of ``data/engines.toml`` (``get_engine``; ``"ideal"`` is an engine too);
@@ -16,8 +16,6 @@ package, so they agree.
 >>> round(float(t["total"]) * 1e3, 2)
 4.48
 """
-
-from roofline._lazy import submodules
 
 from .coverage import coverage
 from .figures import (
@@ -68,5 +66,3 @@ __all__ = [
     "prefill_times",
     "serving_waves",
 ]
-
-__getattr__ = submodules(__name__, __path__)

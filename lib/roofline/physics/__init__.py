@@ -7,7 +7,3 @@
 """
 
 from __future__ import annotations
-
-from roofline._lazy import submodules
-
-__getattr__ = submodules(__name__, __path__)

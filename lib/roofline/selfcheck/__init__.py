@@ -30,7 +30,6 @@ it is (``Result.matched``: ``CARD_FIGURE`` or ``EXACT_FIGURE``).
 'bytes ÷ FLOP/s'
 """
 
-from roofline._lazy import submodules
 from roofline.selfcheck.cards import QIDS, SPECS, Card, card, cards, default_params, shuffled_card
 from roofline.selfcheck.judge import Result, check, parse_answer
 from roofline.selfcheck.render import results_html
@@ -122,5 +121,3 @@ __all__ = [
     "results_html",
     "shuffled_card",
 ]
-
-__getattr__ = submodules(__name__, __path__)

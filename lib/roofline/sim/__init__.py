@@ -11,8 +11,6 @@ cost, results).
 8
 """
 
-from roofline._lazy import submodules
-
 from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
 from .cost import StepCostModel, engine_cost_model
 from .engine import simulate
@@ -62,5 +60,3 @@ __all__ = [
     "simulate_naive",
     "sustainable_rate_per_s",
 ]
-
-__getattr__ = submodules(__name__, __path__)

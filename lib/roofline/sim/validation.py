@@ -38,7 +38,7 @@ import numpy as np
 from roofline.data import DataTableError, read_toml
 from roofline.engines.registry import get_engine
 
-from . import serving_rows
+import roofline.sim.serving_rows as serving_rows
 from .cost import engine_cost_model
 from .engine import simulate
 from .limits import kv_capacity_tokens

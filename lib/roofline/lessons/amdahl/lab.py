@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 60, taught in notebooks/60_amdahl.ipynb; the numbers live in
-``roofline.lessons.profiling``."""
+"""The figures, readouts and explorer of lesson 60, taught in notebooks/60_amdahl.ipynb."""
 
 from __future__ import annotations
 

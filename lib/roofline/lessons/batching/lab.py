@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 25, taught in notebooks/25_batching.ipynb; the numbers live in
-``roofline.lessons.serving``."""
+"""The figures, readouts and explorer of lesson 25, taught in notebooks/25_batching.ipynb."""
 
 from __future__ import annotations
 

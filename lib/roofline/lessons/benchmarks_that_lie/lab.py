@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 06, taught in notebooks/06_benchmarks_that_lie.ipynb; the numbers live in
-``roofline.lessons.benchmarking``."""
+"""The figures, readouts and explorer of lesson 06, taught in notebooks/06_benchmarks_that_lie.ipynb."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 44, taught in notebooks/44_chunked_prefill.ipynb; the numbers live in
-``roofline.lessons.chunked_prefill``."""
+"""The figures, readouts and explorer of lesson 44, taught in notebooks/44_chunked_prefill.ipynb."""
 
 from __future__ import annotations
 

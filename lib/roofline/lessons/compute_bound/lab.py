@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 61, taught in notebooks/61_compute_bound.ipynb; the numbers live in
-``roofline.lessons.saturation``."""
+"""The figures, readouts and explorer of lesson 61, taught in notebooks/61_compute_bound.ipynb."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 59, taught in notebooks/59_dashboard.ipynb; the numbers live in
-``roofline.lessons.dashboard``."""
+"""The figures, readouts and explorer of lesson 59, taught in notebooks/59_dashboard.ipynb."""
 
 from __future__ import annotations
 

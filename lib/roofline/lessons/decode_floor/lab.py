@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 02, taught in notebooks/02_decode_floor.ipynb; the numbers live in
-``roofline.lessons.ceilings``."""
+"""The figures, readouts and explorer of lesson 02, taught in notebooks/02_decode_floor.ipynb."""
 
 from __future__ import annotations
 

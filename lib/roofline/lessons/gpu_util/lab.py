@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 09, taught in notebooks/09_gpu_util.ipynb; the numbers live in
-``roofline.lessons.utilization``."""
+"""The figures, readouts and explorer of lesson 09, taught in notebooks/09_gpu_util.ipynb."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 28, taught in notebooks/28_kv_cache.ipynb; the numbers live in
-``roofline.lessons.kvcache``."""
+"""The figures, readouts and explorer of lesson 28, taught in notebooks/28_kv_cache.ipynb."""
 
 from __future__ import annotations
 

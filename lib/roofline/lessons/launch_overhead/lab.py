@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 03, taught in notebooks/03_launch_overhead.ipynb; the numbers live in
-``roofline.lessons.launch``."""
+"""The figures, readouts and explorer of lesson 03, taught in notebooks/03_launch_overhead.ipynb."""
 
 from __future__ import annotations
 

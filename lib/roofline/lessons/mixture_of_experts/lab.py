@@ -1,15 +1,6 @@
-"""Figures and readouts for the lever lessons: quantization, speculative decoding, mixture of experts and
-attention variants (their explorers are in ``roofline.ui.explorers``). Numbers come from the library
-(``roofline.physics``); this module only draws and formats them.
+"""The mixture-of-experts lesson's figure, readout and explorer: the bytes a step reads against batch.
 
-Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb,
-notebooks/mixture_of_experts.ipynb and notebooks/attention_variants.ipynb.
-
->>> from roofline.scenario import Scenario
->>> QuantizationVsBatch(Scenario(batch=64))
-<QuantizationVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=64, T=1000>
->>> "tokens per verify step" in speculative_readout(Scenario(), SPECULATIVE_DEFAULTS)
-True
+Taught in notebooks/mixture_of_experts.ipynb.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Figures and readouts of lesson 15 (and lessons 04, 16), taught in notebooks/15_prefill_vs_decode.ipynb;
-the numbers live in ``roofline.lessons.phases``."""
+"""Lesson 15's figures, readouts and explorers: prefill time against the prompt, and the stall it causes.
+
+>>> prefill_explorer()
+<Explorer PrefillVsPrompt: prompt_tokens, weight_precision, num_gpus, gpu, model>
+"""
 
 from __future__ import annotations
 

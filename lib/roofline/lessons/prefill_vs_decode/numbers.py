@@ -1,8 +1,4 @@
-"""Prefill against decode, and what one long prompt does to everyone else: lessons 04, 15 and 16.
-
-Taught in lesson 04 (notebooks/04_roofline.ipynb: ridge table, the bytes ÷ FLOP/s trap, roofline readout),
-lesson 15 (notebooks/15_prefill_vs_decode.ipynb: prefill vs prompt length, the stall of streaming users)
-and lesson 16 (notebooks/16_step_time.ipynb: what batching gains in total and costs each user).
+"""Lesson 15's numbers: prefill against decode, and what one long prompt does to everyone else.
 
 Prefill pushes all P prompt tokens through the model in one pass, so the weights are read once for P
 tokens: it turns compute-bound once P passes roughly the ridge point. A decode step at batch 1 reads the

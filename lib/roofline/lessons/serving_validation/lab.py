@@ -1,11 +1,6 @@
-"""Figures of the serving simulator: the batch timeline, latency against load, the validation figures.
+"""The simulator against measured servers, drawn: predicted against measured, and the residuals.
 
-Taught in notebooks/slos_and_capacity.ipynb and notebooks/serving_validation.ipynb. Numbers come from
-``roofline.sim``; this module only draws them.
-
->>> t = BatchTimeline(load=0.9, requests=60)
->>> len(t.png()) > 1000
-True
+Taught in notebooks/serving_validation.ipynb; the rows come from ``roofline.sim.validation``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Figures of the serving simulator: the batch timeline, latency against load, the validation figures.
+"""The SLO lesson's figures and explorer: the simulated batch over time, and latency against load.
 
-Taught in notebooks/slos_and_capacity.ipynb and notebooks/serving_validation.ipynb. Numbers come from
-``roofline.sim``; this module only draws them.
+Taught in notebooks/slos_and_capacity.ipynb. Numbers come from ``roofline.sim``; this module draws them.
 
 >>> t = BatchTimeline(load=0.9, requests=60)
 >>> len(t.png()) > 1000

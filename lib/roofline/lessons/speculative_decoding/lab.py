@@ -1,13 +1,8 @@
-"""Figures and readouts for the lever lessons: quantization, speculative decoding, mixture of experts and
-attention variants (their explorers are in ``roofline.ui.explorers``). Numbers come from the library
-(``roofline.physics``); this module only draws and formats them.
+"""The speculative-decoding lesson's figures, readout and explorer: tokens per verify step and the speedup.
 
-Taught in notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb,
-notebooks/mixture_of_experts.ipynb and notebooks/attention_variants.ipynb.
+Taught in notebooks/speculative_decoding.ipynb.
 
 >>> from roofline.scenario import Scenario
->>> QuantizationVsBatch(Scenario(batch=64))
-<QuantizationVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=64, T=1000>
 >>> "tokens per verify step" in speculative_readout(Scenario(), SPECULATIVE_DEFAULTS)
 True
 """

@@ -1,5 +1,4 @@
-"""The course map as an HTML table, for notebooks/00_start_here.ipynb; the rows come from
-``roofline.lessons.course_map`` (only lessons whose notebook exists).
+"""The start page's course map and its tour explorer (notebooks/00_start_here.ipynb).
 
 >>> "01_token_cost.ipynb" in course_map_html()
 True
@@ -22,7 +21,7 @@ def _hours(minutes: int) -> str:
 def course_map_html(lessons: list[Lesson] | None = None) -> str:
     """One table per part of the course: number, lesson (linked), minutes, read after, card questions.
 
-    >>> from roofline.lessons.course_map import Lesson
+    >>> from roofline.course.course_map import Lesson
     >>> "about 20 min" in course_map_html([Lesson("x.ipynb", "", "X", "beyond", 20, "16", (), "x")])
     True
     """

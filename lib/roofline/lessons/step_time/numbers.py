@@ -1,20 +1,10 @@
-"""Prefill against decode, and what one long prompt does to everyone else: lessons 04, 15 and 16.
+"""Lesson 16's numbers: what batching gains in total and what it costs each user.
 
-Taught in lesson 04 (notebooks/04_roofline.ipynb: ridge table, the bytes ÷ FLOP/s trap, roofline readout),
-lesson 15 (notebooks/15_prefill_vs_decode.ipynb: prefill vs prompt length, the stall of streaming users)
-and lesson 16 (notebooks/16_step_time.ipynb: what batching gains in total and costs each user).
+A step of B users reads the weights once and every user's KV cache; each user gets one token per step, so
+per user = 1 ÷ step and in total = B ÷ step (``roofline.lessons.roofline.throughput_tokens_per_s``).
 
-Prefill pushes all P prompt tokens through the model in one pass, so the weights are read once for P
-tokens: it turns compute-bound once P passes roughly the ridge point. A decode step at batch 1 reads the
-same weights for a single token and stays memory-bound. While an unchunked prefill runs, every streaming
-user waits: they miss prefill time ÷ decode step time steps.
-
->>> import roofline as rl
->>> s = prefill_stall("llama-3-8b", "h100-sxm", 8000)
->>> round(s.prefill_time_s * 1e3), round(s.stalled_steps)
-(130, 29)
->>> rl.prefill_crossover_prompt_tokens("llama-3-8b", "h100-sxm")
-317
+>>> round(batching_gain(32, 6.0e-3, 4.8e-3), 1), round(per_user_slowdown(6.0e-3, 4.8e-3), 2)   # the card's Q3
+(25.6, 1.25)
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Figures and readouts of lesson 24, taught in notebooks/24_tensor_parallel.ipynb; the numbers live in
-``roofline.lessons.tensor_parallel``."""
+"""The figures, readouts and explorer of lesson 24, taught in notebooks/24_tensor_parallel.ipynb."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""The course's figures, built once and updated in place, in one plot style.
+"""Lesson 01's figure and explorer: the cost of a million tokens against batch, at the GPU's price.
 
-Every figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes the
-physics (one vectorized library call per curve) and moves the existing artists instead of building a new
-figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure shows
-itself as a PNG image with its alt text (``alt_text``) in a notebook; ``roofline.ui.widgets.Explorer`` puts it
-behind sliders.
-
-Wherever a configuration does not fit in memory, the figure shades that region and says so: there is no
-step time for a server that cannot start.
-
->>> fig = StepTimeVsBatch(Scenario(batch=32))
->>> fig
-<StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
->>> fig.update(Scenario(batch=64, context_tokens=4096)); len(fig.png()) > 10_000
-True
+>>> cost_explorer().scenario.batch
+64
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Your own machine: llama.cpp's speed on Macs and home GPUs, as a figure and a table.
+"""Your own machine: llama.cpp's speed on Macs and home GPUs, as a figure, a table and an explorer.
 
-Taught in notebooks/your_own_hardware.ipynb. The numbers come from ``roofline.lessons.home.local_speeds``;
-this module only draws them.
+Taught in notebooks/your_own_hardware.ipynb.
 
->>> from roofline.lessons.home import local_speeds
+>>> from roofline.lessons.your_own_hardware.numbers import local_speeds
 >>> local_speeds_figure(local_speeds(["llama-3-8b"], ["m4-max", "rtx-4090"], ["gguf-q4_k_m"]))
 <local speeds>
 """
@@ -43,7 +42,7 @@ def local_speeds_figure(rows: list[dict], title: str = "One user, llama.cpp") ->
 def local_speeds_html(rows: list[dict]) -> str:
     """An HTML table of ``local_speeds`` rows: weights, fits, floor, llama.cpp, prompt speed and $/M tokens.
 
-    >>> from roofline.lessons.home import local_speeds
+    >>> from roofline.lessons.your_own_hardware.numbers import local_speeds
     >>> "<table" in local_speeds_html(local_speeds(["llama-3-8b"], ["m4-max"], ["gguf-q4_k_m"]))
     True
     """
@@ -96,7 +95,7 @@ class Table:
 def local_speeds_table(rows: list[dict]) -> Table:
     """``local_speeds_html`` as a notebook table.
 
-    >>> from roofline.lessons.home import local_speeds
+    >>> from roofline.lessons.your_own_hardware.numbers import local_speeds
     >>> local_speeds_table(local_speeds(["llama-3-8b"], ["m4-max"], ["gguf-q4_k_m"]))
     <table of 1 rows>
     """
@@ -113,7 +112,7 @@ def home_explorer(
     model: str = "qwen3-30b-a3b", fmt: str = "gguf-q4_k_m", context_tokens: int = 1000
 ) -> W.VBox:
     """One model in one format on every home machine: llama.cpp's decode and prompt speed, the floor, whether
-    it fits and what a million tokens cost (``roofline.lessons.home.local_speeds``), as a table."""
+    it fits and what a million tokens cost (``roofline.lessons.your_own_hardware.numbers.local_speeds``), as a table."""
     from roofline.data import models
     from roofline.lessons.your_own_hardware.lab import local_speeds_html
     from roofline.lessons.your_own_hardware.numbers import local_speeds
