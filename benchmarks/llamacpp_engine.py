@@ -12,7 +12,6 @@ machine a busy neighbour halves the 2-thread figures. ``--out FILE`` also writes
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from types import SimpleNamespace
@@ -24,10 +23,10 @@ from roofline.measure import bench, engine_lab
 def wait_for_quiet(load: float, timeout_s: float = 1800.0) -> float:
     """Wait until the 1-minute load average is below ``load`` (or the timeout); return the load."""
     start = time.monotonic()
-    while os.getloadavg()[0] >= load and time.monotonic() - start < timeout_s:
-        print(f"load {os.getloadavg()[0]:.1f} >= {load}: waiting", file=sys.stderr, flush=True)
+    while (now := bench.load_average()) >= load and time.monotonic() - start < timeout_s:
+        print(f"load {now:.1f} >= {load}: waiting", file=sys.stderr, flush=True)
         time.sleep(30)
-    return os.getloadavg()[0]
+    return bench.load_average()
 
 
 def main(argv: list[str]) -> int:

@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from roofline.measure.bench import load_average
+
 
 def main(argv: list[str]) -> int:
     runs = int(argv[0]) if argv else 3
@@ -31,10 +33,9 @@ def main(argv: list[str]) -> int:
             )
             times.append(time.perf_counter() - t0)
             print(f"run {i + 1}: {times[-1]:.2f} s", flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"measure --quick: min {min(times):.2f} s, median {statistics.median(times):.2f} s "
-        f"over {runs} runs (load average {load:.1f}; goal < 30 s, target <= 10 s)"
+        f"over {runs} runs (load average {load_average():.1f}; goal < 30 s, target <= 10 s)"
     )
     return 0
 

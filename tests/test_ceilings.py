@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.lessons.decode_floor.lab import CeilingHeatmap, ceiling_readout
-from roofline.lessons.decode_floor.numbers import batch1_ceiling_table, decode_ceiling_tokens_per_s
+from roofline.lessons.decode_floor.numbers import ceiling_table, decode_ceiling_tokens_per_s
 from roofline.scenario import Scenario
 
 N_8B = rl.parameter_count("llama-3-8b")  # 8,030,261,248 parameters (architecture)
@@ -52,7 +52,7 @@ def test_ceiling_broadcasts_and_rejects_bad_input():
 
 
 def test_table_cells_match_hand_arithmetic():
-    t = batch1_ceiling_table("llama-3-8b", ["h100-sxm", "a100-80gb-sxm"], ["bf16", "fp8", "int4"])
+    t = ceiling_table("llama-3-8b", ["h100-sxm", "a100-80gb-sxm"], ["bf16", "fp8", "int4"])
     assert t.ceiling_tokens_per_s.shape == (2, 3)
     # H100, BF16: 7.505e9 x 2 bytes = 15.01 GB; 15.01e9 / 3.35e12 = 4.481 ms (the card's 16 GB: 4.8 ms)
     assert t.floor("h100-sxm", "bf16") == pytest.approx(READ_8B * 2 / 3.35e12)
@@ -74,10 +74,10 @@ def test_table_cells_match_hand_arithmetic():
 
 def test_does_not_fit_cells_have_no_ceiling():
     # 70B in BF16 is 141.1 GB: not in one 80 GiB (85.9 GB) H100, but in two (171.8 GB)
-    one = batch1_ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=1)
+    one = ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=1)
     assert one.status("h100-sxm", "bf16") == "does not fit" and math.isnan(one.ceiling("h100-sxm", "bf16"))
     assert one.status("h100-sxm", "fp8") == "ok"  # 70.6 GB fits in 85.9 GB
-    two = batch1_ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=2)
+    two = ceiling_table("llama-3-70b", ["h100-sxm"], ["bf16", "fp8"], num_gpus=2)
     assert two.status("h100-sxm", "bf16") == "ok"
     # the card's follow-up in the FP8 format: 68.45e9 x 1 + 1.052e9 x 2 = 70.55e9 bytes read / 6.7e12 =
     # 10.53 ms (the card's round 70 GB: 10.4)
@@ -87,7 +87,7 @@ def test_does_not_fit_cells_have_no_ceiling():
 
 
 def test_moe_reads_active_experts_but_must_store_all():
-    t = batch1_ceiling_table("mixtral-8x7b", ["h100-sxm"], ["bf16", "fp8"])
+    t = ceiling_table("mixtral-8x7b", ["h100-sxm"], ["bf16", "fp8"])
     # 46.7 B parameters x 2 bytes = 93 GB > 80 GB: BF16 does not fit, although a step reads only ~26 GB
     assert t.status("h100-sxm", "bf16") == "does not fit"
     # a batch-1 token reads the shared part plus 2 of 8 experts: 25.9 GB of the 93.4 GB stored (28%)
@@ -98,7 +98,7 @@ def test_moe_reads_active_experts_but_must_store_all():
 
 
 def test_default_table_covers_every_gpu_and_precision():
-    t = batch1_ceiling_table("llama-3-8b")
+    t = ceiling_table("llama-3-8b")
     assert t.gpu_ids == tuple(rl.gpus()) and t.precisions == tuple(rl.PRECISIONS)
     assert t.ceiling_tokens_per_s.shape == (len(rl.gpus()), len(rl.PRECISIONS))
     # a cell has a number exactly where the format is supported and the weights fit
@@ -109,17 +109,17 @@ def test_default_table_covers_every_gpu_and_precision():
 
 def test_bad_input_raises():
     with pytest.raises(rl.UnknownNameError):
-        batch1_ceiling_table("llama-9", ["h100-sxm"])
+        ceiling_table("llama-9", ["h100-sxm"])
     with pytest.raises(rl.UnknownNameError):
-        batch1_ceiling_table("llama-3-8b", ["h100"])
+        ceiling_table("llama-3-8b", ["h100"])
     with pytest.raises(rl.UnknownNameError):
-        batch1_ceiling_table("llama-3-8b", ["h100-sxm"], ["float8"])
+        ceiling_table("llama-3-8b", ["h100-sxm"], ["float8"])
     for bad in (0, 1.5, [1, 2]):
         with pytest.raises(rl.InvalidConfigurationError):
-            batch1_ceiling_table("llama-3-8b", ["h100-sxm"], num_gpus=bad)
+            ceiling_table("llama-3-8b", ["h100-sxm"], num_gpus=bad)
     with pytest.raises(rl.InvalidConfigurationError):
-        batch1_ceiling_table("llama-3-8b", [], ["bf16"])
-    t = batch1_ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"])
+        ceiling_table("llama-3-8b", [], ["bf16"])
+    t = ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"])
     with pytest.raises(rl.InvalidConfigurationError):
         t.ceiling("l4", "bf16")  # not a row of this table
 
@@ -135,7 +135,7 @@ def test_bad_input_raises():
     num_gpus=st.sampled_from([1, 2, 4, 8]),
 )
 def test_table_agrees_with_decode_step_at_batch_1(model, gpu, precision, num_gpus):
-    t = batch1_ceiling_table(model, [gpu], [precision], num_gpus)
+    t = ceiling_table(model, [gpu], [precision], num_gpus)
     status = t.status(gpu, precision)
     if status == "unsupported":
         with pytest.raises(rl.UnsupportedPrecisionError):
@@ -156,8 +156,8 @@ def test_table_agrees_with_decode_step_at_batch_1(model, gpu, precision, num_gpu
 @settings(max_examples=40, deadline=None)
 @given(model=st.sampled_from(list(rl.models())), num_gpus=st.sampled_from([1, 2, 4]))
 def test_more_gpus_never_lower_the_ceiling_and_fewer_bytes_raise_it(model, num_gpus):
-    a = batch1_ceiling_table(model, None, ["bf16", "fp8", "int4"], num_gpus)
-    b = batch1_ceiling_table(model, None, ["bf16", "fp8", "int4"], 2 * num_gpus)
+    a = ceiling_table(model, None, ["bf16", "fp8", "int4"], num_gpus)
+    b = ceiling_table(model, None, ["bf16", "fp8", "int4"], 2 * num_gpus)
     both = np.isfinite(a.ceiling_tokens_per_s)
     assert np.all(np.isfinite(b.ceiling_tokens_per_s[both]))  # what fits on G GPUs fits on 2G
     assert np.allclose(b.ceiling_tokens_per_s[both], 2 * a.ceiling_tokens_per_s[both])
@@ -168,15 +168,39 @@ def test_more_gpus_never_lower_the_ceiling_and_fewer_bytes_raise_it(model, num_g
 
 
 def test_heatmap_and_readout():
-    fig = CeilingHeatmap(Scenario(model="llama-3-70b", num_gpus=2, weight_precision="fp8"))
+    fig = CeilingHeatmap(Scenario(model="llama-3-70b", num_gpus=2, weight_precision="fp8", context_tokens=0))
     assert repr(fig) == "<CeilingHeatmap: llama-3-70b, G=2>"
     assert fig.png()[:4] == b"\x89PNG"
     texts = [a.get_text() for a in fig.labels.ravel()]
     assert "95" in texts  # 3.35e12 x 2 / 70.55e9 = 95 tokens/s for the outlined cell
     assert any(x.startswith("no fit") for x in texts)  # 282 GB of FP32 does not fit in 171.8 GB
-    fig.update(Scenario())
+    fig.update(Scenario(context_tokens=0))
     assert "223" in [a.get_text() for a in fig.labels.ravel()]  # 3.35e12 / 15.01e9
     assert not any(h.get_visible() for h in fig.hatches[0])  # 8B fits on an H100 at every precision
     assert "10.53 ms" in ceiling_readout(Scenario(model="llama-3-70b", num_gpus=2, weight_precision="fp8"))
     assert "do not fit" in ceiling_readout(Scenario(model="llama-3-70b"))
     assert "no fp8 tensor-core math" in ceiling_readout(Scenario(gpu="a100-80gb-sxm", weight_precision="fp8"))
+
+
+def test_with_users_and_context_each_user_gets_one_token_per_step_of_weights_and_every_users_kv():
+    # 32 users × 1,000 tokens on an H100 in BF16: 15.01 GB of weights + 32 × 1,000 × 131,072 B of KV
+    # = 19.21 GB per step over 3.35 TB/s = 5.73 ms, one token per user per step: 174 tokens/s each
+    t = ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"], batch=32, context_tokens=1000)
+    kv = 32 * 1000 * 32 * 8 * 128 * 2 * 2
+    assert t.bytes_moved[0] == pytest.approx(t.weight_bytes_read[0] + kv, rel=1e-12)
+    assert t.ceiling("h100-sxm", "bf16") == pytest.approx(3.35e12 / (t.weight_bytes_read[0] + kv), rel=1e-12)
+    one = ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"])
+    assert t.ceiling("h100-sxm", "bf16") < one.ceiling("h100-sxm", "bf16")  # batching slows each user
+    crowded = ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"], batch=1024, context_tokens=8000)
+    assert crowded.status("h100-sxm", "bf16") == "does not fit"  # 1,074 GB of KV
+
+
+def test_the_explorer_has_every_control_of_a_step_and_its_figure_follows_them():
+    from roofline.lessons.decode_floor.lab import ceiling_explorer
+
+    ex = ceiling_explorer()
+    assert {"batch", "context_tokens"} <= set(ex.controls)
+    before = [a.get_text() for a in ex.live.labels.ravel()]
+    ex.set(batch=64, context_tokens=4096)
+    after = [a.get_text() for a in ex.live.labels.ravel()]
+    assert before != after and "64 users × 4,096 tokens" in ex.readout.value

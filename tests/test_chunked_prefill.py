@@ -19,6 +19,7 @@ from roofline.lessons.chunked_prefill.numbers import (
     prompt_arrival_timeline,
 )
 from roofline.physics.step import mixed_step
+from roofline.scenario import Scenario
 
 M, G = "llama-3-8b", "h100-sxm"
 BW, PEAK = 3.35e12, 989e12
@@ -80,16 +81,18 @@ def test_card_8000_token_paste():
     # The card: 2 × 8e9 × 8000 / 989e12 ≈ 130 ms; 130 / 4.8 ≈ 27 steps missed by a batch-1 decoder.
     # Without attention the library's prefill is (2 × 6.98e9 × 8000 + 2 × 525.3e6) / 989e12 = 112.9 ms (no
     # lookup FLOPs, the LM head once), 112.9 / 4.48 = 25.2 steps; with attention 130 ms, lesson 15's freeze.
-    t = prompt_arrival_timeline(M, G, 1, 0, 8000, include_attention=False)
+    t = prompt_arrival_timeline(
+        Scenario(batch=1, context_tokens=0, prompt_tokens=8000), include_attention=False
+    )
     assert t.ttft_s == pytest.approx((2 * (N - 2 * VD) * 8000 + 2 * VD) / PEAK)
     assert round(t.stalled_steps) == 25
     assert t.stalled_steps == pytest.approx(rl.stalled_decode_steps(t.ttft_s, t.normal_gap_s))
-    exact = prompt_arrival_timeline(M, G, 1, 0, 8000)
+    exact = prompt_arrival_timeline(Scenario(batch=1, context_tokens=0, prompt_tokens=8000))
     assert round(exact.ttft_s * 1e3) == 130
 
 
 def test_unchunked_gap_is_prefill_plus_one_step():
-    t = prompt_arrival_timeline(M, G, 30, 1000, 8000)
+    t = prompt_arrival_timeline(Scenario(batch=30, context_tokens=1000, prompt_tokens=8000))
     # the decoders' token before the prompt, then the prefill alone, then one step at B + 1 = 31
     after = rl.decode_step(M, G, 31, 1000).step_time_s
     assert t.worst_gap_s == pytest.approx(rl.prefill(M, G, 8000).time_s + after)
@@ -97,7 +100,12 @@ def test_unchunked_gap_is_prefill_plus_one_step():
 
 
 def test_chunked_timeline_structure():
-    t = prompt_arrival_timeline(M, G, 30, 1000, 8000, chunk_tokens=3000, steps_before=2, steps_after=3)
+    t = prompt_arrival_timeline(
+        Scenario(batch=30, context_tokens=1000, prompt_tokens=8000),
+        chunk_tokens=3000,
+        steps_before=2,
+        steps_after=3,
+    )
     # chunks 3000, 3000, 2000 between 2 steps before and 3 after
     assert t.prompt_tokens_in_step.tolist() == [0, 0, 3000, 3000, 2000, 0, 0, 0]
     assert t.decoders_in_step.tolist() == [30, 30, 30, 30, 30, 31, 31, 31]
@@ -107,8 +115,10 @@ def test_chunked_timeline_structure():
 
 
 def test_chunking_trades_ttft_for_gap():
-    base = prompt_arrival_timeline(M, G, 30, 1000, 8000)
-    ch = prompt_arrival_timeline(M, G, 30, 1000, 8000, chunk_tokens=512)
+    base = prompt_arrival_timeline(Scenario(batch=30, context_tokens=1000, prompt_tokens=8000))
+    ch = prompt_arrival_timeline(
+        Scenario(batch=30, context_tokens=1000, prompt_tokens=8000), chunk_tokens=512
+    )
     assert ch.worst_gap_s < base.worst_gap_s / 10
     assert ch.ttft_s > base.ttft_s
 
@@ -117,7 +127,7 @@ def test_tradeoff_matches_timeline_and_broadcasts():
     chunks = np.array([64, 512, 3000])
     r = chunk_size_tradeoff(M, G, 30, 1000, 8000, chunks)
     for i, c in enumerate(chunks):
-        t = prompt_arrival_timeline(M, G, 30, 1000, 8000, int(c))
+        t = prompt_arrival_timeline(Scenario(batch=30, context_tokens=1000, prompt_tokens=8000), int(c))
         assert r.ttft_s[i] == pytest.approx(t.ttft_s)
         assert r.worst_gap_s[i] == pytest.approx(t.worst_gap_s)
     assert r.prefill_steps.tolist() == [125, 16, 3]  # ceil(8000 / C)
@@ -129,14 +139,14 @@ def test_tradeoff_masks_what_does_not_fit():
     r = chunk_size_tradeoff(M, G, [10, 1000], 4096, 8000, 512)
     assert r.fits.tolist() == [True, False] and np.isnan(r.ttft_s[1])
     with pytest.raises(rl.DoesNotFitError):
-        prompt_arrival_timeline(M, G, 1000, 4096, 8000, 512)
+        prompt_arrival_timeline(Scenario(batch=1000, context_tokens=4096, prompt_tokens=8000), 512)
 
 
 def test_bad_inputs():
     with pytest.raises(rl.InvalidConfigurationError):
         chunk_size_tradeoff(M, G, 30, 1000, 8000, 0)
     with pytest.raises(rl.InvalidConfigurationError):
-        prompt_arrival_timeline(M, G, 0, 1000, 8000)
+        prompt_arrival_timeline(Scenario(batch=0, context_tokens=1000, prompt_tokens=8000))
     with pytest.raises(rl.InvalidConfigurationError):
         mixed_step(M, G, -1, 1000, 10)
     with pytest.raises(rl.InvalidConfigurationError):

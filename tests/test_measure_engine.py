@@ -1,4 +1,4 @@
-"""Issue 23, a real engine on the learner's machine: the GGUF writer, the roofline placement, the CLI, and
+"""A real engine on the learner's machine: the GGUF writer, the roofline placement, the CLI, and
 (only where the optional ``engine`` group is installed) llama.cpp itself on tiny models."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_engine_models_have_the_hand_counted_sizes():
 def test_quantized_output_needs_rows_a_multiple_of_256():
     """llama.cpp stores a Q4_0 file's output matrix in Q6_K only when its rows are a multiple of 256 wide
     (else it falls back), and the library's gguf-q4_0 counts Q6_K: the lab's models must qualify."""
-    for name in engine_lab.gguf_model.LAB_MODELS:
+    for name in gguf_model.LAB_MODELS:
         assert ENGINE_MODELS[name].hidden_size % 256 == 0
         assert not ENGINE_MODELS[name].tied_embeddings
 

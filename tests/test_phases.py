@@ -232,9 +232,9 @@ def test_one_freeze_for_the_8000_token_paste_in_lessons_15_and_44():
     assert (f.prompt_tokens, f.batch, f.context_tokens) == (8000, 30, 1000)
     assert f.freeze_s == rl.prefill("llama-3-8b", "h100-sxm", 8000).step_time_s
     # lesson 44's unchunked time to first token is the same pass
-    assert prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000).ttft_s == pytest.approx(
-        f.freeze_s
-    )
+    assert prompt_arrival_timeline(
+        Scenario(batch=30, context_tokens=1000, prompt_tokens=8000)
+    ).ttft_s == pytest.approx(f.freeze_s)
     # the card's rounding: 2 × 8,030,261,248 × 8,000 ÷ 989e12 = 129.9 ms
     assert f.card_estimate_s == pytest.approx(2 * 8_030_261_248 * 8000 / 989e12)
     assert f.steps_missed == pytest.approx(f.freeze_s / f.decode_step_s)

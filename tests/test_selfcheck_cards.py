@@ -1,19 +1,25 @@
-"""The Pack 01 self-check cards: specs, answers computed by the library, scenarios, lesson links.
+"""The Pack 01 self-check cards: data rows in each lesson, answers computed by the library, scenarios, the
+lessons each card revisits.
 
 Golden values are worked out by hand from the study card's own inputs and the H100 SXM's data sheet
 (16 GB of weights, 3.35 TB/s, 989 TFLOPS dense BF16, 700 W, 128 KiB (131,072 bytes) of KV per token,
 $3 per GPU-hour); the arithmetic is written in each row.
 """
 
+import dataclasses
+import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import roofline as rl
-from roofline import selfcheck as sc
-from roofline.selfcheck.cards import CARD_MODULES, SPECS
+from roofline.course.cards import read_card
+from roofline.course.course_map import course_map
+from roofline.errors import DataTableError
+from roofline.lessons import pack01_speed_physics as sc
+
+cards_module = importlib.import_module("roofline.lessons.pack01_speed_physics.cards")
 
 BW = 3.35e12  # H100 SXM memory bandwidth, bytes/s
 PEAK = 989e12  # H100 SXM dense BF16, FLOP/s
@@ -36,12 +42,7 @@ GOLDEN = [
     ("Q3", "total_tps", 32 / STEP_Q3, "32 / 6.028 ms = 5,308 tokens/s"),
     ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,308 / 209.4 = 25.35×"),
     ("Q4", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
-    (
-        "Q4",
-        "flip_batch",
-        296.0,
-        "2·B FLOP per 2 bytes = ridge at B = 295.2; the first whole batch past it: 296",
-    ),
+    ("Q4", "flip_batch", 296.0, "2·B FLOP per 2 bytes = ridge at B = 295.2; the first whole batch past it: 296"),
     ("Q5", "achieved_tbps", 16e9 / 6e-3 / 1e12, "16e9 B / 6 ms = 2.667 TB/s"),
     ("Q5", "mbu_pct", 16e9 / 6e-3 / BW * 100, "2.667e12 / 3.35e12 = 79.6 %"),
     ("Q6", "cost_single_usd", 3 / (200 * 3600) * 1e6, "$3 / (200 × 3,600 tokens) × 1e6 = $4.17"),
@@ -85,18 +86,42 @@ def test_the_study_cards_round_figures_are_accepted(qid, name, figure, within):
     assert result.status == "right" and result.trap is None
 
 
-def test_specs_are_consistent_data():
-    for qid, spec in SPECS.items():
+def test_each_card_lives_in_its_lesson_and_the_pack_gathers_them():
+    homes = {"Q1": "decode_floor", "Q2": "prefill_vs_decode", "Q3": "step_time", "Q4": "compute_bound",
+             "Q5": "gpu_util", "Q6": "token_cost", "Q7": "amdahl"}  # fmt: skip
+    assert sc.QIDS == tuple(homes)
+    for qid, lesson in homes.items():
+        facade = importlib.import_module(f"roofline.lessons.{lesson}")
+        assert getattr(facade, qid) is cards_module.SPECS[qid]  # the lesson's façade exports its card
+        number = next(r.number for r in course_map() if r.notebook.endswith(f"_{lesson}.ipynb"))
+        assert number in facade.__dict__[qid].lessons, (qid, number)  # and the card revisits its lesson
+
+
+def test_card_data_is_consistent():
+    for qid, spec in cards_module.SPECS.items():
         assert spec.qid == qid and spec.lessons and spec.answers
         names = [a.name for a in spec.answers]
         assert len(names) == len(set(names)), qid
         numbers = spec.code.numbers(spec.code.scenario(spec.default_params()))
         for a in spec.answers:
-            assert isinstance(getattr(numbers, a.name), float), (qid, a.name)
+            assert isinstance(numbers[a.name], float), (qid, a.name)
+            assert a.exact is None or isinstance(numbers[a.exact], float), (qid, a.exact)
         for t in spec.traps:
-            assert t.answer in names and hasattr(numbers, t.value), (qid, t)
+            assert t.answer in names and t.value in numbers, (qid, t)
+        assert set(spec.positive) <= set(spec.defaults), qid
         with pytest.raises(TypeError):
             spec.defaults["model"] = "llama-9"  # the study card's figures are read-only
+
+
+def test_the_cards_lessons_agree_with_the_course_map():
+    # The map lists, for each lesson, the study card's questions it answers: the same links both ways.
+    rows = {r.number: r for r in course_map() if r.part == "card"}
+    for card in sc.cards():
+        for number in card.lessons:
+            assert card.qid in rows[number].card, (card.qid, number)
+    for number, row in rows.items():
+        for qid in row.card:
+            assert number in sc.card(qid).lessons, (qid, number)
 
 
 def test_building_a_card_never_changes_the_callers_dict():
@@ -107,11 +132,10 @@ def test_building_a_card_never_changes_the_callers_dict():
     assert card.params["weight_bytes"] == 16.1e9 and "weight_bytes" not in params
     with pytest.raises(TypeError):
         card.params["batch"] = 1  # a built card's scenario is read-only too
-    for qid in sc.QIDS:
-        spec = SPECS[qid]
+    for spec in cards_module.SPECS.values():
         given = spec.default_params()
         spec.code.scenario(given)
-        assert given == spec.default_params(), qid
+        assert given == spec.default_params(), spec.qid
 
 
 def test_every_default_trap_differs_from_its_answer():
@@ -125,44 +149,17 @@ def test_a_trap_equal_to_the_answer_is_dropped():
     # With 1 token of context the KV is 32 × 131 KB = 4 MB next to 16.1 GB of weights: one user's KV gives
     # the same step, so that trap cannot be told apart from the right answer and leaves the card.
     card = sc.card("Q3", {"context_tokens": 1})
-    assert sc.TRAP_ONE_USER_KV not in {t.name for t in card.traps}
+    assert "one user's KV" not in {t.name for t in card.traps}
     assert len(card.traps) < card.trap_count_built
-    assert sc.TRAP_ONE_USER_KV in {t.name for t in sc.card("Q3").traps}
+    assert "one user's KV" in {t.name for t in sc.card("Q3").traps}
 
 
 def test_a_slip_that_is_the_scenarios_own_size_is_not_a_trap():
     # BF16 weights take 2 bytes: "as if 2 bytes" is the right answer, so only the 1- and 4-byte slips exist
-    values = sorted(t.value for t in sc.card("Q4").traps if t.name == sc.TRAP_BYTES_PER_WEIGHT)
+    values = sorted(t.value for t in sc.card("Q4").traps if t.name == "wrong bytes per weight")
     assert values == pytest.approx([PEAK / BW * 1 / 2, PEAK / BW * 4 / 2])
     fp8 = sc.card("Q4", {"weight_precision": "fp8"})  # 1 byte: the 2- and 4-byte slips
-    assert len([t for t in fp8.traps if t.name == sc.TRAP_BYTES_PER_WEIGHT]) == 2
-
-
-def test_cards_link_their_lessons():
-    expected = {
-        "Q1": ("02", "06", "16", "24"),
-        "Q2": ("04", "15", "16", "44"),
-        "Q3": ("02", "16", "25", "28"),
-        "Q4": ("02", "04", "61"),
-        "Q5": ("09", "16", "59", "60"),
-        "Q6": ("01", "02"),
-        "Q7": ("03", "04", "09", "60"),
-    }
-    assert {c.qid: c.lessons for c in sc.cards()} == expected
-    assert "[02 · The decode floor](02_decode_floor.ipynb)" in sc.card("Q1").lesson_links()
-    assert '<a href="61_compute_bound.ipynb">' in sc.card("Q4").lesson_links("html")
-
-
-def test_lesson_links_and_module_backlinks_name_notebooks_that_exist():
-    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
-    for stem, _title in sc.LESSONS.values():
-        assert (notebooks / f"{stem}.ipynb").exists(), stem
-    package = Path(sc.__file__).parent
-    for module in package.glob("*.py"):
-        source = module.read_text()
-        assert "Taught in notebooks/" in source, module.name
-        for name in __import__("re").findall(r"notebooks/([\w.]+\.ipynb)", source):
-            assert (notebooks / name).exists(), (module.name, name)
+    assert len([t for t in fp8.traps if t.name == "wrong bytes per weight"]) == 2
 
 
 def test_every_card_has_its_parts_and_computed_numbers():
@@ -172,9 +169,12 @@ def test_every_card_has_its_parts_and_computed_numbers():
         html = card.reveal_html()
         assert "Worked answer" in html and "Common mistake" in html and "Likely follow-up" in html
         assert "<table" in card._repr_html_() and card.qid in repr(card)
+        assert "{" not in card.scenario + html  # every template field was filled
     assert "4.78 ms" in sc.card("Q1").worked  # 16 GB / 3.35 TB/s
     assert "5,308 tokens/s" in sc.card("Q3").worked  # 32 / 6.028 ms
     assert "1.82×" in sc.card("Q7").followup_answer  # 1 / 0.55
+    assert "4.48 ms" in sc.card("Q1").reveal_html()  # the exact figures beside the card's (15.01 GB read)
+    assert "the library's exact figure" not in sc.card("Q4").reveal_html()  # Q4 has none
 
 
 def test_labels_and_trap_explanations_are_filled_from_the_scenario():
@@ -182,10 +182,11 @@ def test_labels_and_trap_explanations_are_filled_from_the_scenario():
     assert card.answer("tp_floor_ms").label == "follow-up: floor on 4 GPUs"
     assert any("the 4 bandwidths add up" in t.why for t in card.traps)
     q3 = sc.card("Q3")
-    (kv,) = [t for t in q3.traps if t.answer == "step_ms" and t.name == sc.TRAP_ONE_USER_KV]
-    assert "32 × 1,000 × 128 KiB" in kv.why  # {kv_bytes_per_token!B} written as a size
-    (gain,) = [t for t in q3.traps if t.name == sc.TRAP_FULL_B_GAIN]
-    assert "got 1.26× longer" in gain.why  # 5.999 ms / 4.776 ms = 1.256
+    (kv,) = [t for t in q3.traps if t.answer == "step_ms" and t.name == "one user's KV"]
+    assert "32 × 1,000 × 128 KiB" in kv.why  # {kv_bytes_per_token!K} written as a size
+    (gain,) = [t for t in q3.traps if t.name == "the full B× gain"]
+    assert "got 1.26× longer" in gain.why  # 6.028 ms / 4.776 ms = 1.262
+    assert "15.01 GB a step reads" in sc.card("Q1").answer("floor_ms").exact_why  # a shared phrase, filled
 
 
 def test_scenario_text_follows_the_parameters():
@@ -213,20 +214,24 @@ def test_card_rejects_bad_scenarios():
         sc.card("Q6", {"usd_per_gpu_hour": 0})
 
 
-def test_the_numbers_import_neither_widgets_nor_plotting():
-    modules = ["roofline.selfcheck", *(f"roofline.selfcheck.{m}" for m in ("cards", "judge", "render"))]
-    modules += [f"roofline.selfcheck.{name}" for name in CARD_MODULES]
+def test_a_malformed_card_file_names_itself(tmp_path):
+    path = tmp_path / "cards.toml"
+    path.write_text('qid = "QX"\ntitle = "no answers"\nlessons = ["02"]\n[defaults]\n')
+    with pytest.raises(DataTableError, match="cards.toml"):
+        read_card(path, sc.card("Q1").spec.code)
+
+
+def test_a_phrase_may_not_hide_a_figure():
+    clash = dataclasses.replace(sc.card("Q4").spec, phrases={"ridge": "a sentence"})
+    with pytest.raises(DataTableError, match="phrase 'ridge'"):
+        clash.card()
+
+
+def test_the_card_machinery_imports_neither_widgets_nor_plotting():
     code = (
-        "import importlib, sys\n"
-        f"for m in {modules!r}: importlib.import_module(m)\n"
-        "import roofline.selfcheck as sc\n"
-        "sc.check(sc.card('Q1'), {'floor_ms': 4.8}); sc.card('Q1').question_html()\n"
+        "import sys\n"
+        "import roofline.course.cards, roofline.course.card_scenarios\n"
         "print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-def test_modules_stay_short():
-    for module in Path(sc.__file__).parent.glob("*.py"):
-        assert len(module.read_text().splitlines()) <= 350, module.name

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline import selfcheck as sc
+from roofline.course.cards import TRAP_POWER_OF_TEN
+from roofline.lessons import pack01_speed_physics as sc
 
 
 def test_shuffle_is_seeded_and_changes_the_answers():
@@ -40,28 +41,16 @@ def test_an_impossible_shuffle_says_so():
         sc.shuffled_card("Q3", 0, max_tries=0)
 
 
-def _fits(card):
+def fits(card):
     p = card.params
     if "tp_model" in p:
-        ok = rl.fits(
-            p["tp_model"], p["gpu"], 1, 0, num_gpus=p["tp_num_gpus"], weight_precision=p["tp_precision"]
-        )
+        ok = rl.fits(p["tp_model"], p["gpu"], 1, 0, num_gpus=p["tp_num_gpus"], weight_precision=p["tp_precision"])
         if not ok:
             return False
-    if "model" not in p:
-        return True
     batch = p.get("batch", 1)
     context = p.get("context_tokens", p.get("paste_tokens", 0))
-    return bool(
-        rl.fits(
-            p["model"],
-            p["gpu"],
-            batch,
-            context,
-            weight_precision=p["weight_precision"],
-            kv_precision=p.get("kv_precision", "bf16"),
-        )
-    )
+    return bool(rl.fits(p["model"], p["gpu"], batch, context, weight_precision=p["weight_precision"],
+                        kv_precision=p.get("kv_precision", "bf16")))  # fmt: skip
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,7 +58,7 @@ def _fits(card):
 def test_shuffled_cards_check_their_own_answers(seed, qid):
     card = sc.shuffled_card(qid, np.random.default_rng(seed))
     assert card.qid == qid and not card.is_default
-    assert _fits(card)
+    assert fits(card)
     assert len(card.traps) == card.trap_count_built  # every trap stays distinguishable
     results = sc.check(card, card.expected())
     assert all(r.status == "right" for r in results)
@@ -78,6 +67,6 @@ def test_shuffled_cards_check_their_own_answers(seed, qid):
         (r,) = [r for r in sc.check(card, {trap.answer: trap.value}) if r.name == trap.answer]
         assert r.status == "trap" and trap.name in r.trap_names
     slipped = sc.check(card, {name: 10 * v for name, v in card.expected().items()})
-    assert all(r.status == "trap" and sc.TRAP_POWER_OF_TEN in r.trap_names for r in slipped)
+    assert all(r.status == "trap" and TRAP_POWER_OF_TEN in r.trap_names for r in slipped)
     shrunk = sc.check(card, {name: v / 10 for name, v in card.expected().items()})
-    assert all(sc.TRAP_POWER_OF_TEN in r.trap_names for r in shrunk)
+    assert all(TRAP_POWER_OF_TEN in r.trap_names for r in shrunk)

@@ -3,8 +3,8 @@
 import pytest
 
 import roofline as rl
-from roofline import selfcheck as sc
-from roofline.selfcheck.ui import CardWidget
+from roofline.lessons import pack01_speed_physics as sc
+from roofline.lessons.pack01_speed_physics import CardWidget
 
 BW = 3.35e12
 
@@ -24,7 +24,7 @@ def test_widget_check_names_right_wrong_and_trap():
 
 
 def test_an_empty_box_is_unanswered_and_a_typed_zero_is_judged():
-    w = CardWidget("Q7")
+    w = CardWidget(sc.card("Q7"))
     assert all(box.value == "" for box in w.inputs.values())  # boxes start empty, not at 0
     assert all(v is None for v in w.answers().values())
     w.inputs["launch_ms"].value = "0"  # what a learner types
@@ -37,7 +37,7 @@ def test_an_empty_box_is_unanswered_and_a_typed_zero_is_judged():
 
 
 def test_a_box_that_is_not_a_number_is_named_not_raised():
-    w = CardWidget("Q5")
+    w = CardWidget(sc.card("Q5"))
     w.inputs["mbu_pct"].value = "about eighty"
     w.enter("achieved_tbps", 2.67)
     results = w.press_check()
@@ -47,10 +47,10 @@ def test_a_box_that_is_not_a_number_is_named_not_raised():
 
 
 def test_widget_buttons_drive_the_same_methods():
-    w = CardWidget("Q7")
+    w = CardWidget(sc.card("Q7"))
     w.enter("two_speedup_x", 5)
     w.check_button.click()
-    assert w.results[-1].trap == sc.TRAP_ADDED_SPEEDUPS
+    assert w.results[-1].trap == "added the speedups"
     w.reveal_button.click()
     assert w.revealed and "Worked answer" in w.revealed_text() and "1.25×" in w.revealed_text()
     w.reveal_button.click()
@@ -73,14 +73,14 @@ def test_widget_shuffle_swaps_the_card_and_still_checks():
 
 
 def test_two_widgets_with_one_seed_shuffle_alike():
-    a, b = CardWidget("Q2", seed=4), CardWidget("Q2", seed=4)
+    a, b = CardWidget(sc.card("Q2"), seed=4), CardWidget(sc.card("Q2"), seed=4)
     assert [dict(a.press_shuffle().params) for _ in range(3)] == [
         dict(b.press_shuffle().params) for _ in range(3)
     ]
 
 
 def test_widget_rejects_unknown_answer_names():
-    w = CardWidget("Q5")
+    w = CardWidget(sc.card("Q5"))
     with pytest.raises(rl.InvalidConfigurationError, match="no answer"):
         w.enter("mbu", 80)
     assert repr(w) == "<CardWidget Q5: achieved_tbps, mbu_pct>"
@@ -100,7 +100,7 @@ def test_the_question_is_shown_once_with_a_static_fallback():
 
 
 def test_labels_and_buttons_get_the_width_they_need():
-    w = CardWidget("Q7")
+    w = CardWidget(sc.card("Q7"))
     assert w.shuffle_button.description == "Shuffle the numbers"
     for button in (w.check_button, w.reveal_button, w.shuffle_button, w.reset_button):
         assert button.layout.width == "auto" and button.layout.min_width == "max-content"

@@ -14,6 +14,7 @@ from roofline.lessons.gpu_util.numbers import (
     sample_busy,
     timeline_metrics,
 )
+from roofline.scenario import Scenario
 
 
 def test_sampler_by_hand():
@@ -37,7 +38,7 @@ def test_busy_time_merges_overlaps():
 
 
 def test_card_q5():
-    t = decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, n_steps=5)
+    t = decode_timeline(Scenario(context_tokens=0), step_time_s=6e-3, n_steps=5)
     m = timeline_metrics(t, 1e-3)
     assert m.gpu_util == 1.0 and m.busy_time_fraction == pytest.approx(1.0)
     # Bytes a step reads: every weight but the input embedding, of which one row is gathered:
@@ -53,18 +54,18 @@ def test_default_step_is_a_real_engines_step():
     # 15,009,857,536 B ÷ 3.35e12 B/s = 4.48 ms; engine="ideal" gives the floor itself.
     from roofline.engines import decode_step_times
 
-    t = decode_timeline("llama-3-8b", "h100-sxm")
+    t = decode_timeline(Scenario(context_tokens=0))
     assert t.step_time_s == pytest.approx(float(decode_step_times("llama-3-8b", "h100-sxm")["total"]))
     assert t.step_time_s > 15_009_857_536 / 3.35e12
-    floor = decode_timeline("llama-3-8b", "h100-sxm", engine="ideal")
+    floor = decode_timeline(Scenario(context_tokens=0), engine="ideal")
     assert floor.step_time_s == pytest.approx(15_009_857_536 / 3.35e12)
 
 
 def test_gaps_lower_util_batch_raises_mfu():
-    gap = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, gap_s=6e-3), 1e-3)
+    gap = timeline_metrics(decode_timeline(Scenario(context_tokens=0), step_time_s=6e-3, gap_s=6e-3), 1e-3)
     assert gap.gpu_util == pytest.approx(0.5)  # 6 busy windows of every 12
-    b1 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=1, engine="ideal"), 1e-3)
-    b64 = timeline_metrics(decode_timeline("llama-3-8b", "h100-sxm", batch=64, engine="ideal"), 1e-3)
+    b1 = timeline_metrics(decode_timeline(Scenario(batch=1, context_tokens=0), engine="ideal"), 1e-3)
+    b64 = timeline_metrics(decode_timeline(Scenario(batch=64, context_tokens=0), engine="ideal"), 1e-3)
     assert b1.gpu_util == b64.gpu_util == 1.0
     # 64x the FLOPs in (almost) the same step: memory-bound at T=0, the step only gathers 63 more embedding
     # rows (63 x 4,096 x 2 bytes = 516 KB of 15 GB)
@@ -77,7 +78,7 @@ def test_bad_input():
     with pytest.raises(rl.InvalidConfigurationError):
         gpu_util([0.0], [0.5], 0.0)
     with pytest.raises(rl.UnknownNameError):
-        decode_timeline("llama-3-8b", "h100-sxm", engine="vlm")
+        decode_timeline(Scenario(context_tokens=0), engine="vlm")
 
 
 @given(

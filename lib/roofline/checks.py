@@ -14,7 +14,8 @@ roofline.errors.InvalidConfigurationError: batch must be a whole number >= 1, go
 >>> one_of("tensr", "parallelism", ("tensor", "pipeline"))
 Traceback (most recent call last):
 ...
-roofline.errors.InvalidConfigurationError: parallelism must be one of 'tensor' or 'pipeline', got 'tensr'. Did you mean 'tensor'?
+roofline.errors.InvalidConfigurationError: parallelism must be one of 'tensor' or 'pipeline', ...
+Did you mean 'tensor'?
 """
 
 from __future__ import annotations

@@ -16,28 +16,11 @@ from __future__ import annotations
 import sys
 
 import roofline as rl
-from roofline.apps.cli_support import (
-    BATCH,
-    CONTEXT,
-    EXIT_OK,
-    _achievable_decode,
-    _block,
-    _does_not_fit,
-    _fmt_count,
-    _fmt_time,
-    _fmt_usd,
-    _precisions,
-    _setup,
-    add_common_arguments,
-    add_engine_argument,
-    add_price_arguments,
-    extrapolation_rows,
-    price_of,
-    price_text,
-    print_json,
-    real_number,
-    weights_defaulted,
-)
+from roofline.apps.cli_figures import achievable_decode, does_not_fit, ideal_step, price_fields, price_of
+from roofline.apps.cli_options import (BATCH, CONTEXT, add_common_arguments, add_engine_argument,
+                                       add_price_arguments, real_number)  # fmt: skip
+from roofline.apps.cli_output import (EXIT_OK, extrapolation_rows, fmt_count, fmt_seconds, fmt_usd,
+                                      precisions_text, price_text, print_json, rows_text, setup_text)  # fmt: skip
 from roofline.units import SECONDS_PER_HOUR
 
 
@@ -47,34 +30,18 @@ def add_parser(sub) -> None:
     add_common_arguments(p, required=False, kv_default=None)
     p.add_argument("--batch", type=BATCH, default=None, help="users decoding together (default 1)")
     p.add_argument("--context", type=CONTEXT, default=None, help="tokens of KV each user holds (default 0)")
-    p.add_argument(
-        "--tokens-per-s",
-        type=real_number(0, 1e12, "tokens/s", above=True),
-        default=None,
-        metavar="RATE",
-        help="a throughput to price directly (all GPUs together), instead of a model",
-    )
+    p.add_argument("--tokens-per-s", type=real_number(0, 1e12, "tokens/s", above=True), default=None,
+                   metavar="RATE", help="a throughput to price directly (all GPUs together), instead of a model")  # fmt: skip
     add_price_arguments(p)
     add_engine_argument(p)
-    p.set_defaults(handler=lambda args, cost_parser=p: run(args, cost_parser))
+    p.set_defaults(handler=lambda args: run(args, p))
 
 
 def run(args, parser) -> int:
     """Run ``cost`` from parsed ``args``; ``parser`` reports options that do not go together."""
-    model_args = [("--model", args.model), ("--gpu", args.gpu), ("--batch", args.batch),
-                  ("--context", args.context), ("--weights", args.weights), ("--kv", args.kv)]  # fmt: skip
-    given = [flag for flag, v in model_args if v is not None]
     if args.tokens_per_s is not None:
-        if given:
-            parser.error(
-                f"--tokens-per-s does not go with {', '.join(given)}: give either a throughput "
-                "or a model and GPU to model one"
-            )
-        if args.usd_per_hour is None and args.price is None:
-            parser.error("a throughput has no GPU to take a price from: give --usd-per-hour or --price")
-        usd_per_gpu_hour, price = price_of(None, args.usd_per_hour, args.price)
-        d, step = {"command": "cost", "mode": "throughput"}, None
-        tps = args.tokens_per_s
+        usd_per_gpu_hour, price = _throughput_price(args, parser)
+        d, step, tps = {"command": "cost", "mode": "throughput"}, None, args.tokens_per_s
     else:
         gpu = args.gpu or (rl.get_price(args.price).gpu if args.price else None)
         if not args.model or not gpu:
@@ -84,29 +51,21 @@ def run(args, parser) -> int:
         if usd_per_gpu_hour is None:
             parser.error(f"GPU {rl.get_gpu(gpu).id} has no price in data/prices.toml: give --usd-per-hour")
         if price and rl.get_gpu(gpu).id != price.gpu:
-            print(
-                f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr
-            )
+            print(f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr)
         try:
             d, step = _cost_of_model(args, gpu, usd_per_gpu_hour)
         except rl.DoesNotFitError:
-            batch, context = args.batch or 1, args.context or 0
             why = ": no throughput to price"
-            return _does_not_fit(args, "cost", args.model, gpu, batch, context, why=why)
+            return does_not_fit(args, "cost", args.batch or 1, args.context or 0, gpu=gpu, why=why)
         tps = step.tokens_per_s_total
-
-    usd = rl.cost_per_million_tokens_usd(usd_per_gpu_hour, tps, args.gpus)
     d.update(
-        {
-            "num_gpus": args.gpus,
-            "usd_per_gpu_hour": usd_per_gpu_hour,
-            "price_id": price.id if price else None,
-            "price_kind": price.kind if price else None,
-            "tokens_per_s_total": tps,
-            "tokens_per_hour": rl.tokens_per_hour(tps),
-            "seconds_per_million_tokens": rl.seconds_per_million_tokens(tps),
-            "usd_per_million_tokens": usd,
-        }
+        num_gpus=args.gpus,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        **price_fields(price),
+        tokens_per_s_total=tps,
+        tokens_per_hour=rl.tokens_per_hour(tps),
+        seconds_per_million_tokens=rl.seconds_per_million_tokens(tps),
+        usd_per_million_tokens=rl.cost_per_million_tokens_usd(usd_per_gpu_hour, tps, args.gpus),
     )
     if args.json:
         print_json(d)
@@ -115,65 +74,77 @@ def run(args, parser) -> int:
     return EXIT_OK
 
 
+def _throughput_price(args, parser):
+    """Throughput mode: the price given (a throughput has no model or GPU to take one from)."""
+    model_args = [("--model", args.model), ("--gpu", args.gpu), ("--batch", args.batch),
+                  ("--context", args.context), ("--weights", args.weights), ("--kv", args.kv)]  # fmt: skip
+    given = [flag for flag, v in model_args if v is not None]
+    if given:
+        parser.error(
+            f"--tokens-per-s does not go with {', '.join(given)}: give either a throughput "
+            "or a model and GPU to model one"
+        )
+    if args.usd_per_hour is None and args.price is None:
+        parser.error("a throughput has no GPU to take a price from: give --usd-per-hour or --price")
+    return price_of(None, args.usd_per_hour, args.price)
+
+
 def _cost_of_model(args, gpu, usd_per_gpu_hour) -> tuple[dict, rl.Step]:
-    """Model mode of ``cost``: the ideal decode step and the engine's, priced (raises ``DoesNotFitError``)."""
+    """Model mode: the ideal decode step and the engine's, priced (raises ``DoesNotFitError``)."""
     batch = 1 if args.batch is None else args.batch
     context = 0 if args.context is None else args.context
-    weights, kv, num_gpus = args.weights, args.kv, args.gpus
-    step = rl.decode_step(args.model, gpu, batch, context, num_gpus=num_gpus, weight_precision=weights,
-                          kv_precision=kv)  # fmt: skip
+    step = ideal_step(args, batch, context, gpu=gpu)
+    real = achievable_decode(args, batch, context, gpu=gpu)
+    real["usd_per_million_tokens"] = rl.cost_per_million_tokens_usd(
+        usd_per_gpu_hour, real["tokens_per_s_total"], args.gpus
+    )
     d = {
         "command": "cost",
         "mode": "model",
         "model_id": step.model_id,
         "gpu_id": step.gpu_id,
-        "weight_precision": weights,
-        "kv_precision": kv,
+        "weight_precision": args.weights,
+        "kv_precision": args.kv,
         "batch": batch,
         "context_tokens": context,
         "step_time_s": step.step_time_s,
         "binding": step.binding,
         "tokens_per_s_per_user": step.tokens_per_s_per_user,
+        "achievable": real,
     }
-    real = _achievable_decode(args, batch, context, num_gpus, weights, kv, gpu=gpu)
-    real["usd_per_million_tokens"] = rl.cost_per_million_tokens_usd(
-        usd_per_gpu_hour, real["tokens_per_s_total"], num_gpus
-    )
-    d["achievable"] = real
     return d, step
 
 
 def _print_cost(args, d: dict, step, price) -> None:
     tps, num_gpus, usd = d["tokens_per_s_total"], d["num_gpus"], d["usd_per_million_tokens"]
-    if step is not None:
+    if step is None:
+        print(f"cost: {fmt_count(tps)} tokens/s on {num_gpus} GPU{'s' if num_gpus > 1 else ''}")
+        rows = [("throughput", f"{fmt_count(tps)} tokens/s total")]
+    else:
         real = d["achievable"]
         print(
-            f"cost: {_setup(step.model_id, step.gpu_id, num_gpus)}, batch {d['batch']}, context "
-            f"{d['context_tokens']:,} tokens, "
-            f"{_precisions(d['weight_precision'], d['kv_precision'], weights_defaulted(args))}"
+            f"cost: {setup_text(step.model_id, step.gpu_id, num_gpus)}, batch {d['batch']}, context "
+            f"{d['context_tokens']:,} tokens, {precisions_text(args.weights, args.kv, args.weights_defaulted)}"
         )
         rows = [
-            ("step time", f"{_fmt_time(step.step_time_s)} ({step.binding}-bound) ideal; "
-                          f"{_fmt_time(real['step_time_s'])} {real['engine']}"),
-            ("throughput", f"{_fmt_count(tps)} tokens/s total ({_fmt_count(step.tokens_per_s_per_user)} per "
-                           f"user) ideal; {_fmt_count(real['tokens_per_s_total'])} {real['engine']}"),
+            ("step time", f"{fmt_seconds(step.step_time_s)} ({step.binding}-bound) ideal; "
+                          f"{fmt_seconds(real['step_time_s'])} {real['engine']}"),
+            ("throughput", f"{fmt_count(tps)} tokens/s total ({fmt_count(step.tokens_per_s_per_user)} per "
+                           f"user) ideal; {fmt_count(real['tokens_per_s_total'])} {real['engine']}"),
         ]  # fmt: skip
-    else:
-        print(f"cost: {_fmt_count(tps)} tokens/s on {num_gpus} GPU{'s' if num_gpus > 1 else ''}")
-        rows = [("throughput", f"{_fmt_count(tps)} tokens/s total")]
     spm = d["seconds_per_million_tokens"]
     rows += [
         ("price", price_text(d["usd_per_gpu_hour"], price, num_gpus)),
-        ("tokens per hour", _fmt_count(d["tokens_per_hour"])),
-        ("1M tokens take", f"{_fmt_count(spm)} s ({spm / SECONDS_PER_HOUR:.3g} h)"),
+        ("tokens per hour", fmt_count(d["tokens_per_hour"])),
+        ("1M tokens take", f"{fmt_count(spm)} s ({spm / SECONDS_PER_HOUR:.3g} h)"),
     ]
     if step is None:
-        rows.append(("cost", f"{_fmt_usd(usd)} per million output tokens"))
+        rows.append(("cost", f"{fmt_usd(usd)} per million output tokens"))
     else:
         rows += [
-            ("cost (ideal)", f"{_fmt_usd(usd)} per million output tokens (the floor: no engine is cheaper)"),
-            (f"cost ({real['engine']})", f"{_fmt_usd(real['usd_per_million_tokens'])} per million output "
+            ("cost (ideal)", f"{fmt_usd(usd)} per million output tokens (the floor: no engine is cheaper)"),
+            (f"cost ({real['engine']})", f"{fmt_usd(real['usd_per_million_tokens'])} per million output "
                                          "tokens (achievable, calibrated on published runs)"),
             *extrapolation_rows(real),
         ]  # fmt: skip
-    print(_block(rows))
+    print(rows_text(rows))

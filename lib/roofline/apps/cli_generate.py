@@ -23,11 +23,16 @@ pipeline stages than layers) and formats. docs/cli.md lists every field. Errors 
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps import cli_support as support
+from roofline.apps.cli_options import (BATCH, TOKENS, add_common_arguments, add_engine_argument, check_pipeline,
+                                       check_tensor_parallel, check_window)  # fmt: skip
+from roofline.apps.cli_output import EXIT_OK, jsonable, precisions_text, print_json, rows_text
 from roofline.calibration.measurements import nearest_measured
 from roofline.units import fmt_time
 
-EXIT_OK = 0
+# The JSON names `generate` promises (docs/cli.md), each with its field of ``GenerateResult.to_dict``.
+FIELDS = {"model": "model_id", "gpu": "gpu_id", "gpus": "num_gpus", "parallel": "parallel", "batch": "batch",
+          "input_tokens": "input_tokens", "output_tokens": "output_tokens", "weights": "weight_precision",
+          "kv": "kv_precision", "engine": "engine"}  # fmt: skip
 
 
 def add_parser(subparsers) -> None:
@@ -38,60 +43,32 @@ def add_parser(subparsers) -> None:
         description="A static batch of B requests, each with I prompt tokens and O output tokens: the ideal "
         "floor and what a calibrated engine achieves (see docs/cli.md).",
     )
-    support.add_common_arguments(p)
+    add_common_arguments(p)
     p.add_argument(
-        "--parallel",
-        choices=("tensor", "pipeline"),
-        type=str.lower,
-        default=None,
+        "--parallel", choices=("tensor", "pipeline"), type=str.lower, default=None,
         help="tensor: every layer split over the GPUs; pipeline: layers split, a token visits the GPUs in "
         "turn (default: how the engine runs; llama.cpp pipeline, the others tensor)",
-    )
-    p.add_argument(
-        "--batch", type=support.BATCH, required=True, metavar="B", help="requests in the static batch"
-    )
-    p.add_argument(
-        "--input", type=support.TOKENS, required=True, metavar="I", help="prompt tokens per request"
-    )
-    p.add_argument(
-        "--output", type=support.TOKENS, required=True, metavar="O", help="output tokens per request"
-    )
-    support.add_engine_argument(p)
-    p.set_defaults(handler=run)
+    )  # fmt: skip
+    p.add_argument("--batch", type=BATCH, required=True, metavar="B", help="requests in the static batch")
+    p.add_argument("--input", type=TOKENS, required=True, metavar="I", help="prompt tokens per request")
+    p.add_argument("--output", type=TOKENS, required=True, metavar="O", help="output tokens per request")
+    add_engine_argument(p)
 
 
 def result_dict(r: engines.GenerateResult) -> dict:
     """The JSON object of one result (the CLI contract; SI units)."""
     d = r.to_dict()
-    return support.jsonable(
-        {
-            "command": "generate",
-            "model": d["model_id"],
-            "gpu": d["gpu_id"],
-            "gpus": d["num_gpus"],
-            "parallel": d["parallel"],
-            "batch": d["batch"],
-            "input_tokens": d["input_tokens"],
-            "output_tokens": d["output_tokens"],
-            "weights": d["weight_precision"],
-            "kv": d["kv_precision"],
-            "engine": d["engine"],
-            "default_engine": engines.DEFAULT_ENGINE,
-            "fits": d["fits"],
-            "ideal": d["ideal"],
-            "achievable": d["achievable"],
-            "calibration": d["calibration"],
-        }
-    )
+    named = {"command": "generate", **{k: d[v] for k, v in FIELDS.items()}, "default_engine": engines.DEFAULT_ENGINE}
+    return jsonable({**named, **{k: d[k] for k in ("fits", "ideal", "achievable", "calibration")}})
 
 
 def run(args) -> int:
     """Run ``generate`` from parsed ``args``; return the exit code (errors raise, ``cli.main`` reports)."""
-    support.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+    check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
     parallel = args.parallel or engines.get_engine(args.engine).parallel
     if parallel == "pipeline":
-        support.check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
-    support.check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
+        check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
+    check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
     r = engines.generate(
         args.model,
         args.gpu,
@@ -111,34 +88,28 @@ def run(args) -> int:
         else []
     )
     if args.json:
-        support.print_json(result_dict(r))
+        print_json(result_dict(r))
     else:
-        print(_human(r, support.weights_defaulted(args)))
+        print(_human(r, args.weights_defaulted))
     return EXIT_OK
 
 
-def _human(r: engines.GenerateResult, weights_defaulted: str = "") -> str:
-    c = r.calibration
+def _human(r: engines.GenerateResult, weights_defaulted: str) -> str:
+    c, i, a = r.calibration, r.ideal, r.achievable
     rows = [
-        ("TTFT (prefill of the batch)", fmt_time(r.ideal.ttft_s), fmt_time(r.achievable.ttft_s)),
-        ("time per output token", fmt_time(r.ideal.tpot_s), fmt_time(r.achievable.tpot_s)),
-        ("latency (whole batch)", fmt_time(r.ideal.latency_s), fmt_time(r.achievable.latency_s)),
-        (
-            "output tokens/s",
-            f"{r.ideal.output_tokens_per_s:,.0f}",
-            f"{r.achievable.output_tokens_per_s:,.0f}",
-        ),
-        ("total tokens/s", f"{r.ideal.total_tokens_per_s:,.0f}", f"{r.achievable.total_tokens_per_s:,.0f}"),
+        ("", "ideal", f"achievable ({r.engine})"),
+        ("TTFT (prefill of the batch)", fmt_time(i.ttft_s), fmt_time(a.ttft_s)),
+        ("time per output token", fmt_time(i.tpot_s), fmt_time(a.tpot_s)),
+        ("latency (whole batch)", fmt_time(i.latency_s), fmt_time(a.latency_s)),
+        ("output tokens/s", f"{i.output_tokens_per_s:,.0f}", f"{a.output_tokens_per_s:,.0f}"),
+        ("total tokens/s", f"{i.total_tokens_per_s:,.0f}", f"{a.total_tokens_per_s:,.0f}"),
     ]
-    w0 = max(len(x[0]) for x in rows)
-    w1 = max(len("ideal"), *(len(x[1]) for x in rows))
     lines = [
         f"{r.model_id} on {r.num_gpus} × {r.gpu_id} ({r.parallel} parallel), {r.batch} requests × "
-        f"{r.input_tokens:,} in / {r.output_tokens:,} out, weights "
-        f"{support.weights_text(r.weight_precision, weights_defaulted)}, KV {r.kv_precision}",
+        f"{r.input_tokens:,} in / {r.output_tokens:,} out, "
+        f"{precisions_text(r.weight_precision, r.kv_precision, weights_defaulted)}",
         "",
-        f"{'':<{w0}}  {'ideal':>{w1}}  achievable ({r.engine})",
-        *(f"{a:<{w0}}  {b:>{w1}}  {c_}" for a, b, c_ in rows),
+        rows_text(rows, indent="", right=frozenset({1})),
         "",
         f"calibration: {c['gpu_family']} × {r.engine}: {c['bandwidth_fraction']:.0%} of bandwidth, "
         f"{c['compute_fraction']:.0%} of peak math ({c['fractions_from']}); per step "

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import roofline as rl
-from roofline.apps.cli_support import EXIT_OK, _lower, _table, fmt_capacity, price_of, print_json
+from roofline.apps.cli_figures import price_fields, price_of
+from roofline.apps.cli_options import add_json_argument, lower
+from roofline.apps.cli_output import EXIT_OK, fmt_capacity, print_json, table
+from roofline.engines import engine_ids, get_engine
 from roofline.units import GB, TB, TFLOPS, KiB
 
 
@@ -20,13 +23,9 @@ def add_parser(sub) -> None:
     """The ``list`` subcommand and its options."""
     p = sub.add_parser("list", help="the GPU, model and price tables")
     p.add_argument("what", choices=["gpus", "models", "prices", "engines"])
-    p.add_argument(
-        "--precision",
-        type=_lower,
-        default="bf16",
-        help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)",
-    )
-    p.add_argument("--json", action="store_true", help="print a JSON object (SI units), errors included")
+    p.add_argument("--precision", type=lower, default="bf16",
+                   help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)")  # fmt: skip
+    add_json_argument(p)
 
 
 def run(args) -> int:
@@ -55,9 +54,7 @@ def _list_gpus(args) -> int:
             for k, v in g.dense_flops_per_s.items()
         }
         usd, row = price_of(g)
-        item.update(
-            usd_per_gpu_hour=usd, price_id=row.id if row else None, price_kind=row.kind if row else None
-        )
+        item.update(usd_per_gpu_hour=usd, **price_fields(row))
         items.append(item)
     if args.json:
         print_json({"command": "list", "what": "gpus", "items": items})
@@ -81,7 +78,7 @@ def _list_gpus(args) -> int:
         )
     headers = ["id", "memory", "bandwidth TB/s", f"{prec} TFLOPS", "ridge FLOP/byte", "link GB/s",
                "power W", "$/GPU-hour", "source"]  # fmt: skip
-    print(_table(headers, rows, right={1, 2, 3, 4, 5, 6, 7}))
+    print(table(headers, rows, right={1, 2, 3, 4, 5, 6, 7}))
     print(
         f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed; memory as the data sheet "
         "prints it, binary-sized for HBM and GDDR (80 GB = 80 GiB), with decimal GB in brackets; "
@@ -122,19 +119,9 @@ def _list_models(args) -> int:
         ]
         for i in items
     ]
-    headers = [
-        "id",
-        "params B",
-        "active B",
-        "published B",
-        "layers",
-        "heads/kv",
-        f"KV KiB/token {prec}",
-        f"weights GB {prec}",
-        "max context",
-        "source",
-    ]
-    print(_table(headers, rows, right={1, 2, 3, 4, 6, 7, 8}))
+    headers = ["id", "params B", "active B", "published B", "layers", "heads/kv", f"KV KiB/token {prec}",
+               f"weights GB {prec}", "max context", "source"]  # fmt: skip
+    print(table(headers, rows, right={1, 2, 3, 4, 6, 7, 8}))
     print("(params and active params derived from the architecture; published = the publisher's count)")
     return EXIT_OK
 
@@ -149,7 +136,7 @@ def _list_prices(args) -> int:
         [p["id"], p["gpu"], f"{p['usd_per_gpu_hour']:.2f}", p["kind"], p["provider"], p["date"], p["source"]]
         for p in items
     ]
-    print(_table(["id", "gpu", "$/GPU-hour", "kind", "provider", "date", "source"], rows, right={2}))
+    print(table(["id", "gpu", "$/GPU-hour", "kind", "provider", "date", "source"], rows, right={2}))
     print(
         "(dated examples, not quotes: check the source before relying on one; kind own: a GPU people buy, "
         "its purchase price and power spread over its life, data/assumptions.toml; a GPU's first row is its "
@@ -160,8 +147,6 @@ def _list_prices(args) -> int:
 
 def _list_engines(args) -> int:
     """`roofline list engines`: the engines of data/engines.toml (and yours), each with its release."""
-    from roofline.engines import engine_ids, get_engine
-
     items = []
     for e in engine_ids():
         row = asdict(get_engine(e))
@@ -171,13 +156,8 @@ def _list_engines(args) -> int:
         print_json({"command": "list", "what": "engines", "items": items})
         return EXIT_OK
     rows = [[i["id"], i["kind"], i["parallel"], i["kernels"] or "-", i["version"]] for i in items]
-    print(
-        _table(
-            ["id", "kind", "splits a model", "kernels timed", "release its numbers describe"],
-            rows,
-            right=set(),
-        )
-    )
+    headers = ["id", "kind", "splits a model", "kernels timed", "release its numbers describe"]
+    print(table(headers, rows, right=set()))
     print(
         "(`--engine ID` in step, prefill, cost, generate, serve, speculate, diagnose; the ideal is the floor)"
     )

@@ -23,13 +23,20 @@ lists every JSON field.
 
 from __future__ import annotations
 
+import roofline as rl
 from roofline import sim
-from roofline.apps import cli_support as support
-from roofline.apps.cli_serve import add_load_arguments, add_slo_arguments
-from roofline.engines import DEFAULT_ENGINE, get_engine
+from roofline.apps.cli_figures import coverage_fields, price_fields, price_of, setup_fields
+from roofline.apps.cli_options import (MAX_REPLICAS, add_common_arguments, add_engine_argument,
+                                       add_price_arguments, check_tensor_parallel, whole_number)  # fmt: skip
+from roofline.apps.cli_output import (EXIT_OK, extrapolation_rows, jsonable, price_text, print_json, rows_text,
+                                      weights_text)
+from roofline.apps.cli_serve import SEED, add_load_arguments, add_slo_arguments, slo_targets, workload
+from roofline.assumptions import assumption
+from roofline.engines import get_engine
+from roofline.sim import validation
 
-EXIT_OK = 0
-
+# The targets a plan meets when --slo-ttft-ms or --slo-tpot-ms is left out (data/assumptions.toml).
+DEFAULT_TARGETS = {"slo_ttft_s": "ttft_target_s", "slo_tpot_s": "tpot_target_s"}
 
 def add_parser(subparsers) -> None:
     """Register ``plan`` on an argparse subparsers object."""
@@ -39,94 +46,42 @@ def add_parser(subparsers) -> None:
         description="Replicas of one deployment, tried in turn through the serving simulator "
         "(roofline.sim.plan_capacity), until p99 TTFT and p99 TPOT meet the targets.",
     )
-    support.add_common_arguments(p)
+    add_common_arguments(p)
     add_load_arguments(p, trace=False)
     add_slo_arguments(p)
-    p.add_argument(
-        "--max-replicas",
-        type=support.whole_number(1, support.MAX_REPLICAS, "replicas"),
-        default=64,
-        metavar="R",
-        help="give up beyond this many replicas (default 64)",
-    )
-    p.add_argument(
-        "--seed", type=support.whole_number(0, 2**63 - 1), default=0, help="random seed (default 0)"
-    )
-    support.add_engine_argument(p, "the step times and the scheduler")
-    support.add_price_arguments(p)
-
-
-def error_band(engine_id: str) -> dict:
-    """The simulator's measured error for ``engine_id`` against real servers
-    (``roofline.sim.validation.error_band``): ``validated``, and the median and p90 absolute errors of TTFT
-    and TPOT over ``rows`` measured rows, or a ``note`` saying why there is none."""
-    from roofline.sim import validation
-
-    return support.jsonable(dict(validation.error_band(engine_id)))
-
-
-def band_text(band: dict) -> str:
-    """The error band in words: "TTFT ± 25 % (p90 ± 60 %), TPOT ± 12 % (p90 ± 30 %) on 40 measured rows"."""
-    if not band["validated"]:
-        return f"not validated: {band.get('note', '')}"
-    from roofline.sim.validation import band_value
-
-    def one(name: str) -> str:
-        median, p90 = band[f"{name}_median_abs_error"], band[f"{name}_p90_abs_error"]
-        return f"{name.upper()} {band_value(median)} (p90 {band_value(p90)})"
-
-    rows = f"{band['rows']:,} measured rows of {band['engine']}"
-    return f"{one('ttft')}, {one('tpot')}: the simulator against {rows}"
-
-
-def _plan(args, engine: str, policy, usd: float, workload: dict):
-    return sim.plan_capacity(
-        args.model,
-        args.gpu,
-        args.rate,
-        input_tokens=workload["input_tokens"],
-        output_tokens=workload["output_tokens"],
-        slo_ttft_s=_s(args.slo_ttft_ms),
-        slo_tpot_s=_s(args.slo_tpot_ms),
-        requests=workload["requests"],
-        max_replicas=args.max_replicas,
-        seed=args.seed,
-        engine=engine,
-        policy=policy,
-        num_gpus=args.gpus,
-        weight_precision=args.weights,
-        kv_precision=args.kv,
-        usd_per_gpu_hour=usd,
-    )
-
-
-def _s(ms):
-    return None if ms is None else ms / 1000
+    p.add_argument("--max-replicas", type=whole_number(1, MAX_REPLICAS, "replicas"), default=64, metavar="R",
+                   help="give up beyond this many replicas (default 64)")  # fmt: skip
+    p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
+    add_engine_argument(p, "the step times and the scheduler")
+    add_price_arguments(p)
 
 
 def run(args) -> int:
     """Plan with the engine and with the ideal; print both."""
-    from roofline.apps.cli_serve import workload
-
-    support.check_tensor_parallel(args.model, args.gpus, args.engine)
+    check_tensor_parallel(args.model, args.gpus, args.engine)
     load = workload(args, "plan")
-    usd, price = support.price_of(args.gpu, args.usd_per_hour, args.price)
+    usd, price = price_of(args.gpu, args.usd_per_hour, args.price)
     engine = get_engine(args.engine)
-    p = _plan(args, engine.id, None, 0.0 if usd is None else usd, load)
+    p = _plan(args, engine.id, None, usd, load)
     try:  # the floor: the same search with every step at the roofline, the engine's scheduler kept
-        ideal = (
-            p
-            if engine.kind == "ideal"
-            else _plan(args, "ideal", engine.id, 0.0 if usd is None else usd, load)
-        )
-    except support.rl.InvalidConfigurationError:  # cannot happen when the engine's plan succeeded; be safe
+        ideal = p if engine.kind == "ideal" else _plan(args, "ideal", engine.id, usd, load)
+    except rl.InvalidConfigurationError:  # cannot happen when the engine's plan succeeded; be safe
         ideal = None
     d = result_dict(args, p, ideal, usd, price, load)
     if args.json:
-        support.print_json(d)
+        print_json(d)
     else:
-        print(_human(d, args))
+        print(_human(d, args, price))
     return EXIT_OK
+
+
+def _plan(args, engine: str, policy, usd: float | None, load: dict) -> sim.CapacityPlan:
+    return sim.plan_capacity(
+        args.model, args.gpu, args.rate, input_tokens=load["input_tokens"], output_tokens=load["output_tokens"],
+        **slo_targets(args), requests=load["requests"], max_replicas=args.max_replicas, seed=args.seed,
+        engine=engine, policy=policy, num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv,
+        usd_per_gpu_hour=0.0 if usd is None else usd,
+    )  # fmt: skip
 
 
 def _plan_dict(p, usd) -> dict:
@@ -143,56 +98,42 @@ def _plan_dict(p, usd) -> dict:
 
 def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     """The JSON object of ``plan`` (SI units); docs/cli.md lists the fields."""
-    from roofline.assumptions import assumption
-
-    m = support.rl.get_model(args.model)
+    m = rl.get_model(args.model)
     cap = sim.kv_capacity_tokens(m, args.gpu, args.gpus, args.weights, args.kv)
-    policy = sim.engine_policy(
-        args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens
-    )
-    return support.jsonable(
-        {
-            "command": "plan",
-            "model_id": support.rl.get_model(args.model).id,
-            "gpu_id": support.rl.get_gpu(args.gpu).id,
-            "engine": get_engine(args.engine).id,
-            "default_engine": DEFAULT_ENGINE,
-            "num_gpus": args.gpus,
-            "weight_precision": args.weights,
-            "kv_precision": args.kv,
-            "rate_per_s": args.rate,
-            "input_tokens": load["input_tokens"],
-            "output_tokens": load["output_tokens"],
-            "requests": load["requests"],
-            "seed": args.seed,
-            "slo_ttft_s": assumption("ttft_target_s")
-            if args.slo_ttft_ms is None
-            else args.slo_ttft_ms / 1000,
-            "slo_tpot_s": assumption("tpot_target_s")
-            if args.slo_tpot_ms is None
-            else args.slo_tpot_ms / 1000,
-            "scheduler": policy.describe(),
-            **_plan_dict(p, usd),
-            "usd_per_gpu_hour": usd,
-            "price_id": price.id if price else None,
-            "price_kind": price.kind if price else None,
-            "tried": [
-                {"replicas": k, "p99_ttft_s": t, "p99_tpot_s": o, "meets_slo": ok} for k, t, o, ok in p.tried
-            ],
-            "ideal": None if ideal is None else _plan_dict(ideal, usd),
-            "error_band": error_band(get_engine(args.engine).id),
-            **support.coverage_fields(
-                args.engine,
-                args.model,
-                args.gpu,
-                None,
-                args.gpus,
-                args.weights,
-                input_tokens=load["input_tokens"],
-                output_tokens=load["output_tokens"],
-            ),
-        }
-    )
+    policy = sim.engine_policy(args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens)
+    targets = {k: assumption(DEFAULT_TARGETS[k]) if v is None else v for k, v in slo_targets(args).items()}
+    lengths = {"input_tokens": load["input_tokens"], "output_tokens": load["output_tokens"]}
+    return jsonable({
+        "command": "plan",
+        **setup_fields(args),
+        "rate_per_s": args.rate,
+        **lengths,
+        "requests": load["requests"],
+        "seed": args.seed,
+        **targets,
+        "scheduler": policy.describe(),
+        **_plan_dict(p, usd),
+        "usd_per_gpu_hour": usd,
+        **price_fields(price),
+        "tried": [{"replicas": k, "p99_ttft_s": t, "p99_tpot_s": o, "meets_slo": ok} for k, t, o, ok in p.tried],
+        "ideal": None if ideal is None else _plan_dict(ideal, usd),
+        "error_band": dict(validation.error_band(get_engine(args.engine).id)),
+        **coverage_fields(args, None, **lengths),
+    })  # fmt: skip
+
+
+def _band_text(band: dict) -> str:
+    """The simulator's measured error in words: "TTFT ± 25 % (p90 ± 60 %), TPOT ± 12 % (p90 ± 30 %): the
+    simulator against 40 measured rows of vllm"."""
+    if not band["validated"]:
+        return f"not validated: {band.get('note', '')}"
+
+    def one(name: str) -> str:
+        median, p90 = band[f"{name}_median_abs_error"], band[f"{name}_p90_abs_error"]
+        return f"{name.upper()} {validation.band_value(median)} (p90 {validation.band_value(p90)})"
+
+    rows = f"{band['rows']:,} measured rows of {band['engine']}"
+    return f"{one('ttft')}, {one('tpot')}: the simulator against {rows}"
 
 
 def _ms(x) -> str:
@@ -201,7 +142,8 @@ def _ms(x) -> str:
 
 def _gpus(x: dict) -> str:
     n, r = x["num_gpus_total"], x["replicas"]
-    return f"{n:,} GPU{'s' if n != 1 else ''} ({r:,} replica{'s' if r != 1 else ''})"
+    times = f"{n:,} GPU{'s' if n != 1 else ''} ({r:,} replica{'s' if r != 1 else ''})"
+    return f"{times}: p99 TTFT {_ms(x['p99_ttft_s'])}, p99 TPOT {_ms(x['p99_tpot_s'])}"
 
 
 def _cost(x: dict) -> str:
@@ -211,40 +153,19 @@ def _cost(x: dict) -> str:
     return f"${x['usd_per_hour']:,.2f} an hour, ${per_million:.3g} per million output tokens"
 
 
-def _human(d: dict, args) -> str:
+def _human(d: dict, args, price) -> str:
     head = (
-        f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), "
-        f"Poisson {d['rate_per_s']:g} req/s, "
-        f"{d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
-        f"{support.weights_text(d['weight_precision'], support.weights_defaulted(args))}; "
-        "targets p99 TTFT <= "
+        f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), Poisson {d['rate_per_s']:g} "
+        f"req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
+        f"{weights_text(d['weight_precision'], args.weights_defaulted)}; targets p99 TTFT <= "
         f"{_ms(d['slo_ttft_s'])}, p99 TPOT <= {_ms(d['slo_tpot_s'])}"
     )
-    band = d["error_band"]
-    rows = [
-        (f"{d['engine']}", f"{_gpus(d)}: p99 TTFT {_ms(d['p99_ttft_s'])}, p99 TPOT {_ms(d['p99_tpot_s'])}"),
-        ("  cost", _cost(d)),
-        ("  error band", band_text(band)),
-    ]
+    rows = [(d["engine"], _gpus(d)), ("  cost", _cost(d)), ("  error band", _band_text(d["error_band"]))]
     if d["ideal"] is not None:
-        i = d["ideal"]
-        rows += [
-            (
-                "ideal",
-                f"{_gpus(i)}: p99 TTFT {_ms(i['p99_ttft_s'])}, p99 TPOT {_ms(i['p99_tpot_s'])} "
-                "(every step at the floor: no engine needs fewer)",
-            ),
-            ("  cost", _cost(i)),
-        ]
+        floor = " (every step at the floor: no engine needs fewer)"
+        rows += [("ideal", _gpus(d["ideal"]) + floor), ("  cost", _cost(d["ideal"]))]
     tried = ", ".join(f"{t['replicas']} ({'meets' if t['meets_slo'] else 'misses'})" for t in d["tried"])
-    price = "" if d["usd_per_gpu_hour"] is None else support.price_text(d["usd_per_gpu_hour"], _row(d), 1)
     rows += [("tried", f"replicas {tried}"), ("scheduler", d["scheduler"])]
-    if price:
-        rows.append(("price", price))
-    rows += support.extrapolation_rows(d)
-    width = max(len(a) for a, _ in rows)
-    return "\n".join([head, *(f"  {a:<{width}}  {b}" for a, b in rows)])
-
-
-def _row(d: dict):
-    return support.rl.get_price(d["price_id"]) if d["price_id"] else None
+    if d["usd_per_gpu_hour"] is not None:
+        rows.append(("price", price_text(d["usd_per_gpu_hour"], price, 1)))
+    return "\n".join([head, rows_text(rows + extrapolation_rows(d))])

@@ -23,22 +23,15 @@ in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"command", "error
 
 from __future__ import annotations
 
-from roofline.apps import cli_support as support
-from roofline.apps.cli_support import (
-    BATCH,
-    CONTEXT,
-    MAX_TOKENS,
-    add_common_arguments,
-    print_json,
-    real_number,
-    whole_number,
-)
-from roofline.engines import StepTimer, decode_step_times
+from roofline.apps.cli_figures import coverage_fields, decode_times
+from roofline.apps.cli_options import (BATCH, CONTEXT, MAX_TOKENS, add_common_arguments, add_engine_argument,
+                                       real_number, whole_number)  # fmt: skip
+from roofline.apps.cli_output import EXIT_OK, extrapolation_rows, picked, precisions_text, print_json, rows_text
+from roofline.engines import StepTimer
 from roofline.physics.speculative import speculative_collapse_batch, speculative_step
 from roofline.physics.step import forward_step
 from roofline.units import GB, MS
 
-EXIT_OK = 0
 
 FIELDS = (
     "model_id", "gpu_id", "proposer", "weight_precision", "kv_precision", "num_gpus", "batch",

@@ -16,12 +16,12 @@ how many kernels it launches. A real engine runs it kernel by kernel (:class:`En
     per step   t_step + sequences × t_seq (+ what the caller adds: a CPU launching kernels, lesson 03)
     comm       all-reduce bytes ÷ link + all-reduces × start-up + ring hops × t_hop
 
-The fractions e and the kernel costs t_gemm, t_attention are measured on the GPU's kernels
-(``roofline.calibration.kernels``); t_step, t_seq, t_layer and t_hop are fitted per engine on measured runs
-(``roofline.calibration.fit``). The floor is max(all FLOPs ÷ peak, all bytes ÷ bandwidth), and every kernel term
-is at least its share of it, so an engine is never faster than the floor. The ideal engine *is* the
-floor: a ``roofline`` engine times the whole step as max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth))
-plus its costs (with f = 1 and no costs for the ideal).
+The fractions e and the kernel costs t_gemm, t_attention are measured on the GPU's kernels; t_step, t_seq,
+t_layer and t_hop are fitted per engine on measured runs (both by ``roofline.calibration``, frozen in
+``data/``). The floor is max(all FLOPs ÷ peak, all bytes ÷ bandwidth), and every kernel term is at least
+its share of it, so an engine is never faster than the floor. The ideal engine *is* the floor: a
+``roofline`` engine times the whole step as max(FLOPs ÷ (f_c × peak), bytes ÷ (f_b × bandwidth)) plus its
+costs (with f = 1 and no costs for the ideal).
 
 >>> t = StepTimer("vllm", "llama-3-8b", "h100-sxm")
 >>> b = t.budget(gemm_flops=15.0e9, weight_bytes=15.0e9, tokens=1, sequences=1)

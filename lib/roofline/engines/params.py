@@ -204,8 +204,11 @@ MLA_NAMES = {
     "mla_prefill_overhead_s": "prefill_attention_kernel_s",
     "mla_decode_overhead_s": "decode_attention_kernel_s",
 }
-MOE_TIMING_NAMES = {"moe_compute_fraction": "moe_compute_fraction",
-                    "moe_bandwidth_fraction": "moe_bandwidth_fraction", "moe_overhead_s": "moe_kernel_s"}  # fmt: skip
+MOE_TIMING_NAMES = {
+    "moe_compute_fraction": "moe_compute_fraction",
+    "moe_bandwidth_fraction": "moe_bandwidth_fraction",
+    "moe_overhead_s": "moe_kernel_s",
+}
 # The frozen kernel numbers (data/calibration_kernels.csv, written by roofline.calibration.kernel_table).
 KERNEL_TABLE_FILE = "calibration_kernels.csv"
 FROZEN_COLUMNS = (*KERNEL_NAMES, *MOE_TIMING_NAMES, *MLA_NAMES)

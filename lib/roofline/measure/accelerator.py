@@ -1,7 +1,7 @@
 """The same measurements on an accelerator through PyTorch (CUDA or Apple MPS), when it is installed.
 
-Taught in notebooks/measure_your_machine.ipynb (optional section). PyTorch is NOT a dependency of the
-course: every function imports it inside, ``available()`` says whether it can run, and the others raise
+For a learner with a GPU and PyTorch, beyond the lesson's CPU. PyTorch is NOT a dependency of the course:
+every function imports it inside, ``available()`` says whether it can run, and the others raise
 ``RooflineError`` with a clear message when it cannot. On a GPU the clock must wait for the device:
 kernels are launched asynchronously, so each timing synchronizes before reading ``perf_counter``
 (timing only the launch is lesson 06's wrong-timer bug).
@@ -12,12 +12,10 @@ True
 
 from __future__ import annotations
 
-import time
-
 from roofline.errors import RooflineError
 from roofline.physics.core import ridge_point_flop_per_byte
 
-from .bench import Timing
+from .bench import Timing, time_calls
 from .transformer import Transformer, TransformerConfig
 
 
@@ -65,17 +63,10 @@ def _sync(torch, device):
         torch.mps.synchronize()
 
 
-def _time(torch, device, fn, repeats: int, warmup: int = 2) -> tuple[float, ...]:
-    for _ in range(warmup):
-        fn()
+def _time(torch, device, fn, repeats: int) -> tuple[float, ...]:
+    """``time_calls`` that waits for the device inside each timing: otherwise it times the launch only."""
     _sync(torch, device)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        _sync(torch, device)  # wait for the device: otherwise this times the launch only
-        times.append(time.perf_counter() - t0)
-    return tuple(times)
+    return time_calls(lambda: (fn(), _sync(torch, device)), repeats, warmup=2)
 
 
 def measure_accelerator(n_elements: int = 64_000_000, matmul_size: int = 4096, repeats: int = 5) -> dict:
@@ -83,21 +74,16 @@ def measure_accelerator(n_elements: int = 64_000_000, matmul_size: int = 4096, r
     torch, device = _require()
     a = torch.ones(n_elements, device=device)
     c = torch.empty_like(a)
-    copy = Timing(
-        "copy", _time(torch, device, lambda: c.copy_(a), repeats), bytes_per_pass=2 * 4 * n_elements
-    )
-    out = {"device": device, "copy_bytes_per_s": copy.best_bytes_per_s, "matmul_flops_per_s": {}}
+    bandwidth = Timing("copy", _time(torch, device, lambda: c.copy_(a), repeats), 2 * 4 * n_elements)
+    flops = {}
     for dtype in (torch.float32, torch.float16):
         x = torch.randn(matmul_size, matmul_size, device=device, dtype=dtype)
-        t = Timing(
-            "matmul", _time(torch, device, lambda x=x: x @ x, repeats), flops_per_pass=2.0 * matmul_size**3
-        )
-        out["matmul_flops_per_s"][str(dtype).removeprefix("torch.")] = t.best_flops_per_s
-    out["memory_bandwidth_bytes_per_s"] = copy.best_bytes_per_s
-    out["ridge_flop_per_byte"] = ridge_point_flop_per_byte(
-        out["matmul_flops_per_s"]["float32"], copy.best_bytes_per_s
-    )
-    return out
+        matmul = Timing("matmul", _time(torch, device, lambda x=x: x @ x, repeats), 0.0, 2.0 * matmul_size**3)
+        flops[str(dtype).removeprefix("torch.")] = matmul.best_flops_per_s
+    bw = bandwidth.best_bytes_per_s
+    return {"device": device, "copy_bytes_per_s": bw, "matmul_flops_per_s": flops,
+            "memory_bandwidth_bytes_per_s": bw,
+            "ridge_flop_per_byte": ridge_point_flop_per_byte(flops["float32"], bw)}  # fmt: skip
 
 
 def time_decode_accelerator(

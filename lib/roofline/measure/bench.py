@@ -33,24 +33,31 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from roofline.checks import checked, one_of
 from roofline.data import GPU
-from roofline.errors import InvalidConfigurationError
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.results import Result
 
 FLOAT64_BYTES = 8
 TRIAD_SCALAR = 3.0
 TRIAD_BLOCK_ELEMENTS = 16_384  # 128 KiB of float64 per block: the temporary stays in L2
+MATMUL_DTYPES = {"fp32": np.float32, "fp64": np.float64}
 QUICK = {"stream_elements": 16_000_000, "stream_repeats": 5, "matmul_sizes": (256, 512, 1024), "repeats": 5}
-FULL = {
-    "stream_elements": 64_000_000,
-    "stream_repeats": 10,
-    "matmul_sizes": (256, 512, 1024, 2048),
-    "repeats": 7,
-}
+FULL = {"stream_elements": 64_000_000, "stream_repeats": 10, "matmul_sizes": (256, 512, 1024, 2048),
+        "repeats": 7}  # fmt: skip
+
+
+def whole_number(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an ``int`` once it is one whole number ≥ ``minimum``, else ``InvalidConfigurationError``.
+
+    >>> whole_number(3, "repeats"), whole_number(0, "warmup", minimum=0)
+    (3, 0)
+    """
+    return int(checked(value, name, minimum=minimum, whole=True, scalar=True))
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,9 @@ class Measurement(Result):
 
         ``memory_bytes`` defaults to this machine's RAM (bytes). Only fp32 (and fp64) math is measured,
         so ask the library for ``weight_precision="fp32"``.
+
+        >>> Measurement(20e9, 100e9, 5.0, 1e-6, 50e9).as_gpu().dense_flops_per_s
+        {'fp32': 100000000000.0, 'fp64': 50000000000.0}
         """
         return GPU(
             id=gpu_id,
@@ -123,42 +133,19 @@ class Measurement(Result):
         )
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
-    return int(value)
-
-
-def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[float, ...]:
-    """Wall-clock seconds of ``repeats`` calls of ``fn`` after ``warmup`` untimed calls (s).
-
-    ``time.perf_counter`` is the right clock: monotonic, sub-microsecond, and it counts waiting (memory,
-    other threads) as the user experiences it.
-
-    >>> len(time_calls(lambda: None, repeats=3))
-    3
-    """
-    repeats = _positive_int(repeats, "repeats")
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return tuple(times)
-
-
 def time_round_robin(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict:
-    """Like ``time_calls`` for several benchmarks at once, taking turns: pass 1 of each, then pass 2, ...
+    """Wall-clock seconds of ``repeats`` calls of each function after ``warmup`` untimed ones, the functions
+    taking turns: pass 1 of each, then pass 2, ...
 
     On a shared machine a disturbance (another program waking up) then hits every benchmark alike instead
-    of ruining all the passes of one of them, so their best and median figures stay comparable.
+    of ruining all the passes of one of them, so their best and median figures stay comparable. The clock
+    is ``time.perf_counter``: monotonic, sub-microsecond, and it counts waiting (memory, other threads) as
+    the user experiences it.
 
     >>> sorted(time_round_robin({"a": lambda: None, "b": lambda: None}, repeats=2))
     ['a', 'b']
     """
-    repeats = _positive_int(repeats, "repeats")
+    repeats, warmup = whole_number(repeats, "repeats"), whole_number(warmup, "warmup", minimum=0)
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -171,28 +158,29 @@ def time_round_robin(fns: dict[str, Callable[[], object]], repeats: int, warmup:
     return {name: tuple(t) for name, t in times.items()}
 
 
+def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[float, ...]:
+    """Wall-clock seconds of ``repeats`` calls of ``fn`` after ``warmup`` untimed calls (s).
+
+    >>> len(time_calls(lambda: None, repeats=3))
+    3
+    """
+    return time_round_robin({"fn": fn}, repeats, warmup)["fn"]
+
+
 def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 5) -> dict[str, Timing]:
-    """STREAM copy and triad, and a read-only dot product, on float64 arrays of ``n_elements`` each.
+    """STREAM copy and triad, and a read-only matrix-vector product, on float64 arrays of ``n_elements``.
 
     Min and median over ``repeats`` (see ``Timing``); bytes counted as STREAM does (copy 2, triad 3 and
-    read 1 array of 8-byte elements per pass).
+    read 1 array of 8-byte elements per pass). Choose arrays much larger than the last-level cache
+    (STREAM's rule: each array ≥ 4 × LLC) or the figure is cache bandwidth, not memory bandwidth.
 
-    Choose arrays much larger than the last-level cache (STREAM's rule: each array ≥ 4 × LLC) or the
-    figure is cache bandwidth, not memory bandwidth.
-
-    >>> r = stream_bandwidth(n_elements=100_000, repeats=2)
-    >>> r["triad"].best_bytes_per_s > 0
+    >>> stream_bandwidth(n_elements=100_000, repeats=2)["triad"].best_bytes_per_s > 0
     True
     """
-    n = _positive_int(n_elements, "n_elements")
-    repeats = _positive_int(repeats, "repeats")
-    a = np.full(n, 1.0)
-    b = np.full(n, 2.0)
-    c = np.full(n, 0.5)
+    n = whole_number(n_elements, "n_elements")
+    a, b, c = np.full(n, 1.0), np.full(n, 2.0), np.full(n, 0.5)
     tmp = np.empty(min(TRIAD_BLOCK_ELEMENTS, n))
-
-    def copy():
-        np.copyto(c, a)
+    a_matrix, x = a[: n - n % 512].reshape(-1, 512), np.ones(512)
 
     def triad():
         for start in range(0, n, TRIAD_BLOCK_ELEMENTS):
@@ -201,50 +189,34 @@ def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 
             np.multiply(c[start:stop], TRIAD_SCALAR, out=t)
             np.add(b[start:stop], t, out=a[start:stop])
 
-    a_matrix = a[: n - n % 512].reshape(-1, 512)
-    x = np.ones(512)
-
-    def read():
-        np.matmul(a_matrix, x)
-
-    times = time_round_robin({"read": read, "copy": copy, "triad": triad}, repeats)
-    return {
-        "read": Timing("read", times["read"], bytes_per_pass=FLOAT64_BYTES * a_matrix.size),
-        "copy": Timing("copy", times["copy"], bytes_per_pass=2 * FLOAT64_BYTES * n),
-        "triad": Timing("triad", times["triad"], bytes_per_pass=3 * FLOAT64_BYTES * n),
-    }
+    kernels = {"read": lambda: np.matmul(a_matrix, x), "copy": lambda: np.copyto(c, a), "triad": triad}
+    elements = {"read": a_matrix.size, "copy": 2 * n, "triad": 3 * n}  # per pass, the STREAM way
+    times = time_round_robin(kernels, repeats)
+    return {k: Timing(k, times[k], bytes_per_pass=FLOAT64_BYTES * elements[k]) for k in kernels}
 
 
-def matmul_flops(sizes=(256, 512, 1024), dtype="float32", repeats: int = 3) -> dict[int, Timing]:
-    """FLOP/s of an n × n by n × n matrix multiply for each n in ``sizes``: 2·n³ FLOP per multiply.
+def matmul_flops(sizes=(256, 512, 1024), precisions=("fp32", "fp64"), repeats: int = 3) -> dict:
+    """FLOP/s of an n × n by n × n matrix multiply for each n in ``sizes`` and each of ``precisions``
+    (``"fp32"``, ``"fp64"``): ``{precision: {n: Timing}}``, 2·n³ FLOP per multiply. The precisions and
+    sizes take turns, so all see the same conditions on a shared machine.
 
     (Exactly n²·(2n − 1); the course's "2 FLOP per multiply-add" convention, as in 2 × N per token.)
-    ``dtype`` is ``"float32"``, ``"float64"`` or ``"both"`` (then the keys are ``(dtype, n)`` pairs and
-    the two precisions take turns, so both see the same conditions on a shared machine).
 
-    >>> r = matmul_flops(sizes=(64,), repeats=2)
-    >>> r[64].flops_per_pass == 2 * 64**3
+    >>> matmul_flops(sizes=(64,), precisions=("fp32",), repeats=2)["fp32"][64].flops_per_pass == 2 * 64**3
     True
     """
-    repeats = _positive_int(repeats, "repeats")
-    both = dtype == "both"
-    dts = [np.dtype(np.float32), np.dtype(np.float64)] if both else [np.dtype(dtype)]
-    if any(dt not in (np.float32, np.float64) for dt in dts):
-        raise InvalidConfigurationError(f"dtype must be float32, float64 or both, got {dtype!r}")
-    rng = np.random.default_rng(0)
-    fns = {}
-    for dt in dts:
+    rng, fns = np.random.default_rng(0), {}
+    for precision in precisions:
+        dtype = MATMUL_DTYPES[one_of(precision, "precision", tuple(MATMUL_DTYPES))]
         for size in sizes:
-            n = _positive_int(size, "matmul size")
-            x = rng.standard_normal((n, n)).astype(dt)
-            y = rng.standard_normal((n, n)).astype(dt)
-            z = np.empty((n, n), dtype=dt)
-            fns[(dt.name, n)] = lambda x=x, y=y, z=z: np.matmul(x, y, out=z)
-    times = time_round_robin(fns, repeats, warmup=2)
-    return {
-        (key if both else key[1]): Timing(f"matmul {key[0]} {key[1]}", t, flops_per_pass=2.0 * key[1] ** 3)
-        for key, t in times.items()
-    }
+            n = whole_number(size, "matmul size")
+            x, y = (rng.standard_normal((n, n)).astype(dtype) for _ in range(2))
+            z = np.empty((n, n), dtype=dtype)
+            fns[(precision, n)] = lambda x=x, y=y, z=z: np.matmul(x, y, out=z)
+    out = {precision: {} for precision in precisions}
+    for (precision, n), t in time_round_robin(fns, repeats, warmup=2).items():
+        out[precision][n] = Timing(f"matmul {precision} {n}", t, flops_per_pass=2.0 * n**3)
+    return out
 
 
 def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
@@ -256,7 +228,7 @@ def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
     >>> 0 < call_overhead_s(calls=100, repeats=2).min_s < 1e-3
     True
     """
-    calls = _positive_int(calls, "calls")
+    calls = whole_number(calls, "calls")
     x, y, z = np.ones(1), np.ones(1), np.empty(1)
     add = np.add
 
@@ -278,10 +250,9 @@ def small_matvec_s(rows: int = 512, cols: int = 2816, repeats: int = 7) -> Timin
     >>> small_matvec_s(rows=64, cols=64, repeats=2).min_s > 0
     True
     """
-    rows, cols = _positive_int(rows, "rows"), _positive_int(cols, "cols")
     rng = np.random.default_rng(0)
-    w = rng.standard_normal((rows, cols), dtype=np.float32)
-    x = rng.standard_normal((1, rows), dtype=np.float32)
+    w = rng.standard_normal((whole_number(rows, "rows"), whole_number(cols, "cols")), dtype=np.float32)
+    x = rng.standard_normal((1, w.shape[0]), dtype=np.float32)
     return Timing("small matvec", time_calls(lambda: x @ w, repeats, warmup=2), bytes_per_pass=w.nbytes)
 
 
@@ -310,16 +281,39 @@ def load_average() -> float:
         return float("nan")
 
 
-def machine_name() -> str:
-    """The CPU model as the OS names it (``/proc/cpuinfo`` on Linux), else ``platform.processor()``."""
+def available_cpus() -> int:
+    """The CPU threads this process may use (its affinity mask where the OS has one).
+
+    >>> available_cpus() >= 1
+    True
+    """
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def cpuinfo() -> str:
+    """The OS's description of the CPUs (``/proc/cpuinfo`` on Linux), "" where it has none.
+
+    >>> isinstance(cpuinfo(), str)
+    True
+    """
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+        return Path("/proc/cpuinfo").read_text()
     except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+        return ""
+
+
+def machine_name() -> str:
+    """The CPU model as the OS names it (``/proc/cpuinfo`` on Linux), else ``platform.processor()``.
+
+    >>> isinstance(machine_name(), str)
+    True
+    """
+    names = [
+        line.split(":", 1)[1].strip()
+        for line in cpuinfo().splitlines()
+        if line.lower().startswith("model name")
+    ]
+    return names[0] if names else platform.processor() or platform.machine() or "unknown CPU"
 
 
 def thread_info() -> dict:
@@ -329,20 +323,14 @@ def thread_info() -> dict:
     and MKL default to one thread per available core unless an environment variable caps it, so both are
     reported.
 
-    >>> info = thread_info()
-    >>> info["cpu_count"] >= 1
+    >>> thread_info()["cpu_count"] >= 1
     True
     """
+    variables = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
     info = {
         "cpu_count": os.cpu_count() or 1,
-        "cores_available_to_process": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count() or 1,
-        "env": {
-            k: os.environ[k]
-            for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
-            if k in os.environ
-        },
+        "cores_available_to_process": available_cpus(),
+        "env": {k: os.environ[k] for k in variables if k in os.environ},
         "blas": _blas_name(),
         "blas_threads": None,
         "blas_threads_source": "unknown (threadpoolctl not installed); the BLAS default is one per core",
@@ -361,11 +349,21 @@ def thread_info() -> dict:
 
 def _blas_name() -> str:
     try:
-        cfg = np.show_config(mode="dicts")
-        blas = cfg["Build Dependencies"]["blas"]
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
         return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
     except Exception:  # noqa: BLE001 - the build info is optional decoration
         return "unknown"
+
+
+def _stream_row(t: Timing) -> dict:
+    return {"bytes_per_pass": t.bytes_per_pass, "best_bytes_per_s": t.best_bytes_per_s,
+            "median_bytes_per_s": t.median_bytes_per_s, "min_s": t.min_s, "median_s": t.median_s,
+            "repeats": len(t.times_s)}  # fmt: skip
+
+
+def _matmul_row(t: Timing) -> dict:
+    return {"best_flops_per_s": t.best_flops_per_s, "median_flops_per_s": t.median_flops_per_s,
+            "min_s": t.min_s, "median_s": t.median_s}  # fmt: skip
 
 
 def measure(quick: bool = True) -> Measurement:
@@ -382,53 +380,29 @@ def measure(quick: bool = True) -> Measurement:
     cfg = QUICK if quick else FULL
     t_start = time.perf_counter()
     stream = stream_bandwidth(cfg["stream_elements"], cfg["stream_repeats"])
-    mm = matmul_flops(cfg["matmul_sizes"], "both", cfg["repeats"])
-    mm32 = {n: t for (dt, n), t in mm.items() if dt == "float32"}
-    mm64 = {n: t for (dt, n), t in mm.items() if dt == "float64"}
+    matmul = matmul_flops(cfg["matmul_sizes"], tuple(MATMUL_DTYPES), cfg["repeats"])
     overhead = call_overhead_s(repeats=cfg["repeats"] + 2)
     matvec = small_matvec_s()
     bandwidth = max(t.best_bytes_per_s for t in stream.values())
-    peak32 = max(t.best_flops_per_s for t in mm32.values())
-    peak64 = max(t.best_flops_per_s for t in mm64.values())
+    peak = {p: max(t.best_flops_per_s for t in table.values()) for p, table in matmul.items()}
     details = {
         "quick": quick,
         "machine": machine_name(),
         "ram_bytes": ram_bytes(),
         "load_average_1min": load_average(),  # other work on the machine while measuring
         "stream_array_bytes": cfg["stream_elements"] * FLOAT64_BYTES,
-        "stream": {
-            name: {
-                "bytes_per_pass": t.bytes_per_pass,
-                "best_bytes_per_s": t.best_bytes_per_s,
-                "median_bytes_per_s": t.median_bytes_per_s,
-                "min_s": t.min_s,
-                "median_s": t.median_s,
-                "repeats": len(t.times_s),
-            }
-            for name, t in stream.items()
-        },
-        "matmul": {
-            dtype: {
-                str(n): {
-                    "best_flops_per_s": t.best_flops_per_s,
-                    "median_flops_per_s": t.median_flops_per_s,
-                    "min_s": t.min_s,
-                    "median_s": t.median_s,
-                }
-                for n, t in table.items()
-            }
-            for dtype, table in (("fp32", mm32), ("fp64", mm64))
-        },
+        "stream": {name: _stream_row(t) for name, t in stream.items()},
+        "matmul": {p: {str(n): _matmul_row(t) for n, t in table.items()} for p, table in matmul.items()},
         "call_overhead": {"min_s": overhead.min_s, "median_s": overhead.median_s},
         "small_matvec": {"min_s": matvec.min_s, "median_s": matvec.median_s, "bytes": matvec.bytes_per_pass},
+        "elapsed_s": time.perf_counter() - t_start,
     }
-    details["elapsed_s"] = time.perf_counter() - t_start
     return Measurement(
         memory_bandwidth_bytes_per_s=bandwidth,
-        matmul_flops_per_s=peak32,
-        ridge_flop_per_byte=ridge_point_flop_per_byte(peak32, bandwidth),
+        matmul_flops_per_s=peak["fp32"],
+        ridge_flop_per_byte=ridge_point_flop_per_byte(peak["fp32"], bandwidth),
         call_overhead_s=overhead.median_s,
-        matmul_fp64_flops_per_s=peak64,
+        matmul_fp64_flops_per_s=peak["fp64"],
         threads=thread_info(),
         details=details,
     )

@@ -1,4 +1,4 @@
-"""The engine lab: make the models, run llama.cpp on them, keep the record (issue 23).
+"""The engine lab: make the models, run llama.cpp on them, keep the record.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); run by ``roofline measure --engine
 llama.cpp``. ``run_lab`` returns a *run record*, a plain JSON-ready dict that holds only what was measured
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from roofline.errors import InvalidConfigurationError
 
 from . import bench, gguf_model, llamacpp
 from .engine_roofline import point
-from .transformer import Transformer
+from .transformer import Transformer, time_steps
 
 SCHEMA = 1
 FILE_TYPES = ("F16", "Q8_0", "Q4_0")
@@ -37,15 +36,6 @@ PROMPT_TOKENS = (128, 512)  # two prompt lengths, each one pass (llama.cpp's def
 DECODE_CONTEXT_TOKENS = 128  # tokens cached before the timed decode steps
 DECODE_STEPS = 8  # timed single-token steps per repeat
 REFERENCE_FILE = Path(__file__).with_name("llamacpp_reference.json")
-
-
-def all_threads() -> int:
-    """The CPU threads this process may use (its affinity mask where the OS has one).
-
-    >>> all_threads() >= 1
-    True
-    """
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def prepare_model(name: str, file_type: str, say: Callable[[str], None] = print) -> Path:
@@ -91,13 +81,7 @@ def _numpy_point(model: str, repeats: int) -> dict:
     ``DECODE_CONTEXT_TOKENS`` cached tokens, each step timed alone (s)."""
     decoder = Transformer(gguf_model.engine_model(model))
     cache = decoder.new_cache(batch=1, max_tokens=DECODE_CONTEXT_TOKENS + 1)
-    cache.fill_random(DECODE_CONTEXT_TOKENS)
-
-    def step():
-        decoder.decode_step([1], cache)
-        cache.length = DECODE_CONTEXT_TOKENS  # every step sees the same context
-
-    times = bench.time_calls(step, repeats * DECODE_STEPS, warmup=1)
+    times = time_steps(decoder, [1], cache.fill_random(DECODE_CONTEXT_TOKENS), repeats * DECODE_STEPS)
     return {"model": model, "context_tokens": DECODE_CONTEXT_TOKENS, "times_s": list(times)}
 
 
@@ -113,9 +97,8 @@ def run_lab(
 
     >>> record = run_lab(bench.measure(quick=True), models=("random-llama-100m",))   # doctest: +SKIP
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise InvalidConfigurationError(f"repeats must be a positive whole number, got {repeats!r}")
-    threads = sorted({1, all_threads()}) if threads is None else list(threads)
+    repeats = bench.whole_number(repeats, "repeats")
+    threads = sorted({1, bench.available_cpus()}) if threads is None else list(threads)
     record = {
         "schema": SCHEMA, "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine.to_dict(), "engine": llamacpp.engine_info(),

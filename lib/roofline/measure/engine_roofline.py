@@ -1,4 +1,4 @@
-"""A real engine's measured steps placed on this machine's measured roofline (issue 23).
+"""A real engine's measured steps placed on this machine's measured roofline.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); printed by ``roofline measure --engine``.
 Numbers only: this module reads a run record (``engine_lab.run_lab``'s dict, or a stored one) and never
@@ -28,7 +28,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from roofline.data import GPU, Model
+from roofline.data import GPU
 from roofline.engines.figures import decode_step_times, prefill_times
 from roofline.errors import RooflineError
 from roofline.physics.metrics import mbu, mfu
@@ -68,33 +68,29 @@ def engine_gpu(machine: Measurement) -> GPU:
     return replace(gpu, dense_flops_per_s={**gpu.dense_flops_per_s, "fp16": fp32, "bf16": fp32})
 
 
-def _model(name: str) -> Model:
-    return engine_model(name).as_model(name)
-
-
-def _work(point: dict, gpu: GPU) -> tuple[int, float, float, float]:
-    """The library's physics of one pass: tokens, bytes, FLOPs and the ideal floor (s). Decode reads
-    weights and KV (``bytes_read``); a prompt pass also writes its KV (``bytes_moved``)."""
-    model, fmt = _model(point["model"]), gguf_format(point["file_type"]).id
-    kw = {"weight_precision": fmt, "kv_precision": KV_PRECISION}
-    if point["phase"] == "decode":
+def _physics(point: dict, gpu: GPU) -> tuple[int, float, float, float, float | None, str | None]:
+    """One pass in the library's physics: tokens, bytes, FLOPs, the ideal floor (s) and the achievable
+    layer's llama.cpp time (s), or None and the reason where that layer cannot predict for this machine
+    (the measurement stands on its own either way). Decode reads weights and KV (``bytes_read``); a
+    prompt pass also writes its KV (``bytes_moved``)."""
+    model = engine_model(point["model"]).as_model(point["model"])
+    kw = {"weight_precision": gguf_format(point["file_type"]).id, "kv_precision": KV_PRECISION}
+    decode = point["phase"] == "decode"
+    if decode:
         step = decode_step(model, gpu, 1, point["context_tokens"], **kw)
-        return 1, float(step.bytes_read), float(step.flops), float(step.step_time_s)
-    step = prefill(model, gpu, point["prompt_tokens"], **kw)
-    return point["prompt_tokens"], float(step.bytes_moved), float(step.flops), float(step.step_time_s)
-
-
-def _predicted_s(point: dict, gpu: GPU) -> tuple[float | None, str | None]:
-    """The achievable layer's llama.cpp time for the pass (s), or None and the reason where the layer
-    cannot predict for this machine: the measurement stands on its own either way."""
-    model, fmt = _model(point["model"]), gguf_format(point["file_type"]).id
-    kw = {"engine": ENGINE, "weight_precision": fmt, "kv_precision": KV_PRECISION}
+        tokens, step_bytes = 1, step.bytes_read
+    else:
+        step = prefill(model, gpu, point["prompt_tokens"], **kw)
+        tokens, step_bytes = point["prompt_tokens"], step.bytes_moved
     try:
-        if point["phase"] == "decode":
-            return float(decode_step_times(model, gpu, 1, point["context_tokens"], **kw)["total"]), None
-        return float(prefill_times(model, gpu, point["prompt_tokens"], **kw)["total"]), None
+        if decode:
+            times = decode_step_times(model, gpu, 1, point["context_tokens"], engine=ENGINE, **kw)
+        else:
+            times = prefill_times(model, gpu, point["prompt_tokens"], engine=ENGINE, **kw)
+        predicted_s, error = float(times["total"]), None
     except RooflineError as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+        predicted_s, error = None, f"{type(exc).__name__}: {exc}"
+    return tokens, float(step_bytes), float(step.flops), float(step.step_time_s), predicted_s, error
 
 
 def place(run: dict) -> list[dict]:
@@ -112,8 +108,7 @@ def place(run: dict) -> list[dict]:
     bw, flops_per_s = machine.memory_bandwidth_bytes_per_s, machine.matmul_flops_per_s
     rows = []
     for point in run["points"]:
-        tokens, step_bytes, step_flops, floor_s = _work(point, gpu)
-        pred, error = _predicted_s(point, gpu)
+        tokens, step_bytes, step_flops, floor_s, pred, error = _physics(point, gpu)
         t = float(np.median(point["times_s"]))
         predicted = dict.fromkeys(PREDICTED_FIELDS)  # None where the layer cannot predict
         if pred is not None:

@@ -1,4 +1,4 @@
-"""Llama-architecture GGUF files with random weights, made on this machine for llama.cpp (issue 23).
+"""Llama-architecture GGUF files with random weights, made on this machine for llama.cpp.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); used by ``roofline measure --engine``.
 
@@ -22,7 +22,7 @@ would be both the lookup and the Q6_K output.
 
 >>> import tempfile
 >>> path = write_gguf(TINY, Path(tempfile.mkdtemp()) / "tiny.gguf")
->>> gguf_tensor_bytes(path) == weight_bytes(TINY.as_model(), GGUF_FORMATS["F16"])
+>>> check_file_matches_library(path, TINY, "F16") == weight_bytes(TINY.as_model(), GGUF_FORMATS["F16"])
 True
 """
 
@@ -47,9 +47,7 @@ CONTEXT_TOKENS = 4096  # llama.context_length written into the files (the runs u
 
 # GGUF file type → the library's weight format (``physics.precision``), so bytes are counted in one place.
 GGUF_FORMATS: dict[str, WeightFormat] = {
-    "F16": weight_format("gguf-f16"),
-    "Q8_0": weight_format("gguf-q8_0"),
-    "Q4_0": weight_format("gguf-q4_0"),
+    t: weight_format(f"gguf-{t.lower()}") for t in ("F16", "Q8_0", "Q4_0")
 }
 
 # A model small enough for tests and doctests (a 140 KB file): 69,824 parameters.
@@ -182,12 +180,6 @@ def write_gguf(cfg: TransformerConfig, path, seed: int = 0, name: str = "random-
     return path
 
 
-def gguf_tensor_bytes(path) -> int:
-    """Bytes of all tensor data in the GGUF file at ``path``, padding between tensors excluded (bytes);
-    the module docstring has an example."""
-    return sum(t.n_bytes for t in _reader(path).tensors)
-
-
 def gguf_tensor_types(path) -> dict[str, str]:
     """Each tensor's GGML type in the GGUF file at ``path``, by name (``"F16"``, ``"Q4_0"``, ...).
 
@@ -196,13 +188,9 @@ def gguf_tensor_types(path) -> dict[str, str]:
     >>> types["output.weight"], types["output_norm.weight"]
     ('F16', 'F32')
     """
-    return {t.name: t.tensor_type.name for t in _reader(path).tensors}
-
-
-def _reader(path):
     import gguf
 
-    return gguf.GGUFReader(Path(path))
+    return {t.name: t.tensor_type.name for t in gguf.GGUFReader(Path(path)).tensors}
 
 
 def models_dir() -> Path:
@@ -226,14 +214,17 @@ def model_path(cfg: TransformerConfig, file_type: str, name: str = "random-llama
 
 
 def check_file_matches_library(path, cfg: TransformerConfig, file_type: str) -> int:
-    """The tensor bytes of the file at ``path``, after checking they equal the library's weight bytes for
-    ``cfg`` in ``file_type`` (bytes); raise if llama.cpp stored other tensor types than the library counts.
+    """The tensor bytes of the file at ``path`` (padding between tensors excluded), after checking they
+    equal the library's weight bytes for ``cfg`` in ``file_type`` (bytes); raise if llama.cpp stored other
+    tensor types than the library counts.
 
     >>> import tempfile
     >>> check_file_matches_library(write_gguf(TINY, Path(tempfile.mkdtemp()) / "t.gguf"), TINY, "F16")
     140032
     """
-    held = gguf_tensor_bytes(path)
+    import gguf
+
+    held = sum(t.n_bytes for t in gguf.GGUFReader(Path(path)).tensors)
     counted = weight_bytes(cfg.as_model(), gguf_format(file_type))
     if held != counted:
         raise InvalidConfigurationError(

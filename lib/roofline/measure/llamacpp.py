@@ -1,5 +1,5 @@
 """llama.cpp on this machine through its Python binding: load a GGUF file, quantize it, time prompts and
-decode steps (issue 23). The only module that imports the binding, ``llama-cpp-python`` (the ``engine``
+decode steps. The only module that imports the binding, ``llama-cpp-python`` (the ``engine``
 dependency group: ``uv run --group engine ...``); everything else in the course runs without it.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); run by ``roofline measure --engine``.
@@ -26,6 +26,8 @@ from pathlib import Path
 
 from roofline.errors import InvalidConfigurationError, RooflineError
 
+from . import bench
+
 MODULE = "llama_cpp"
 PACKAGE = "llama-cpp-python"
 AMX_CMAKE_ARGS = "-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8"
@@ -42,11 +44,7 @@ def cpu_has_amx(cpuinfo: str | None = None) -> bool:
     >>> cpu_has_amx("flags : fpu sse avx512f amx_bf16 amx_int8 amx_tile"), cpu_has_amx("flags : fpu avx2")
     (True, False)
     """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return False
+    cpuinfo = bench.cpuinfo() if cpuinfo is None else cpuinfo
     flags = (line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags"))
     return any("amx_int8" in f for f in flags)
 
@@ -162,10 +160,11 @@ class Engine:
         self.threads = int(threads)
         self._lib.llama_set_n_threads(self._ctx, self.threads, self.threads)
 
-    def clear(self) -> None:
+    def clear(self) -> Engine:
         """Empty the KV cache: the next tokens start a new sequence at position 0."""
         self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx), True)
         self._cached = 0
+        return self
 
     def decode_s(self, tokens) -> float:
         """Process ``tokens`` (a list of ids) after those already cached, in one pass; wall seconds (s)."""
@@ -217,13 +216,7 @@ def time_prompt(engine: Engine, prompt_tokens: int, repeats: int = 3, warmup: in
     (1.21, 1.19, 1.22)
     """
     tokens = engine.tokens(prompt_tokens)
-    times = []
-    for r in range(warmup + repeats):
-        engine.clear()
-        dt = engine.decode_s(tokens)
-        if r >= warmup:
-            times.append(dt)
-    return tuple(times)
+    return tuple(engine.clear().decode_s(tokens) for _ in range(warmup + repeats))[warmup:]
 
 
 def time_decode(
@@ -235,13 +228,8 @@ def time_decode(
     >>> len(time_decode(engine, 128, steps=8, repeats=3))   # doctest: +SKIP
     24
     """
-    context = engine.tokens(context_tokens)
-    times = []
-    for r in range(warmup + repeats):
-        engine.clear()
-        engine.decode_s(context)
-        for k in range(steps):
-            dt = engine.decode_s(engine.tokens(1, start=k))
-            if r >= warmup:
-                times.append(dt)
-    return tuple(times)
+    context, times = engine.tokens(context_tokens), []
+    for _ in range(warmup + repeats):
+        engine.clear().decode_s(context)
+        times += [engine.decode_s(engine.tokens(1, start=k)) for k in range(steps)]
+    return tuple(times[warmup * steps :])

@@ -31,19 +31,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from roofline.checks import checked
 from roofline.data import GPU, Model
 from roofline.errors import InvalidConfigurationError
 from roofline.physics import architecture
 from roofline.physics.metrics import mbu
 from roofline.physics.step import decode_step
 
-from .bench import Measurement
-
-FP32_BYTES = 4
+from .bench import Measurement, time_calls, whole_number
 
 
 def _linear(x, weight):
@@ -70,9 +69,7 @@ class TransformerConfig:
     def __post_init__(self):
         for name in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                      "intermediate_size", "vocab_size"):  # fmt: skip
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+            object.__setattr__(self, name, whole_number(getattr(self, name), name))  # 2.0 is stored as 2
         if self.attention_heads % self.kv_heads:
             raise InvalidConfigurationError(
                 f"attention_heads ({self.attention_heads}) must be a multiple of kv_heads ({self.kv_heads})"
@@ -86,27 +83,14 @@ class TransformerConfig:
         >>> architecture.parameter_count(SMALL.as_model())  # 8 × 4,981,760 a layer + 32,000 × 512 tied + 512
         56238592
         """
+        shapes = {k: v for k, v in asdict(self).items() if k not in ("rope_theta", "norm_eps")}
+        name = f"numpy Llama-architecture decoder ({self.layers} layers, d={self.hidden_size})"
         return Model(
-            id=model_id,
-            name=f"numpy Llama-architecture decoder ({self.layers} layers, d={self.hidden_size})",
-            layers=self.layers,
-            hidden_size=self.hidden_size,
-            attention_heads=self.attention_heads,
-            kv_heads=self.kv_heads,
-            head_dim=self.head_dim,
-            intermediate_size=self.intermediate_size,
-            vocab_size=self.vocab_size,
-            tied_embeddings=self.tied_embeddings,
-            attention_bias=False,
-            experts=1,
-            experts_per_token=1,
-            max_context_tokens=1 << 20,
-            published_parameters=float("nan"),
-            published_active_parameters=None,
-            source="random weights (roofline.measure.transformer)",
-            parameter_source="",
+            id=model_id, name=name, **shapes, attention_bias=False, experts=1, experts_per_token=1,
+            max_context_tokens=1 << 20, published_parameters=float("nan"), published_active_parameters=None,
+            source="random weights (roofline.measure.transformer)", parameter_source="",
             note="random weights; timing depends only on shapes",
-        )
+        )  # fmt: skip
 
     @property
     def matmul_calls_per_step(self) -> int:
@@ -135,9 +119,7 @@ class KVCache:
     """Preallocated K and V for every layer: arrays (B, H_kv, max_tokens, d_h), ``length`` tokens filled."""
 
     def __init__(self, cfg: TransformerConfig, batch: int, max_tokens: int, dtype=np.float32):
-        for name, value in (("batch", batch), ("max_tokens", max_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+        batch, max_tokens = whole_number(batch, "batch"), whole_number(max_tokens, "max_tokens")
         shape = (batch, cfg.kv_heads, max_tokens, cfg.head_dim)
         self.k = [np.zeros(shape, dtype=dtype) for _ in range(cfg.layers)]
         self.v = [np.zeros(shape, dtype=dtype) for _ in range(cfg.layers)]
@@ -145,10 +127,8 @@ class KVCache:
 
     def fill_random(self, context_tokens: int, seed: int = 0) -> KVCache:
         """Pretend ``context_tokens`` tokens were already processed: random K/V (timing needs only shapes)."""
-        if not 0 <= context_tokens <= self.max_tokens:
-            raise InvalidConfigurationError(
-                f"context_tokens must be between 0 and max_tokens ({self.max_tokens}), got {context_tokens}"
-            )
+        context_tokens = int(checked(context_tokens, "context_tokens", minimum=0, maximum=self.max_tokens,
+                                     whole=True, scalar=True))  # fmt: skip
         rng = np.random.default_rng(seed)
         for arr in (*self.k, *self.v):
             arr[:, :, :context_tokens] = rng.standard_normal(
@@ -157,11 +137,6 @@ class KVCache:
         self.length = context_tokens
         return self
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes allocated for K and V (bytes)."""
-        return sum(a.nbytes for a in (*self.k, *self.v))
-
 
 class Transformer:
     """The numpy decoder. Weights are stored (in, out) so a layer is ``x @ W``; fp32 by default."""
@@ -169,32 +144,22 @@ class Transformer:
     def __init__(self, cfg: TransformerConfig = DEFAULT, seed: int = 0, dtype=np.float32):
         self.cfg, self.dtype = cfg, np.dtype(dtype)
         rng = np.random.default_rng(seed)
-        d, q, kv, i = (
-            cfg.hidden_size,
-            cfg.attention_heads * cfg.head_dim,
-            cfg.kv_heads * cfg.head_dim,
-            (cfg.intermediate_size),
-        )
+        d, i = cfg.hidden_size, cfg.intermediate_size
+        q, kv = cfg.attention_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
 
         def w(fan_in, fan_out):  # scaled so activations keep unit size through the layers
             return (rng.standard_normal((fan_in, fan_out), dtype=np.float32) / np.sqrt(fan_in)).astype(dtype)
 
+        def norm():
+            return (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+
         self.embedding = (rng.standard_normal((cfg.vocab_size, d), dtype=np.float32)).astype(dtype)
         self.layers = [
-            {
-                "attn_norm": (1 + 0.1 * rng.standard_normal(d)).astype(dtype),
-                "wq": w(d, q),
-                "wk": w(d, kv),
-                "wv": w(d, kv),
-                "wo": w(q, d),
-                "mlp_norm": (1 + 0.1 * rng.standard_normal(d)).astype(dtype),
-                "w_gate": w(d, i),
-                "w_up": w(d, i),
-                "w_down": w(i, d),
-            }
+            {"attn_norm": norm(), "wq": w(d, q), "wk": w(d, kv), "wv": w(d, kv), "wo": w(q, d),
+             "mlp_norm": norm(), "w_gate": w(d, i), "w_up": w(d, i), "w_down": w(i, d)}
             for _ in range(cfg.layers)
-        ]
-        self.final_norm = (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+        ]  # fmt: skip
+        self.final_norm = norm()
         # The LM head multiplies by the embedding's transpose when tied: (d, V) view, no copy.
         self.lm_head = self.embedding.T if cfg.tied_embeddings else w(d, cfg.vocab_size)
         half = cfg.head_dim // 2
@@ -338,11 +303,6 @@ def reference_logits(model: Transformer, tokens) -> np.ndarray:
     return logits
 
 
-# --------------------------------------------------------------------------------------------------
-# Timing decode against the roofline
-# --------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class DecodeTiming:
     """Measured decode step times over a grid of batch (rows) × context (columns), seconds."""
@@ -362,6 +322,27 @@ def _check_sizes(values, name: str, minimum: int) -> np.ndarray:
     return arr.astype(int)
 
 
+def time_steps(
+    model: Transformer, tokens, cache: KVCache, repeats: int, warmup: int = 1
+) -> tuple[float, ...]:
+    """Seconds of ``repeats`` decode steps of ``tokens`` (one per user) after ``warmup`` untimed ones, every
+    step at the context ``cache`` holds now: the cache is cut back to it before each step (s).
+
+    >>> m = Transformer(TransformerConfig(layers=1, hidden_size=32, attention_heads=2, kv_heads=1,
+    ...                 head_dim=16, intermediate_size=64, vocab_size=100))
+    >>> cache = m.new_cache(batch=1, max_tokens=9).fill_random(8)
+    >>> len(time_steps(m, [1], cache, repeats=3)), cache.length
+    (3, 9)
+    """
+    context = cache.length
+
+    def step():
+        cache.length = context
+        model.decode_step(tokens, cache)
+
+    return time_calls(step, repeats, warmup)
+
+
 def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: int = 5, warmup: int = 1):
     """Time ``repeats`` decode steps at each (batch, context) after ``warmup`` untimed ones (s).
 
@@ -377,26 +358,15 @@ def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: in
     """
     batches = _check_sizes(batch, "batch", 1)
     contexts = _check_sizes(context_tokens, "context_tokens", 0)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise InvalidConfigurationError(f"repeats must be a positive whole number, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise InvalidConfigurationError(f"warmup must be a whole number >= 0, got {warmup!r}")
+    repeats, warmup = whole_number(repeats, "repeats"), whole_number(warmup, "warmup", minimum=0)
     mins = np.empty((batches.size, contexts.size))
     meds = np.empty_like(mins)
     rng = np.random.default_rng(1)
     for i, b in enumerate(batches):
         cache = model.new_cache(int(b), int(contexts.max()) + 1)
         for j, t in enumerate(contexts):
-            cache.fill_random(int(t))
             tokens = rng.integers(0, model.cfg.vocab_size, size=int(b))
-            times = []
-            for r in range(warmup + repeats):
-                t0 = time.perf_counter()
-                model.decode_step(tokens, cache)
-                dt = time.perf_counter() - t0
-                cache.length = int(t)
-                if r >= warmup:
-                    times.append(dt)
+            times = time_steps(model, tokens, cache.fill_random(int(t)), repeats, warmup)
             mins[i, j], meds[i, j] = min(times), float(np.median(times))
     return DecodeTiming(batches, contexts, mins, meds, repeats, warmup)
 
@@ -435,11 +405,6 @@ def achieved_mbu(cfg: TransformerConfig, machine: Measurement, step_time_s, batc
     return mbu(s.bytes_read, step_time_s, machine.memory_bandwidth_bytes_per_s)
 
 
-# --------------------------------------------------------------------------------------------------
-# Lesson 06's benchmark bugs, reproduced for real
-# --------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class BenchmarkBugs:
     """Each bug's wrong figure next to the right one (seconds or tokens/s)."""
@@ -468,10 +433,8 @@ def reproduce_benchmark_bugs(
        (P + G) ÷ time reported as "tokens/s"; the prefill does P tokens in one matrix-matrix pass, far
        cheaper per token than decode.
     """
-    for name, value in (("batch", batch), ("prompt_tokens", prompt_tokens),
-                        ("generated_tokens", generated_tokens), ("steps", steps)):  # fmt: skip
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+    batch, prompt_tokens = whole_number(batch, "batch"), whole_number(prompt_tokens, "prompt_tokens")
+    generated_tokens, steps = whole_number(generated_tokens, "generated_tokens"), whole_number(steps, "steps")
     rng = np.random.default_rng(2)
     tokens = rng.integers(0, model.cfg.vocab_size, size=batch)
 

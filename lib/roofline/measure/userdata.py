@@ -2,18 +2,12 @@
 
 Taught in notebooks/measure_your_machine.ipynb (``roofline measure --save my-laptop``).
 
-The user table lives outside the project, never in its ``data/``:
-
-- ``$SPEED_PHYSICS_HOME/gpus.toml`` if ``SPEED_PHYSICS_HOME`` is set, else
-- ``$XDG_CONFIG_HOME/speed-physics/gpus.toml`` if ``XDG_CONFIG_HOME`` is set, else
-- ``~/.config/speed-physics/gpus.toml``.
-
-It has the schema of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gpus()`` appends its rows to
-the project's. A user id equal to a project id is an error, and so is one within a typo of a project id
-(``h100`` would capture ``--gpu H100``, which should suggest ``h100-sxm``). The file is never written into a
-folder of tables (the project's ``data/``, the installed package's copy, ``$ROOFLINE_DATA_DIR``, or any
-folder holding a ``models.toml``, ``prices.toml`` or ``assumptions.toml``). After writing the file, call
-``reload_tables()`` (``save_user_gpu`` does) so the cached tables see it.
+The user table is ``gpus.toml`` in ``roofline.data.user_data_dir()``, outside the project, with the schema
+of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gpus()`` appends its rows to the project's. A
+user id equal to a project id is an error, and so is one within a typo of a project id (``h100`` would
+capture ``--gpu H100``, which should suggest ``h100-sxm``). The file is never written into a folder of
+tables (``check_destination``). After writing the file, call ``reload_tables()`` (``save_user_gpu`` does)
+so the cached tables see it.
 
 >>> import tempfile
 >>> load_user_gpu_rows(Path(tempfile.mkdtemp()) / "gpus.toml")   # no file yet: no rows
@@ -28,10 +22,11 @@ import re
 import tomllib
 from pathlib import Path
 
-from roofline.data import user_data_dir
+from roofline import data
 from roofline.errors import InvalidConfigurationError
 
-HOME_ENV = "SPEED_PHYSICS_HOME"
+from .bench import Measurement, machine_name
+
 TABLE_NAME = "gpus.toml"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 _HEADER = (
@@ -46,7 +41,7 @@ def user_gpu_table_path() -> Path:
     >>> user_gpu_table_path().name
     'gpus.toml'
     """
-    return user_data_dir() / TABLE_NAME
+    return data.user_data_dir() / TABLE_NAME
 
 
 def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
@@ -130,25 +125,24 @@ def near_project_id(name: str, project_ids) -> str | None:
 
 def _project_gpu_ids() -> list[str]:
     """Ids of the project's GPU tables: the one in use (``$ROOFLINE_DATA_DIR`` if set) and the shipped one."""
-    from roofline.data import data_dir, load_gpus, shipped_dir
-
-    return list(dict.fromkeys([*load_gpus(data_dir()), *load_gpus(shipped_dir())]))
-
-
-def _table_folders() -> set[Path]:
-    """Folders of the project's tables, which a saved row must never be written into."""
-    from roofline.data import _repository_tables, data_dir, shipped_dir
-
-    return {Path(str(d)).resolve() for d in (data_dir(), shipped_dir(), _repository_tables())}
+    return list(dict.fromkeys([*data.load_gpus(data.data_dir()), *data.load_gpus(data.shipped_dir())]))
 
 
 def check_destination(path: Path) -> Path:
-    """``path``, unless it is a ``gpus.toml`` in a folder of tables (the project's ``data/``, the package's
-    copy, ``$ROOFLINE_DATA_DIR``, or any folder with another table in it): the user's rows never go there."""
+    """``path``, unless it is a ``gpus.toml`` in a folder of tables (``$ROOFLINE_DATA_DIR``, the shipped
+    tables, or any folder with another project table in it, such as the repository's ``data/``): the user's
+    rows never go there.
+
+    >>> check_destination(Path(str(data.shipped_dir())) / "gpus.toml")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: refusing to write a saved machine into ...
+    """
     folder = Path(path).resolve().parent
+    tables = {Path(str(d)).resolve() for d in (data.data_dir(), data.shipped_dir())}
     # engines.toml and calibration.toml may be the user's own (roofline calibrate writes them there)
     others = ("models.toml", "prices.toml", "assumptions.toml")
-    if folder in _table_folders() or any((folder / name).exists() for name in others):
+    if folder in tables or any((folder / name).exists() for name in others):
         raise InvalidConfigurationError(
             f"refusing to write a saved machine into {folder}: it holds the project's data tables. "
             "Point SPEED_PHYSICS_HOME (or XDG_CONFIG_HOME) at a folder of your own"
@@ -178,8 +172,6 @@ def check_save_name(name: str, path: Path | None = None) -> str:
 
 def reload_tables() -> None:
     """Forget the cached GPU table so the next ``rl.gpus()`` / ``rl.get_gpu()`` reads the files again."""
-    from roofline import data
-
     data.clear_cache()
 
 
@@ -193,10 +185,14 @@ def _toml_value(value) -> str:
     return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def measurement_row(name: str, measurement, date: datetime.date | None = None) -> dict:
-    """The ``[[gpu]]`` row for a ``bench.Measurement``, in the table's units (GB, TB/s, TFLOPS)."""
-    from .bench import machine_name  # numbers layer below; no cycle
+def measurement_row(name: str, measurement: Measurement, date: datetime.date | None = None) -> dict:
+    """The ``[[gpu]]`` row for a ``bench.Measurement``, in the table's units (GB, TB/s, TFLOPS).
 
+    >>> machine = Measurement(20e9, 100e9, 5.0, 1e-6, 50e9)
+    >>> row = measurement_row("my-laptop", machine, datetime.date(2030, 1, 2))
+    >>> row["memory_bandwidth_tb_per_s"], row["dense_tflops"], row["source"][-10:]
+    (0.02, {'fp32': 0.1, 'fp64': 0.05}, '2030-01-02')
+    """
     date = date or datetime.date.today()
     d = measurement.details
     stream = d.get("stream", {})
@@ -233,7 +229,7 @@ def measurement_row(name: str, measurement, date: datetime.date | None = None) -
     }
 
 
-def save_user_gpu(name: str, measurement, path: Path | None = None) -> Path:
+def save_user_gpu(name: str, measurement: Measurement, path: Path | None = None) -> Path:
     """Write (or replace) the row ``name`` in the user's GPU table; return the file's path.
 
     Refuses a name the project's table uses or is within a typo of (``check_save_name``). Never writes

@@ -266,96 +266,90 @@ def _preset(fid, body, *, experts=None, embedding="bf16", lm_head="bf16", other=
                         get_precision(other), description, source, fallback)  # fmt: skip
 
 
-WEIGHT_FORMATS: dict[str, WeightFormat] = {}
-
-
-def _build_presets() -> None:
-    rows = (
-        _preset(
-            "awq-int4",
-            "awq-int4",
-            description="AWQ int4 linear layers; embedding, LM head in 16 bits",
-            source="https://github.com/casper-hansen/AutoAWQ",
-        ),
-        _preset(
-            "gptq-int4",
-            "int4",
-            description="GPTQ int4 (symmetric, FP16 scale per 128); embedding, LM head in 16 bits",
-            source="https://github.com/ModelCloud/GPTQModel",
-        ),
-        _preset(
-            "fp8-block128",
-            "fp8-block128",
-            description="DeepSeek-V3's release format: FP8 linear layers "
-            "with 128 x 128 block scales; embedding, LM head, norms, router in BF16",
-            source="https://github.com/deepseek-ai/DeepSeek-V3/blob/main/README_WEIGHTS.md",
-        ),
-        _preset(
-            "mxfp4",
-            "mxfp4",
-            description="MXFP4 linear layers; embedding, LM head in BF16",
-            source="https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf",
-        ),
-        _preset(
-            "nvfp4",
-            "nvfp4",
-            description="NVFP4 linear layers; embedding, LM head in BF16",
-            source="https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/",
-        ),
-        _preset(
-            "mxfp4-experts",
-            "bf16",
-            experts="mxfp4",
-            description="gpt-oss's release format: MoE expert "
-            "weights in MXFP4, attention, router, embedding and LM head in BF16 (the gpt-oss "
-            "quantization_config modules_to_not_convert)",
-            source="https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json",
-            fallback=W16_FALLBACK,  # weight-only: FP16 math where there is no BF16 (llama.cpp on a Mac)
-        ),
-        _preset(
-            "gguf-q4_0",
-            "q4_0",
-            embedding="q4_0",
-            lm_head="q6_k",
-            other="fp32",
-            description="llama.cpp Q4_0: every matmul and the token embedding in Q4_0, the output "
-            "tensor in Q6_K, norms in FP32",
-            source="https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-common.h",
-        ),
-        _preset(
-            "gguf-q4_k_m",
-            "q4_k_m",
-            embedding="q4_k_m",
-            lm_head="q4_k_m",
-            other="fp32",
-            description="llama.cpp Q4_K_M: the whole-file average (4.8944 bits on Llama-3.1-8B) for "
-            "every tensor; the real mix keeps attn_v, half of ffn_down and the output in Q6_K",
-            source="https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/README.md",
-        ),
-        _preset(
-            "gguf-q8_0",
-            "q8_0",
-            embedding="q8_0",
-            lm_head="q8_0",
-            other="fp32",
-            description="llama.cpp Q8_0: every matmul, embedding and output in Q8_0, norms in FP32",
-            source="https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-common.h",
-        ),
-        _preset(
-            "gguf-f16",
-            "fp16",
-            embedding="fp16",
-            lm_head="fp16",
-            other="fp32",
-            description="llama.cpp F16: every matmul, embedding and output in FP16, norms in FP32",
-            source="https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/README.md",
-            fallback=W16_FALLBACK,  # llama.cpp widens F16 to FP32 math where there is no FP16 (a CPU)
-        ),
-    )
-    WEIGHT_FORMATS.update({f.id: f for f in rows})
-
-
-_build_presets()
+# The common release and quantization formats, each with where it is defined.
+PRESETS = (
+    _preset(
+        "awq-int4",
+        "awq-int4",
+        description="AWQ int4 linear layers; embedding, LM head in 16 bits",
+        source="https://github.com/casper-hansen/AutoAWQ",
+    ),
+    _preset(
+        "gptq-int4",
+        "int4",
+        description="GPTQ int4 (symmetric, FP16 scale per 128); embedding, LM head in 16 bits",
+        source="https://github.com/ModelCloud/GPTQModel",
+    ),
+    _preset(
+        "fp8-block128",
+        "fp8-block128",
+        description="DeepSeek-V3's release format: FP8 linear layers "
+        "with 128 x 128 block scales; embedding, LM head, norms, router in BF16",
+        source="https://github.com/deepseek-ai/DeepSeek-V3/blob/main/README_WEIGHTS.md",
+    ),
+    _preset(
+        "mxfp4",
+        "mxfp4",
+        description="MXFP4 linear layers; embedding, LM head in BF16",
+        source="https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf",
+    ),
+    _preset(
+        "nvfp4",
+        "nvfp4",
+        description="NVFP4 linear layers; embedding, LM head in BF16",
+        source="https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/",
+    ),
+    _preset(
+        "mxfp4-experts",
+        "bf16",
+        experts="mxfp4",
+        description="gpt-oss's release format: MoE expert "
+        "weights in MXFP4, attention, router, embedding and LM head in BF16 (the gpt-oss "
+        "quantization_config modules_to_not_convert)",
+        source="https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json",
+        fallback=W16_FALLBACK,  # weight-only: FP16 math where there is no BF16 (llama.cpp on a Mac)
+    ),
+    _preset(
+        "gguf-q4_0",
+        "q4_0",
+        embedding="q4_0",
+        lm_head="q6_k",
+        other="fp32",
+        description="llama.cpp Q4_0: every matmul and the token embedding in Q4_0, the output "
+        "tensor in Q6_K, norms in FP32",
+        source="https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-common.h",
+    ),
+    _preset(
+        "gguf-q4_k_m",
+        "q4_k_m",
+        embedding="q4_k_m",
+        lm_head="q4_k_m",
+        other="fp32",
+        description="llama.cpp Q4_K_M: the whole-file average (4.8944 bits on Llama-3.1-8B) for "
+        "every tensor; the real mix keeps attn_v, half of ffn_down and the output in Q6_K",
+        source="https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/README.md",
+    ),
+    _preset(
+        "gguf-q8_0",
+        "q8_0",
+        embedding="q8_0",
+        lm_head="q8_0",
+        other="fp32",
+        description="llama.cpp Q8_0: every matmul, embedding and output in Q8_0, norms in FP32",
+        source="https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-common.h",
+    ),
+    _preset(
+        "gguf-f16",
+        "fp16",
+        embedding="fp16",
+        lm_head="fp16",
+        other="fp32",
+        description="llama.cpp F16: every matmul, embedding and output in FP16, norms in FP32",
+        source="https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/README.md",
+        fallback=W16_FALLBACK,  # llama.cpp widens F16 to FP32 math where there is no FP16 (a CPU)
+    ),
+)
+WEIGHT_FORMATS: dict[str, WeightFormat] = {f.id: f for f in PRESETS}
 
 
 def weight_format(precision: str | Precision | WeightFormat) -> WeightFormat:

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.checks import checked, one_of, out
+from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError, DoesNotFitError, InvalidConfigurationError
 from roofline.physics.architecture import active_parameter_count, parameter_breakdown
-from roofline.physics.step import ON_OVERFLOW, decode_step, forward_step
+from roofline.physics.step import StepOptions, decode_step, forward_step
 from roofline.results import Flag, Label, Number, Result
 from roofline.units import GB
 
@@ -104,22 +104,10 @@ class SpeculativeStep(Result):
 
 
 def speculative_step(
-    model,
-    gpu,
-    batch=1,
-    context_tokens=0,
-    *,
-    draft_tokens,
-    acceptance,
-    draft_model=None,
-    draft_cost_ratio=None,
-    num_gpus=1,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    draft_precision: str | None = None,
-    on_overflow: str = "raise",
-) -> SpeculativeStep:
-    """Model speculative decoding for ``batch`` users at ``context_tokens`` each on ``num_gpus`` GPUs.
+    model, gpu, batch=1, context_tokens=0, *, draft_tokens, acceptance, draft_model=None,
+    draft_cost_ratio=None, draft_precision: str | None = None, **options,
+) -> SpeculativeStep:  # fmt: skip
+    """Model speculative decoding for ``batch`` users at ``context_tokens`` each.
 
     Parameters
     ----------
@@ -133,9 +121,8 @@ def speculative_step(
         KV take memory too. Give this or ``draft_cost_ratio``, not both.
     draft_cost_ratio : r ≥ 0, one drafted token's cost in target decode steps (0 for n-gram lookup, about
         the MTP module's share of the weights for a multi-token-prediction head).
-    num_gpus, weight_precision, kv_precision : as in ``forward_step``.
-    on_overflow : ``"raise"`` (``DoesNotFitError``, ``ContextTooLongError``), ``"mask"`` (NaN where it
-        does not fit) or ``"ignore"``.
+    options : ``StepOptions`` (``num_gpus``, precisions, ``on_overflow``: ``"raise"`` raises
+        ``DoesNotFitError`` or ``ContextTooLongError``, ``"mask"`` gives NaN where it does not fit).
 
     The verify step is ``forward_step(..., new_tokens=k + 1)``; it writes the KV of its k + 1 positions.
     The plain baseline is the same engine with one new token per user (its KV written likewise), so k = 0
@@ -146,60 +133,58 @@ def speculative_step(
     >>> s.expected_tokens_per_step, s.verify_binding, round(s.speedup, 2)
     (4.0, 'memory', 4.0)
     """
-    checked(batch, "batch", minimum=1, whole=True)
-    checked(context_tokens, "context_tokens", minimum=0)
-    checked(draft_tokens, "draft_tokens", minimum=0, whole=True)
-    checked(acceptance, "acceptance", minimum=0, maximum=1)
+    b = checked(batch, "batch", minimum=1, whole=True)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    k = checked(draft_tokens, "draft_tokens", minimum=0, whole=True)
+    a = checked(acceptance, "acceptance", minimum=0, maximum=1)
     checked(draft_cost_ratio, "draft_cost_ratio", minimum=0, allow_none=True)
-    one_of(on_overflow, "on_overflow", ON_OVERFLOW)
+    o = StepOptions(**options)
     m, g = get_model(model), get_gpu(gpu)
     if (draft_model is None) == (draft_cost_ratio is None):
         raise InvalidConfigurationError("give either draft_model or draft_cost_ratio (not both, not neither)")
-    b, t, k, a = (np.asarray(x, dtype=float) for x in (batch, context_tokens, draft_tokens, acceptance))
-    e = np.asarray(expected_tokens_per_step(a, k))
-
     longest = t + k + 1
-    if on_overflow == "raise" and np.any(longest > m.max_context_tokens):
+    if o.on_overflow == "raise" and np.any(longest > m.max_context_tokens):
         raise ContextTooLongError(
             f"{m.id} reads at most {m.max_context_tokens:,} tokens of context; a verify step at "
             f"{np.max(t):,.0f} tokens with {np.max(k):,.0f} drafts needs {np.max(longest):,.0f}."
         )
-    common = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
+    common = dict(num_gpus=o.num_gpus, weight_precision=o.weight_precision, kv_precision=o.kv_precision)
     verify = forward_step(m, g, b, t, new_tokens=k + 1, on_overflow="ignore", **common)
-    plain = forward_step(m, g, b, t, new_tokens=1, on_overflow="ignore", **common)
-    plain_s = np.asarray(plain.step_time_s)
+    plain_s = np.asarray(forward_step(m, g, b, t, new_tokens=1, on_overflow="ignore", **common).step_time_s)
     if draft_model is not None:
-        d = get_model(draft_model)
-        precision = draft_precision or weight_precision
-        drafter = decode_step(
-            d, g, b, t, num_gpus=num_gpus, weight_precision=precision, kv_precision=kv_precision,
-            on_overflow="ignore",
-        )  # fmt: skip
+        precision = draft_precision or o.weight_precision
+        drafter = decode_step(draft_model, g, b, t, **{**common, "weight_precision": precision},
+                              on_overflow="ignore")  # fmt: skip
         one_draft_s = np.asarray(drafter.step_time_s)
-        draft_memory = np.asarray(drafter.memory_needed_bytes)
-        ratio = one_draft_s / plain_s
-        proposer = d.id
+        draft_memory, ratio, proposer = (
+            np.asarray(drafter.memory_needed_bytes),
+            one_draft_s / plain_s,
+            drafter.model_id,
+        )
     else:
         ratio = np.asarray(draft_cost_ratio, dtype=float)
-        one_draft_s = ratio * plain_s
-        draft_memory = np.zeros(())
+        one_draft_s, draft_memory = ratio * plain_s, np.zeros(())
         proposer = f"cost ratio {float(np.max(ratio)):g}" if ratio.ndim == 0 else "cost ratio"
-    draft_s = k * one_draft_s
-    verify_s = np.asarray(verify.step_time_s)
     need = np.asarray(verify.memory_needed_bytes) + draft_memory
     have = np.asarray(verify.memory_capacity_bytes)
     ok = (need <= have) & (longest <= m.max_context_tokens)
-    if on_overflow == "raise" and not np.all(ok):
-        worst = np.max(need)
+    if o.on_overflow == "raise" and not np.all(ok):
         raise DoesNotFitError(
-            f"Does not fit: {m.id}"
-            + (f" with draft {proposer}" if draft_model is not None else "")
-            + f" at batch {np.max(b):,.0f} x {np.max(t):,.0f} tokens needs {worst / GB:,.1f} GB "
+            f"Does not fit: {m.id}" + (f" with draft {proposer}" if draft_model is not None else "")
+            + f" at batch {np.max(b):,.0f} x {np.max(t):,.0f} tokens needs {np.max(need) / GB:,.1f} GB "
             f"(weights + KV) on {np.max(have) / GB:,.0f} GB of {g.id}. Use fewer users, a shorter "
             "context, more GPUs or a smaller precision."
-        )
-    shown = ok | (on_overflow == "ignore")
-    arrays = np.broadcast_arrays(b, t, k, a, e, ratio, draft_s, verify_s, plain_s, need, have, ok, shown)
+        )  # fmt: skip
+    shown = ok | (o.on_overflow == "ignore")
+    times = (ratio, k * one_draft_s, np.asarray(verify.step_time_s), plain_s)
+    return _speculative_result(m, g, o, proposer, verify, (b, t, k, a), times, (need, have, ok, shown))
+
+
+def _speculative_result(m, g, o: StepOptions, proposer: str, verify, load, times, memory) -> SpeculativeStep:
+    """The ``SpeculativeStep`` of a cycle's load (B, T, k, α), times (r, draft, verify, plain; s) and memory
+    (need, have, ok, shown), NaN where it cannot run."""
+    e = np.asarray(expected_tokens_per_step(load[3], load[2]))
+    arrays = np.broadcast_arrays(*load, e, *times, *memory)
     b, t, k, a, e, ratio, draft_s, verify_s, plain_s, need, have, ok, shown = arrays
     cycle_s = draft_s + verify_s
     nan = lambda x: out(np.where(shown, x, np.nan))  # noqa: E731
@@ -212,8 +197,8 @@ def speculative_step(
         model_id=m.id,
         gpu_id=g.id,
         proposer=proposer,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
+        weight_precision=o.weight_precision,
+        kv_precision=o.kv_precision,
         num_gpus=out(np.asarray(verify.num_gpus)),
         batch=out(b),
         context_tokens=out(t),

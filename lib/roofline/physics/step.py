@@ -41,10 +41,9 @@ from roofline.checks import checked, one_of, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import ContextTooLongError
 from roofline.physics.architecture import (
-    _effective_tokens,
-    _pairs,
     attention_flops_per_pair,
     attention_pairs,
+    effective_kv_tokens,
     kv_bytes_per_token,
     lm_head_parameters,
     matmul_parameters_per_token,
@@ -121,32 +120,64 @@ class Step(Result):
         return self.new_tokens
 
 
-# forward_step takes an average batch (a steady state's mean decoders); decode_step and prefill take whole
-# users only. GPUs are whole everywhere: fractional values are rejected, not rounded.
+@dataclass(frozen=True)
+class StepOptions:
+    """How a step runs and what it counts: the keyword options of ``forward_step`` and its wrappers.
+
+    num_gpus : G ≥ 1 GPUs, a whole number (may be an array). Memory adds up; in tensor parallel bandwidth and
+        FLOP/s too.
+    weight_precision, kv_precision : ids from ``roofline.physics.precision.PRECISIONS``.
+    parallelism : ``"tensor"`` (every matrix split: bandwidths and FLOP/s add, all-reduces per layer) or
+        ``"pipeline"`` (llama.cpp's layer split: each GPU holds L/G layers and they run one after another,
+        so memory adds up but the step is the sum of the stages, one GPU's time, plus G − 1 hand-offs).
+    memory : ``"engine"`` (what a serving engine leaves for weights and KV) or ``"ideal"`` (all of it);
+        see ``roofline.physics.memory``.
+    include_attention : False drops attention's context terms (the card's 2N rule).
+    include_communication : add the tensor-parallel all-reduces, or a pipeline's hand-offs (lesson 24),
+        in decode and prefill alike; off gives the ideal.
+    allreduce_latency_s : None uses the per-hop model of ``roofline.physics.parallel`` for the GPU's link
+        type; a number is a fixed start-up per all-reduce (s).
+    launch_overhead_s : CPU time per step spent launching kernels, added to the step (s); lesson 03.
+    on_overflow : ``"raise"`` raises ``DoesNotFitError`` if weights + KV exceed memory and
+        ``ContextTooLongError`` beyond the model's context window; ``"mask"`` returns NaN times where it
+        does not fit and ``fits`` False (for sweeps and plots); ``"ignore"`` returns the times anyway,
+        still with ``fits`` False there (for lessons that check memory themselves).
+
+    >>> StepOptions(num_gpus=2, on_overflow="mask").parallelism
+    'tensor'
+    >>> StepOptions(num_gpus=1.5)
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: num_gpus must be a whole number >= 1, got 1.5
+    """
+
+    num_gpus: Number = 1
+    weight_precision: str = "bf16"
+    kv_precision: str = "bf16"
+    parallelism: Literal["tensor", "pipeline"] = "tensor"
+    memory: str = "engine"
+    include_attention: bool = True
+    include_communication: bool = False
+    allreduce_latency_s: float | None = None
+    launch_overhead_s: Number = 0.0
+    on_overflow: OnOverflow = "raise"
+
+    def __post_init__(self) -> None:
+        checked(self.num_gpus, "num_gpus", minimum=1, whole=True)
+        checked(self.allreduce_latency_s, "allreduce_latency_s", minimum=0, allow_none=True)
+        checked(self.launch_overhead_s, "launch_overhead_s", minimum=0)
+        one_of(self.on_overflow, "on_overflow", ON_OVERFLOW)
+        one_of(self.parallelism, "parallelism", ("tensor", "pipeline"))
+        get_precision(self.kv_precision)
+
+
 def forward_step(
-    model,
-    gpu,
-    batch=1,
-    context_tokens=0,
-    *,
-    new_tokens=1,
-    chunk_tokens=0,
-    prefix_tokens=0,
-    num_gpus=1,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    include_attention: bool = True,
-    include_communication: bool = False,
-    allreduce_latency_s: float | None = None,
-    launch_overhead_s=0.0,
-    on_overflow: OnOverflow = "raise",
-    count_new_kv: bool = True,
-    logits: Literal["new", "last"] = "new",
-    memory: str = "engine",
-    parallelism: Literal["tensor", "pipeline"] = "tensor",
-) -> Step:
+    model, gpu, batch=1, context_tokens=0, *, new_tokens=1, chunk_tokens=0, prefix_tokens=0,
+    count_new_kv: bool = True, logits: Literal["new", "last"] = "new", **options,
+) -> Step:  # fmt: skip
     """Model one forward step: ``batch`` sequences × ``new_tokens`` each after ``context_tokens`` cached,
-    plus an optional prompt chunk of ``chunk_tokens`` after ``prefix_tokens``, on ``num_gpus`` GPUs.
+    plus an optional prompt chunk of ``chunk_tokens`` after ``prefix_tokens``; ``options`` are the fields of
+    ``StepOptions`` (GPU count, precisions, parallelism, memory model, what to count, ``on_overflow``).
 
     Parameters
     ----------
@@ -155,95 +186,86 @@ def forward_step(
     context_tokens : T ≥ 0, tokens already in each sequence's KV cache (tokens).
     new_tokens : n ≥ 1, tokens each sequence computes this step (tokens).
     chunk_tokens, prefix_tokens : C, S ≥ 0, a prompt chunk riding along and what came before it (tokens).
-    num_gpus : G ≥ 1 GPUs, a whole number. Memory adds up; in tensor parallel bandwidth and FLOP/s too.
-    weight_precision, kv_precision : ids from ``roofline.physics.precision.PRECISIONS``.
-    include_attention : False drops attention's context terms (the card's 2N rule).
-    include_communication : add the tensor-parallel all-reduces, or a pipeline's hand-offs (lesson 24),
-        in decode and prefill alike; off gives the ideal.
-    launch_overhead_s : CPU time per step spent launching kernels, added to the step (s); lesson 03.
-    on_overflow : ``"raise"`` raises ``DoesNotFitError`` if weights + KV exceed memory and
-        ``ContextTooLongError`` beyond the model's context window; ``"mask"`` returns NaN times where it
-        does not fit and ``fits`` False (for sweeps and plots); ``"ignore"`` returns the times anyway,
-        still with ``fits`` False there (for lessons that check memory themselves).
     count_new_kv : whether the B sequences' new tokens write KV (False: ``decode_step``'s convention).
     logits : ``"new"``: every new token of the B sequences gets logits (decode, a speculative verify);
         ``"last"``: only each sequence's last (a prefill). A prompt chunk adds one logit token.
-    memory : ``"engine"`` (what a serving engine leaves for weights and KV) or ``"ideal"`` (all of it);
-        see ``roofline.physics.memory``.
-    parallelism : ``"tensor"`` (every matrix split: bandwidths and FLOP/s add, all-reduces per layer) or
-        ``"pipeline"`` (llama.cpp's layer split: each GPU holds L/G layers and they run one after another,
-        so memory adds up but the step is the sum of the stages, one GPU's time, plus G − 1 hand-offs).
-    allreduce_latency_s : None uses the per-hop model of ``roofline.physics.parallel`` for the GPU's link
-        type; a number is a fixed start-up per all-reduce (s).
 
     >>> s = forward_step("llama-3-8b", "h100-sxm", batch=4, context_tokens=1000, new_tokens=5)
     >>> s.tokens, s.binding                               # a speculative verify of 4 drafts per user
     (20.0, 'memory')
     """
-    checked(batch, "batch", minimum=0)
-    checked(context_tokens, "context_tokens", minimum=0)
-    checked(new_tokens, "new_tokens", minimum=1)
-    checked(chunk_tokens, "chunk_tokens", minimum=0)
-    checked(prefix_tokens, "prefix_tokens", minimum=0)
-    checked(num_gpus, "num_gpus", minimum=1, whole=True)
-    checked(allreduce_latency_s, "allreduce_latency_s", minimum=0, allow_none=True)
-    checked(launch_overhead_s, "launch_overhead_s", minimum=0)
-    one_of(on_overflow, "on_overflow", ON_OVERFLOW)
+    b = checked(batch, "batch", minimum=0)
+    t = checked(context_tokens, "context_tokens", minimum=0)
+    n_new = checked(new_tokens, "new_tokens", minimum=1)
+    c = checked(chunk_tokens, "chunk_tokens", minimum=0)
+    s = checked(prefix_tokens, "prefix_tokens", minimum=0)
     one_of(logits, "logits", ("new", "last"))
-    one_of(parallelism, "parallelism", ("tensor", "pipeline"))
+    o = StepOptions(**options)
     m, g = get_model(model), get_gpu(gpu)
-    get_precision(kv_precision)
-    b, t, n_new, c, s, g_count, overhead = (
-        np.asarray(x, dtype=float)
-        for x in (batch, context_tokens, new_tokens, chunk_tokens, prefix_tokens, num_gpus, launch_overhead_s)
+    g_count, overhead = np.asarray(o.num_gpus, dtype=float), np.asarray(o.launch_overhead_s, dtype=float)
+    peak = peak_flops_per_s(g, o.weight_precision)
+    held = t + (n_new if count_new_kv else 0)  # tokens each sequence holds once the step is done
+    _check_window(m, held, c, s, o.on_overflow)
+    kv = kv_bytes_per_token(m, o.kv_precision) * (
+        np.asarray(kv_replicas(m, g_count)) if o.parallelism == "tensor" else 1.0
     )
-    latency = allreduce_latency_s
-    peak = peak_flops_per_s(g, weight_precision)
+    w_stored = weight_bytes(m, o.weight_precision)
+    need = w_stored + _kv_held_after(m, kv, b, held, c, s)
+    have = np.asarray(memory_available_bytes(g, g_count, o.memory))
+    if o.on_overflow == "raise":
+        check_memory(need, have, w_stored)
+    tokens = b * n_new + c
+    # An empty step (no sequence, no chunk) reads nothing and takes no time.
+    w_bytes = np.where(tokens > 0, weight_bytes_read(m, o.weight_precision, np.maximum(tokens, 1)), 0.0)
+    kv_read = kv * (b * effective_kv_tokens(m, t) + np.where(c > 0, effective_kv_tokens(m, s), 0.0))
+    kv_written = ((b * n_new if count_new_kv else 0.0) + c) * kv
+    attn = _attention_flops(m, b, t, n_new, c, s) if o.include_attention else np.zeros_like(b * t * n_new)
+    logit_tokens = (b * n_new if logits == "new" else b) + np.where(c > 0, 1.0, 0.0)
+    flops = 2.0 * matmul_parameters_per_token(m) * tokens + 2.0 * lm_head_parameters(m) * logit_tokens + attn
+    lanes = g_count if o.parallelism == "tensor" else 1.0  # GPUs working on the same layer at once
+    times = (
+        (w_bytes + kv_read + kv_written) / (lanes * g.memory_bandwidth_bytes_per_s),
+        flops / (lanes * peak),
+        _communication_s(m, g, tokens, g_count, o) if o.include_communication else np.zeros(()),
+        overhead,
+    )
+    load = (b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, flops, attn)
+    return _step(m, g, o, load, times, need, have)
 
-    longest = np.maximum(t + (n_new if count_new_kv else 0), np.where(c > 0, s + c, 0))
-    within_window = longest <= m.max_context_tokens
-    if on_overflow == "raise" and not np.all(within_window):
+
+def _check_window(m, held, c, s, on_overflow) -> None:
+    """Refuse (``on_overflow="raise"``) a step whose longest sequence passes the model's context window."""
+    longest = np.maximum(held, np.where(c > 0, s + c, 0))
+    if on_overflow == "raise" and not np.all(longest <= m.max_context_tokens):
         raise ContextTooLongError(
             f"{m.id} reads at most {m.max_context_tokens:,} tokens of context; this step needs "
             f"{np.max(longest):,.0f}. Use a shorter context or a long-context model."
         )
-    written = (b * n_new if count_new_kv else 0.0) + c  # new tokens whose KV this step writes
-    # Tensor parallel beyond H_kv GPUs (or any MLA model) replicates the KV cache on every GPU.
-    copies = np.asarray(kv_replicas(m, g_count)) if parallelism == "tensor" else 1.0
-    kv_token = kv_bytes_per_token(m, kv_precision)
-    kv = kv_token * copies
-    chunk_on = c > 0
-    w_stored = weight_bytes(m, weight_precision)
-    need = w_stored + _kv_held_after(m, kv, b, t + (n_new if count_new_kv else 0), c, s)
-    have = np.asarray(memory_available_bytes(g, g_count, memory))
-    if on_overflow == "raise":
-        check_memory(need, have, w_stored)
 
-    tokens = b * n_new + c
-    # An empty step (no sequence, no chunk) reads nothing and takes no time.
-    w_bytes = np.where(tokens > 0, weight_bytes_read(m, weight_precision, np.maximum(tokens, 1)), 0.0)
-    kv_read = kv * (b * _effective_tokens(m, t) + np.where(chunk_on, _effective_tokens(m, s), 0.0))
-    kv_written = written * kv
+
+_LOAD_FIELDS = (
+    "batch",
+    "new_tokens",
+    "context_tokens",
+    "chunk_tokens",
+    "prefix_tokens",
+    "num_gpus",
+    "tokens",
+)
+
+
+def _step(m, g, o: StepOptions, load, times, need, have) -> Step:
+    """The ``Step`` of a step's load (counts, bytes, FLOPs) and its times (s), NaN where it cannot run."""
+    b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, flops, attn = load
     moved = w_bytes + kv_read + kv_written
-    attn = _attention_flops(m, b, t, n_new, c, s) if include_attention else np.zeros_like(b * t * n_new)
-    logit_tokens = (b * n_new if logits == "new" else b) + np.where(chunk_on, 1.0, 0.0)
-    flops = 2.0 * matmul_parameters_per_token(m) * tokens + 2.0 * lm_head_parameters(m) * logit_tokens + attn
-    lanes = g_count if parallelism == "tensor" else 1.0  # GPUs working on the same layer at once
-    mem_t = moved / (lanes * g.memory_bandwidth_bytes_per_s)
-    comp_t = flops / (lanes * peak)
-    comm_t = (
-        _communication_s(m, g, tokens, g_count, latency, parallelism)
-        if include_communication
-        else np.zeros(())
-    )
     ok = need <= have
-    shown = ok | (on_overflow == "ignore")  # where times are reported
+    shown = ok | (o.on_overflow == "ignore")  # where times are reported
     arrays = np.broadcast_arrays(
         b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, moved, flops, attn
     )
     b, n_new, t, c, s, g_count, tokens, w_bytes, kv_read, kv_written, moved, flops, attn = arrays
     mem_t, comp_t, comm_t, overhead, need, have, ok, shown = np.broadcast_arrays(
-        mem_t, comp_t, comm_t, overhead, need, have, ok, shown
+        *times, need, have, ok, shown
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         step = np.where(shown, np.maximum(mem_t, comp_t) + comm_t + overhead, np.nan)
@@ -255,8 +277,8 @@ def forward_step(
     return Step(
         model_id=m.id,
         gpu_id=g.id,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
+        weight_precision=o.weight_precision,
+        kv_precision=o.kv_precision,
         num_gpus=out(g_count),
         batch=out(b),
         new_tokens=out(n_new),
@@ -287,7 +309,9 @@ def forward_step(
 def _kv_held_after(m, kv, b, held_tokens, c, s):
     """KV bytes held once the step is done: each of ``b`` sequences' (window-capped) ``held_tokens``, plus
     the chunk's prompt (``s`` cached + ``c`` new tokens) where a chunk rides along."""
-    return kv * (b * _effective_tokens(m, held_tokens) + np.where(c > 0, _effective_tokens(m, s + c), 0.0))
+    return kv * (
+        b * effective_kv_tokens(m, held_tokens) + np.where(c > 0, effective_kv_tokens(m, s + c), 0.0)
+    )
 
 
 def _attention_flops(m, b, t, n_new, c, s):
@@ -299,17 +323,19 @@ def _attention_flops(m, b, t, n_new, c, s):
         attention_flops_per_pair(m, absorbed=False),
     )
     a_seq = np.where(n_new > 1, expanded, absorbed)
-    return b * _pairs(m, t, n_new) * a_seq + np.where(c > 0, _pairs(m, s, c), 0.0) * expanded
+    return (
+        b * attention_pairs(m, t, n_new) * a_seq + np.where(c > 0, attention_pairs(m, s, c), 0.0) * expanded
+    )
 
 
-def _communication_s(m, g, tokens, g_count, latency, parallelism):
+def _communication_s(m, g, tokens, g_count, o: StepOptions):
     """The step's collectives (s): all-reduces under tensor parallel, activations passed on under a layer
     split."""
     link_bw = max(g.interconnect_bytes_per_s, 1.0)  # a row with no link (0) still gets a finite time
-    if parallelism == "tensor":
+    if o.parallelism == "tensor":
         return np.asarray(
             tensor_parallel_comm_time_s(
-                m, np.maximum(tokens, 1), g_count, link_bw, latency, link=g.interconnect
+                m, np.maximum(tokens, 1), g_count, link_bw, o.allreduce_latency_s, link=g.interconnect
             )
         )
     return np.asarray(pipeline_comm_time_s(m, tokens, g_count, link_bw, link=g.interconnect))

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import roofline.sim.serving_rows as serving_rows
 from roofline.data import DataTableError, read_toml
 from roofline.engines.registry import get_engine
 
-import roofline.sim.serving_rows as serving_rows
 from .cost import engine_cost_model
 from .engine import simulate
 from .limits import kv_capacity_tokens

@@ -16,3 +16,4 @@ from roofline.lessons.amdahl.numbers import (
     profile_fractions,
     speedup_of_each_part,
 )
+from roofline.lessons.amdahl.cards import Q7

@@ -16,3 +16,4 @@ from roofline.lessons.attention_variants.lab import (
     attention_readout,
     kv_per_token_figure,
 )
+from roofline.lessons.attention_variants.cards import ATTN

@@ -12,9 +12,8 @@ import numpy as np
 from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
-from roofline.data import get_model
+from roofline.data import get_model, models
 from roofline.errors import RooflineError
-from roofline.lessons.mixture_of_experts.lab import _known
 from roofline.lessons.quantization.lab import PALETTE
 from roofline.physics.architecture import (
     kv_bytes_per_token,
@@ -68,7 +67,7 @@ class KvPerUserVsContext(LiveFigure):
         m = self._moving
         self.lines = {
             mid: m(ax.plot([], [], color=c, label=f"{mid} ({attention_kind(mid)})")[0])
-            for mid, c in zip(_known(ATTENTION_MODELS), PALETTE, strict=False)
+            for mid, c in zip([m for m in ATTENTION_MODELS if m in models()], PALETTE, strict=False)
         }
         self.marker = m(ax.plot([], [], "o", color="black", ms=9, zorder=6)[0])
         ax.set(xscale="log", yscale="log", xlabel="context per user, T (tokens)", ylabel="KV per user (GB)",
@@ -102,13 +101,13 @@ def kv_per_token_figure(kv_precision: str = "bf16"):
     """A static bar chart: KV bytes per token for MHA → GQA → MQA → MLA (KiB, log scale), with the
     MHA equivalent of the GQA and MLA models as grey bars. Returns a matplotlib Figure."""
     rows = []
-    for mid in _known(("llama-2-7b", "llama-3-8b")):
+    for mid in [m for m in ("llama-2-7b", "llama-3-8b") if m in models()]:
         rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
                      kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
     mqa = as_mqa("llama-3-8b")
     rows.append(("llama-3-8b as MQA\n(hypothetical)", kv_bytes_per_token(mqa, kv_precision),
                  kv_bytes_per_token_mha(mqa, kv_precision)))  # fmt: skip
-    for mid in _known(("deepseek-v3",)):
+    for mid in [m for m in ("deepseek-v3",) if m in models()]:
         rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
                      kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))

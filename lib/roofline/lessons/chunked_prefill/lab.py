@@ -17,10 +17,10 @@ from roofline.lessons.chunked_prefill.numbers import (
     CHUNK_OPTIONS,
     SWEEP_CHUNKS,
     ChunkScenario,
-    _chunk_scenario,
-    _memory_check,
+    chunk_scenario,
     chunk_size_tradeoff,
     prompt_arrival_timeline,
+    prompt_fits,
 )
 from roofline.physics.memory import memory_available_bytes, memory_needed_bytes
 from roofline.physics.step import mixed_step
@@ -72,8 +72,8 @@ class PrefillTimeline(LiveFigure):
         self.fig.legend(handles=handles, loc="outside lower center", ncols=3)
 
     def _draw(self, s):
-        s = _chunk_scenario(s)
-        ok = _memory_check(
+        s = chunk_scenario(s)
+        ok = prompt_fits(
             get_model(s.model),
             get_gpu(s.gpu),
             s.batch,
@@ -83,7 +83,6 @@ class PrefillTimeline(LiveFigure):
             s.weight_precision,
             s.kv_precision,
         )
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
         if not ok:
             for ax, line, v in zip(self.axes, self.lines, self.ttft, strict=True):
                 line.set_data([], [])
@@ -92,10 +91,8 @@ class PrefillTimeline(LiveFigure):
             self.fig.suptitle("Prompt arrival: does not fit in memory", fontsize=12)
             return
         runs = [
-            prompt_arrival_timeline(s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, None, **kw),
-            prompt_arrival_timeline(
-                s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, s.chunk_tokens, **kw
-            ),
+            prompt_arrival_timeline(s, None),
+            prompt_arrival_timeline(s, s.chunk_tokens),
         ]
         x_hi = max(r.step_start_s[-1] + r.step_time_s[-1] for r in runs) / MS
         x_lo = min(r.step_start_s[0] for r in runs) / MS
@@ -172,9 +169,9 @@ class ChunkTradeoffChart(LiveFigure):
         ax.legend(loc="upper right")
 
     def _draw(self, s):
-        s = _chunk_scenario(s)
-        ax = self.axes[0]
+        s = chunk_scenario(s)
         kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        ax = self.axes[0]
         r = chunk_size_tradeoff(
             s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, SWEEP_CHUNKS, **kw
         )
@@ -188,7 +185,7 @@ class ChunkTradeoffChart(LiveFigure):
             return
         gap, ttft = r.worst_gap_s / MS, r.ttft_s / MS
         self.curve.set_data(gap, ttft)
-        base = prompt_arrival_timeline(s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, None, **kw)
+        base = prompt_arrival_timeline(s, None)
         self.unchunked.set_data([base.worst_gap_s / MS], [base.ttft_s / MS])
         here = chunk_size_tradeoff(
             s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, s.chunk_tokens, **kw
@@ -225,13 +222,10 @@ class ChunkTradeoffChart(LiveFigure):
 
 def chunk_readout(s: Scenario) -> str:
     """HTML table of the numbers behind the chunked-prefill explorer (from the library)."""
-    s = _chunk_scenario(s)
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    s = chunk_scenario(s)
     try:
-        base = prompt_arrival_timeline(s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, None, **kw)
-        ch = prompt_arrival_timeline(
-            s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, s.chunk_tokens, **kw
-        )
+        base = prompt_arrival_timeline(s, None)
+        ch = prompt_arrival_timeline(s, s.chunk_tokens)
     except DoesNotFitError as err:
         return table_html([("memory", str(err))])
     return table_html(
@@ -258,7 +252,7 @@ def chunk_case(s: Scenario, options: dict | None = None) -> StepCase:
     >>> c.title, round(float(c.step.step_time_s) * 1e3, 2)
     ('the mixed step: 30 users decoding at 1,000 tokens each + a 512-token prompt chunk', 7.77)
     """
-    s = _chunk_scenario(s)
+    s = chunk_scenario(s)
     chunk = min(s.chunk_tokens, s.prompt_tokens) if s.chunk_tokens else s.prompt_tokens
     step = mixed_step(
         s.model, s.gpu, s.batch, s.context_tokens, chunk, num_gpus=s.num_gpus,
@@ -308,7 +302,7 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
 
     Taught in lesson 44.
     """
-    s = _chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
+    s = chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
     slider = W.SelectionSlider(
         options=sorted(set(CHUNK_OPTIONS) | {s.chunk_tokens}),
         value=s.chunk_tokens,

@@ -18,10 +18,11 @@ inter-token gap is the whole prefill). With chunks of C tokens each decoder wait
 but the prompt needs ceil(P ÷ C) steps, each re-reading the weights, so its time to first token grows as C
 shrinks: the trade-off this module sweeps.
 
->>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000)             # no chunking
+>>> paste = Scenario(batch=30, context_tokens=1000, prompt_tokens=8000)
+>>> t = prompt_arrival_timeline(paste)                                   # no chunking
 >>> round(t.ttft_s * 1e3), round(t.worst_gap_s * 1e3)
 (130, 136)
->>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 30, 1000, 8000, chunk_tokens=512)
+>>> c = prompt_arrival_timeline(paste, chunk_tokens=512)
 >>> round(c.ttft_s * 1e3), round(c.worst_gap_s * 1e3, 1)
 (137, 9.7)
 """
@@ -90,8 +91,9 @@ class Timeline(Result):
     prefill_steps: int  # steps the prompt was spread over
 
 
-def _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
-    """True where B users × T tokens plus the new prompt's P tokens of KV fit beside the weights."""
+def prompt_fits(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
+    """True (bool or array) where B users × T tokens plus the new prompt's P tokens of KV fit beside the
+    weights."""
     kv_tokens_per_user = t + p / np.maximum(b, 1)  # same total KV: B × T + P
     return fits(
         m,
@@ -105,48 +107,38 @@ def _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
 
 
 def prompt_arrival_timeline(
-    model,
-    gpu,
-    decode_batch,
-    context_tokens,
-    prompt_tokens,
-    chunk_tokens=None,
-    *,
-    steps_before=4,
-    steps_after=6,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
-    include_attention=True,
+    s: Scenario, chunk_tokens=None, *, steps_before=4, steps_after=6, include_attention=True
 ) -> Timeline:
-    """Simulate, step by step, ``decode_batch`` users (B ≥ 1) decoding at ``context_tokens`` (T) each when
-    a ``prompt_tokens``-token prompt (P) arrives at a step boundary, with chunks of ``chunk_tokens`` (C)
-    or, for ``None``, no chunking.
+    """Simulate, step by step, the scenario's B ≥ 1 users decoding at T tokens of context each when a
+    P-token prompt (its ``prompt_tokens``) arrives at a step boundary, with chunks of ``chunk_tokens`` (C)
+    or, for ``None``, no chunking; on the scenario's GPUs, in its precisions.
 
     ``steps_before`` plain decode steps precede the arrival; after the prompt's first token the new user
     joins the batch for ``steps_after`` more steps. Decoders' contexts are held at T (a few dozen steps
     change them by well under 1%). All step times come from one vectorized ``mixed_step`` call.
     Raises ``DoesNotFitError`` if B × T + P tokens of KV do not fit beside the weights.
 
-    >>> t = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000)
+    >>> t = prompt_arrival_timeline(Scenario(batch=1, context_tokens=0, prompt_tokens=8000))
     >>> round(t.ttft_s * 1e3), round(t.stalled_steps)        # lesson 15's freeze: 130 ms, 29 steps missed
     (130, 29)
-    >>> c = prompt_arrival_timeline("llama-3-8b", "h100-sxm", 1, 0, 8000, 1000, include_attention=False)
+    >>> paste = Scenario(context_tokens=0, prompt_tokens=8000)
+    >>> c = prompt_arrival_timeline(paste, 1000, include_attention=False)
     >>> c.prefill_steps, round(c.worst_gap_s * 1e3, 1)
     (8, 14.1)
 
     Taught in lesson 44.
     """
-    checked(decode_batch, "decode_batch", minimum=1, whole=True)
-    checked(context_tokens, "context_tokens", minimum=0, whole=True)
-    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
+    checked(s.batch, "decode_batch", minimum=1, whole=True)
+    checked(s.context_tokens, "context_tokens", minimum=0, whole=True)
+    checked(s.prompt_tokens, "prompt_tokens", minimum=1, whole=True)
     checked(chunk_tokens, "chunk_tokens", minimum=1, allow_none=True, whole=True)
     checked(steps_before, "steps_before", minimum=0, whole=True)
     checked(steps_after, "steps_after", minimum=0, whole=True)
-    m, g = get_model(model), get_gpu(gpu)
-    b, t, p = int(decode_batch), int(context_tokens), int(prompt_tokens)
+    m, g = get_model(s.model), get_gpu(s.gpu)
+    b, t, p = int(s.batch), int(s.context_tokens), int(s.prompt_tokens)
+    num_gpus, weight_precision, kv_precision = s.num_gpus, s.weight_precision, s.kv_precision
     before, after = int(steps_before), int(steps_after)
-    if not _memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
+    if not prompt_fits(m, g, b, t, p, num_gpus, weight_precision, kv_precision):
         need = memory_needed_bytes(m, b, t + p / b, weight_precision, kv_precision)
         raise DoesNotFitError(
             f"Does not fit: {b} users x {t:,} tokens plus a {p:,}-token prompt need {need / GB:.1f} GB, "
@@ -302,7 +294,7 @@ def chunk_size_tradeoff(
             include_attention=include_attention,
         ).step_time_s
     )
-    ok = np.asarray(_memory_check(m, g, b, t, p, num_gpus, weight_precision, kv_precision))
+    ok = np.asarray(prompt_fits(m, g, b, t, p, num_gpus, weight_precision, kv_precision))
     ttft = np.where(real, step, 0.0).sum(axis=0)
     worst = np.maximum(np.where(real, step, 0.0).max(axis=0), normal)
     nan = lambda x: np.where(ok, x, np.nan)  # noqa: E731
@@ -329,7 +321,8 @@ class ChunkScenario(Scenario):
     chunk_tokens: int = 512
 
 
-def _chunk_scenario(s: Scenario) -> ChunkScenario:
+def chunk_scenario(s: Scenario) -> ChunkScenario:
+    """``s`` as a ``ChunkScenario`` (the default chunk size where it has none)."""
     return s if isinstance(s, ChunkScenario) else ChunkScenario(**asdict(s))
 
 

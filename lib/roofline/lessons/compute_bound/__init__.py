@@ -28,3 +28,4 @@ from roofline.lessons.compute_bound.numbers import (
     simulated_saturation,
     throughput_ceiling_tokens_per_s,
 )
+from roofline.lessons.compute_bound.cards import Q4

@@ -88,6 +88,19 @@ class ThroughputVsLatency(LiveFigure):
                     f"B={b}", (xi, yi), xytext=(8, -4), textcoords="offset points", fontsize=11, ha="left"
                 )
             )
+        self._mark_flip(ax, s)
+        xs = x[np.isfinite(x)]
+        lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(nice_limits(np.concatenate([y[np.isfinite(y)], [ceiling * 3]]), log=True))
+        self._shade_memory_limit(ax, s, xs, hi)
+        ax.set_title(
+            f"Saturation: {s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+    def _mark_flip(self, ax, s):
+        """The star at the first compute-bound batch, or why there is none."""
         flip = compute_bound_batch(
             s.model, s.gpu, s.context_tokens, weight_precision=s.weight_precision, kv_precision=s.kv_precision
         )
@@ -118,10 +131,9 @@ class ThroughputVsLatency(LiveFigure):
                     color=COLORS["compute"],
                 )
             )
-        xs = x[np.isfinite(x)]
-        lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(nice_limits(np.concatenate([y[np.isfinite(y)], [ceiling * 3]]), log=True))
+
+    def _shade_memory_limit(self, ax, s, xs, hi):
+        """Shade the latencies past the largest batch that fits in memory."""
         limit = max_batch(
             s.model,
             s.gpu,
@@ -143,10 +155,6 @@ class ThroughputVsLatency(LiveFigure):
                     color="#444444",
                 )
             )
-        ax.set_title(
-            f"Saturation: {s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}",
-            fontsize=12,
-        )
 
 
 class FlipBatchVsContext(LiveFigure):

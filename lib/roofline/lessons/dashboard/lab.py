@@ -17,21 +17,19 @@ from roofline.course.readouts import (
     table_html,
 )
 from roofline.course.widgets import STEP, Explorer
+from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.lessons.dashboard.numbers import (
-    _PANELS,
-    _TITLES,
     DEFAULT_TPOT_TARGET_S,
     DEFAULT_TTFT_TARGET_S,
     Dashboard,
-    _panel_values,
     dashboard_for,
     diagnose,
 )
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import memory_available_bytes
 from roofline.scenario import Scenario
-from roofline.units import GB
+from roofline.units import GB, MS
 
 # Latency gauges within / past their target: Okabe-Ito blue and vermillion (told apart with every kind of
 # colour blindness), the second also hatched.
@@ -57,10 +55,10 @@ class DashboardFigure(LiveFigure):
         self.axes = [fig.add_subplot(2, 4, i + 1) for i in range(8)]
         m = self._moving
         self.big, self.small, self.bars = {}, {}, {}
-        for key, ax in zip(_PANELS, self.axes, strict=True):
+        for key, ax in zip(PANELS, self.axes, strict=True):
             ax.set(xlim=(0, 1), ylim=(0, 1))
             ax.axis("off")
-            ax.set_title(_TITLES[key], fontsize=13)
+            ax.set_title(TITLES[key], fontsize=13)
             ax.add_patch(Rectangle((0.05, 0.08), 0.9, 0.13, color="#e6e6e6", lw=0))
             self.big[key] = m(ax.text(0.5, 0.62, "", ha="center", va="center", fontsize=24, weight="bold"))
             self.small[key] = m(
@@ -78,7 +76,7 @@ class DashboardFigure(LiveFigure):
         self.dashboard = d
         ttft_t = o.get("ttft_target_s", DEFAULT_TTFT_TARGET_S)
         tpot_t = o.get("tpot_target_s", DEFAULT_TPOT_TARGET_S)
-        for key, (big, small, fractions) in _panel_values(d, ttft_t, tpot_t).items():
+        for key, (big, small, fractions) in panel_values(d, ttft_t, tpot_t).items():
             self.big[key].set_text(big)
             self.small[key].set_text(small)
             x = 0.05
@@ -168,3 +166,75 @@ def dashboard_explorer(scenario: Scenario | None = None, **options):
     ex = Explorer(live, controls=STEP, scenario=s, readout=readout)
     ex.controls["batch"].description = "concurrent users B"
     return ex
+
+
+PANELS = ("mbu", "mfu", "tokens", "kv", "requests", "ttft", "tpot", "cost")
+
+
+TITLES = {
+    "mbu": "MBU",
+    "mfu": "MFU",
+    "tokens": "output tokens/s",
+    "kv": "KV-cache use",
+    "requests": "running / waiting",
+    "ttft": "TTFT p50 (p90, p99)",
+    "tpot": "TPOT p50 (p90, p99)",
+    "cost": "$ per 1M tokens",
+}
+
+
+def panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
+    """(big number, small line, gauge fraction(s)) for each panel, from a Dashboard."""
+    if not d.fits:
+        return {k: ("", "", (0.0, 0.0)) for k in PANELS}
+    scale = max(d.concurrent_users, d.max_batch)
+    return {
+        "mbu": (f"{d.mbu:.0%}", f"steps timed by {get_engine(d.engine).name}", (d.mbu,)),
+        "mfu": (f"{d.mfu:.1%}", f"decode tokens alone {d.mfu_decode:.2%}", (d.mfu,)),
+        "tokens": (
+            f"{d.tokens_per_s:,.0f}",
+            f"of {d.best_tokens_per_s:,.0f} at the best batch",
+            (d.tokens_per_s / d.best_tokens_per_s,),
+        ),
+        "kv": (
+            f"{d.kv_use_fraction:.0%}" if d.kv_use_fraction >= 0.1 else f"{d.kv_use_fraction:.1%}",
+            f"{d.kv_bytes / GB:.1f} of {d.kv_free_bytes / GB:.0f} GB left by weights",
+            (d.kv_use_fraction,),
+        ),
+        "requests": (
+            f"{d.running:.0f} / {d.waiting:.0f}",
+            f"max batch {d.max_batch:,}",
+            (d.running / scale, d.waiting / scale),
+        ),
+        "ttft": (
+            fmt_s(d.ttft_p50_s),
+            f"p90 {fmt_s(d.ttft_p90_s)} · p99 {fmt_s(d.ttft_p99_s)}",
+            (d.ttft_p99_s / ttft_target_s,),
+        ),
+        "tpot": (
+            fmt_s(d.tpot_p50_s),
+            f"p90 {fmt_s(d.tpot_p90_s)} · p99 {fmt_s(d.tpot_p99_s)}",
+            (d.tpot_p99_s / tpot_target_s,),
+        ),
+        "cost": (
+            (
+                f"${d.cost_per_million_usd:.2f}",
+                f"${d.best_cost_per_million_usd:.2f} at the best batch",
+                (d.best_cost_per_million_usd / d.cost_per_million_usd,),
+            )
+            if np.isfinite(d.cost_per_million_usd)
+            else ("no price", "no listed price for this GPU", (0.0,))
+        ),
+    }
+
+
+def fmt_s(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "—"
+    return (
+        f"{seconds:.1f} s"
+        if seconds >= 1
+        else f"{seconds / MS:.0f} ms"
+        if seconds >= 0.01
+        else f"{seconds / MS:.1f} ms"
+    )

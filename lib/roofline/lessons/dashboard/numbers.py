@@ -56,7 +56,6 @@ from roofline.physics.step import decode_step, mixed_step
 from roofline.results import Number, Result
 from roofline.scenario import Scenario
 from roofline.sim.engine import simulate
-from roofline.units import GB, MS
 
 DEFAULT_TTFT_TARGET_S = assumption(
     "ttft_target_s"
@@ -617,78 +616,6 @@ def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
     late = d.ttft_p99_s > ttft_target_s
     return f"healthy: {d.tokens_per_s:,.0f} tokens/s, KV at {d.kv_use_fraction:.0%}, nobody waiting" + (
         "; but TTFT p99 is over target" if late else ""
-    )
-
-
-_PANELS = ("mbu", "mfu", "tokens", "kv", "requests", "ttft", "tpot", "cost")
-
-
-_TITLES = {
-    "mbu": "MBU",
-    "mfu": "MFU",
-    "tokens": "output tokens/s",
-    "kv": "KV-cache use",
-    "requests": "running / waiting",
-    "ttft": "TTFT p50 (p90, p99)",
-    "tpot": "TPOT p50 (p90, p99)",
-    "cost": "$ per 1M tokens",
-}
-
-
-def _panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
-    """(big number, small line, gauge fraction(s)) for each panel, from a Dashboard."""
-    if not d.fits:
-        return {k: ("", "", (0.0, 0.0)) for k in _PANELS}
-    scale = max(d.concurrent_users, d.max_batch)
-    return {
-        "mbu": (f"{d.mbu:.0%}", f"steps timed by {get_engine(d.engine).name}", (d.mbu,)),
-        "mfu": (f"{d.mfu:.1%}", f"decode tokens alone {d.mfu_decode:.2%}", (d.mfu,)),
-        "tokens": (
-            f"{d.tokens_per_s:,.0f}",
-            f"of {d.best_tokens_per_s:,.0f} at the best batch",
-            (d.tokens_per_s / d.best_tokens_per_s,),
-        ),
-        "kv": (
-            f"{d.kv_use_fraction:.0%}" if d.kv_use_fraction >= 0.1 else f"{d.kv_use_fraction:.1%}",
-            f"{d.kv_bytes / GB:.1f} of {d.kv_free_bytes / GB:.0f} GB left by weights",
-            (d.kv_use_fraction,),
-        ),
-        "requests": (
-            f"{d.running:.0f} / {d.waiting:.0f}",
-            f"max batch {d.max_batch:,}",
-            (d.running / scale, d.waiting / scale),
-        ),
-        "ttft": (
-            _fmt_s(d.ttft_p50_s),
-            f"p90 {_fmt_s(d.ttft_p90_s)} · p99 {_fmt_s(d.ttft_p99_s)}",
-            (d.ttft_p99_s / ttft_target_s,),
-        ),
-        "tpot": (
-            _fmt_s(d.tpot_p50_s),
-            f"p90 {_fmt_s(d.tpot_p90_s)} · p99 {_fmt_s(d.tpot_p99_s)}",
-            (d.tpot_p99_s / tpot_target_s,),
-        ),
-        "cost": (
-            (
-                f"${d.cost_per_million_usd:.2f}",
-                f"${d.best_cost_per_million_usd:.2f} at the best batch",
-                (d.best_cost_per_million_usd / d.cost_per_million_usd,),
-            )
-            if np.isfinite(d.cost_per_million_usd)
-            else ("no price", "no listed price for this GPU", (0.0,))
-        ),
-    }
-
-
-def _fmt_s(seconds: float) -> str:
-    if not np.isfinite(seconds):
-        return "—"
-    return (
-        f"{seconds:.1f} s"
-        if seconds >= 1
-        else f"{seconds / MS:.0f} ms"
-        if seconds >= 0.01
-        else f"{seconds / MS:.1f} ms"
     )
 
 

@@ -9,6 +9,7 @@ from roofline.lessons.decode_floor.lab import CeilingHeatmap, ceiling_explorer, 
 from roofline.lessons.decode_floor.numbers import (
     CEILING_COLOR_RANGE_TOKENS_PER_S,
     CeilingTable,
-    batch1_ceiling_table,
+    ceiling_table,
     decode_ceiling_tokens_per_s,
 )
+from roofline.lessons.decode_floor.cards import Q1

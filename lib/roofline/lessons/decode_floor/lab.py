@@ -9,23 +9,25 @@ from matplotlib.patches import Rectangle
 
 from roofline.course.figures import LiveFigure
 from roofline.course.readouts import decode_readout, table_html
-from roofline.course.widgets import Explorer
+from roofline.course.widgets import STEP, Explorer
 from roofline.data import gpus as _gpu_table
-from roofline.lessons.decode_floor.numbers import CEILING_COLOR_RANGE_TOKENS_PER_S, batch1_ceiling_table
+from roofline.lessons.decode_floor.numbers import CEILING_COLOR_RANGE_TOKENS_PER_S, ceiling_table
 from roofline.physics.precision import PRECISIONS, get_precision
 from roofline.scenario import Scenario
 from roofline.units import GB, MS, TB
 
 
 class CeilingHeatmap(LiveFigure):
-    """Batch-1 ceiling (tokens/s) of the scenario's model for every GPU × weight precision, G GPUs each.
+    """Per-user ceiling (tokens/s) of the scenario's model for every GPU × weight precision, G GPUs each, at
+    the scenario's B users × T tokens (B = 1, T = 0: the batch-1 ceiling, the lesson's headline).
 
     Each cell shows the ceiling; "does not fit" cells are hatched grey and say how much memory the weights
-    need; "—" marks formats the GPU has no tensor-core math for. The scenario's own GPU × precision cell
-    is outlined. Colours use one fixed log scale, so a colour means the same speed for every model.
+    and KV need; "—" marks formats the GPU has no tensor-core math for. The scenario's own GPU × precision
+    cell is outlined. Colours use one fixed log scale, so a colour means the same speed for every model.
 
-    The table depends only on the model and G, so the cells are part of the cached background (redrawn
-    when the model or G changes) and a change of GPU or precision moves only the outline.
+    The table does not depend on the GPU and precision chosen, so the cells are part of the cached
+    background (redrawn when the model, G, B, T or the KV format changes) and a change of GPU or precision
+    moves only the outline.
     """
 
     def _build(self):
@@ -64,10 +66,11 @@ class CeilingHeatmap(LiveFigure):
 
     def _draw(self, s: Scenario):
         self._draw_outline(s)
-        if self.background_key == (s.model, s.num_gpus):
+        key = (s.model, s.num_gpus, s.batch, s.context_tokens, s.kv_precision)
+        if self.background_key == key:
             return  # the cells already show this table
-        self.background_key = (s.model, s.num_gpus)
-        t = batch1_ceiling_table(s.model, self.gpu_ids, self.precisions, s.num_gpus)
+        self.background_key = key
+        t = ceiling_table(s.model, self.gpu_ids, self.precisions, *key[1:])
         self.image.set_data(t.ceiling_tokens_per_s)
         for i in range(len(self.gpu_ids)):
             for j in range(len(self.precisions)):
@@ -77,7 +80,7 @@ class CeilingHeatmap(LiveFigure):
                     label.set(text="—", color="#777777", fontsize=12)
                 elif no_fit:
                     label.set(
-                        text=f"no fit\n{t.weight_bytes_stored[j] / GB:.0f} GB", color="#333333", fontsize=8.5
+                        text=f"no fit\n{t.memory_needed_bytes[j] / GB:.0f} GB", color="#333333", fontsize=8.5
                     )
                 else:
                     v = t.ceiling_tokens_per_s[i, j]
@@ -85,7 +88,17 @@ class CeilingHeatmap(LiveFigure):
                         text=f"{v:,.0f}", color="white" if self.norm(v) < 0.55 else "black", fontsize=10.5
                     )
         g = "1 GPU" if s.num_gpus == 1 else f"{s.num_gpus} GPUs in tensor parallel"
-        self.subtitle.set_text(f"{s.model} on {g} of each type")
+        load = (
+            ""
+            if (s.batch, s.context_tokens) == (1, 0)
+            else f", B={s.batch} users × T={s.context_tokens:,} tokens"
+        )
+        self.axes[0].set_title(
+            "Batch-1 decode ceiling for one user" if not load else "Decode ceiling per user",
+            fontsize=13,
+            pad=24,
+        )
+        self.subtitle.set_text(f"{s.model} on {g} of each type{load}")
 
     def _draw_outline(self, s: Scenario):
         here = s.gpu in self.gpu_ids and s.weight_precision in self.precisions
@@ -99,13 +112,15 @@ class CeilingHeatmap(LiveFigure):
 
 
 def ceiling_readout(s: Scenario) -> str:
-    """HTML table of the scenario's batch-1 floor and ceiling (what lesson 02's explorer prints).
+    """HTML table of the scenario's batch-1 floor and ceiling (the headline), then the per-user ceiling at
+    its B users × T tokens, and that step beside what a good engine reaches (what lesson 02's explorer
+    prints).
 
-    >>> text = ceiling_readout(Scenario())
-    >>> "ceiling for one user" in text, "a good engine (vllm)" in text, "cost per 1M tokens" in text
+    >>> text = ceiling_readout(Scenario(batch=32, context_tokens=1000))
+    >>> "ceiling for one user" in text, "32 users × 1,000 tokens" in text, "cost per 1M tokens" in text
     (True, True, True)
     """
-    t = batch1_ceiling_table(s.model, [s.gpu], [s.weight_precision], s.num_gpus)
+    t = ceiling_table(s.model, [s.gpu], [s.weight_precision], s.num_gpus)
     status = t.status(s.gpu, s.weight_precision)
     w_read, w_stored = t.weight_bytes_read[0], t.weight_bytes_stored[0]
     rows = [
@@ -125,8 +140,15 @@ def ceiling_readout(s: Scenario) -> str:
             ("floor (weights ÷ bandwidth)", f"{t.floor_s[0, 0] / MS:.2f} ms per token"),
             ("ceiling for one user", f"{t.ceiling_tokens_per_s[0, 0]:,.0f} tokens/s"),
         ]
-        # One user's decode step: the floor beside what a good engine reaches, and what a token costs.
-        return table_html(rows) + decode_readout(s.with_(batch=1))
+        if (s.batch, s.context_tokens) != (1, 0):
+            load = (s.num_gpus, s.batch, s.context_tokens, s.kv_precision)
+            each = ceiling_table(s.model, [s.gpu], [s.weight_precision], *load).ceiling(
+                s.gpu, s.weight_precision
+            )
+            text = "does not fit in memory" if np.isnan(each) else f"{each:,.0f} tokens/s each (weights + KV)"
+            rows.append((f"{s.batch} users × {s.context_tokens:,} tokens", text))
+        # The scenario's decode step: the floor beside what a good engine reaches, and what a token costs.
+        return table_html(rows) + decode_readout(s)
     return table_html(rows)
 
 
@@ -139,24 +161,32 @@ def _cell_patch(x, y, hatch=False, outline=False):
 
 
 def ceiling_explorer(scenario: Scenario | None = None) -> Explorer:
-    """Lesson 02's explorer: the batch-1 ceiling of every GPU × weight format (the floor is one user's, so
-    it has no batch or context control), G, and one cell read out with what a good engine reaches.
+    """Lesson 02's explorer: the per-user ceiling of every GPU × weight format at B users × T tokens (one
+    user and no context by default: the decode floor), and one cell read out with what a good engine
+    reaches.
 
     >>> ceiling_explorer()
-    <Explorer CeilingHeatmap: weight_precision, num_gpus, gpu, model>
+    <Explorer CeilingHeatmap: batch, context_tokens, weight_precision, num_gpus, gpu, model>
     """
     return Explorer(
         CeilingHeatmap,
-        ["weight_precision", "num_gpus", "gpu", "model"],
+        STEP,
         scenario or Scenario(context_tokens=0),
         ceiling_readout,
         auto_gpus=False,  # the hatched cells that do not fit are the lesson
         presets={
-            "the card: Llama 3 8B, BF16, one H100": {"weight_precision": "bf16"},
+            "the card: Llama 3 8B, BF16, one H100": {
+                "batch": 1,
+                "context_tokens": 0,
+                "weight_precision": "bf16",
+            },
             "the card's follow-up: 70B FP8 on two H100s": {
                 "model": "llama-3-70b",
                 "num_gpus": 2,
                 "weight_precision": "fp8",
+                "batch": 1,
+                "context_tokens": 0,
             },
+            "32 users × 1,000 tokens (the card's Q3)": {"batch": 32, "context_tokens": 1000},
         },
     )

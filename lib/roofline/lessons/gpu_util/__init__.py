@@ -16,3 +16,4 @@ from roofline.lessons.gpu_util.numbers import (
     sample_busy,
     timeline_metrics,
 )
+from roofline.lessons.gpu_util.cards import Q5

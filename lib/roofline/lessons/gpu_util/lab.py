@@ -45,19 +45,9 @@ class UtilTimeline(LiveFigure):
         o = self.options
         window = o.get("window_s", 1e-3)
         t = decode_timeline(
-            s.model,
-            s.gpu,
-            s.batch,
-            s.context_tokens,
-            n_steps=o.get("n_steps", 3),
-            step_time_s=o.get("step_time_s"),
-            gap_s=o.get("gap_s", 0.0),
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-            num_gpus=s.num_gpus,
-            engine=o.get("engine", DEFAULT_ENGINE),
-            params=o.get("params"),
-        )
+            s, n_steps=o.get("n_steps", 3), step_time_s=o.get("step_time_s"), gap_s=o.get("gap_s", 0.0),
+            engine=o.get("engine", DEFAULT_ENGINE), params=o.get("params"),
+        )  # fmt: skip
         m = timeline_metrics(t, window)
         w0, busy = sample_busy(t.starts_s, t.ends_s, window, 0.0, t.t_end_s)
         tr = self._transient_artist
@@ -86,18 +76,9 @@ class UtilTimeline(LiveFigure):
 def utilization_readout(s: Scenario, options) -> str:
     """HTML table: GPU-util, busy time, MBU and MFU for the explorer's settings."""
     t = decode_timeline(
-        s.model,
-        s.gpu,
-        s.batch,
-        s.context_tokens,
-        n_steps=options.get("n_steps", 3),
-        gap_s=options.get("gap_s", 0.0),
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-        num_gpus=s.num_gpus,
-        engine=options.get("engine", DEFAULT_ENGINE),
-        params=options.get("params"),
-    )
+        s, n_steps=options.get("n_steps", 3), gap_s=options.get("gap_s", 0.0),
+        engine=options.get("engine", DEFAULT_ENGINE), params=options.get("params"),
+    )  # fmt: skip
     m = timeline_metrics(t, options.get("window_s", 1e-3))
     gap_s = options.get("gap_s", 0.0)
     rows = [

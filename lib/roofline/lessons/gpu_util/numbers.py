@@ -12,7 +12,7 @@ one or more kernels ran during it, however little of the chip they used. Over a 
 A batch-1 decode step is a back-to-back chain of memory-bound kernels, so the first is 100 %, the second
 high and the third tiny: the card's Q5.
 
->>> t = decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, n_steps=10)
+>>> t = decode_timeline(Scenario(context_tokens=0), step_time_s=6e-3, n_steps=10)
 >>> m = timeline_metrics(t, window_s=1e-3)
 >>> round(m.gpu_util, 2), round(m.mbu, 2), round(m.mfu, 4)
 (1.0, 0.75, 0.0025)
@@ -30,7 +30,7 @@ from roofline.engines.model import StepTimer
 from roofline.engines.registry import DEFAULT_ENGINE
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import decode_step
+from roofline.scenario import Scenario
 
 
 def _intervals(starts_s, ends_s):
@@ -121,48 +121,35 @@ class Timeline:
 
 
 def decode_timeline(
-    model,
-    gpu,
-    batch=1,
-    context_tokens=0,
-    *,
-    n_steps=3,
-    kernels_per_step=12,
-    step_time_s=None,
-    gap_s=0.0,
-    engine=DEFAULT_ENGINE,
-    weight_precision="bf16",
-    kv_precision="bf16",
-    num_gpus=1,
+    s: Scenario, *, n_steps=3, kernels_per_step=12, step_time_s=None, gap_s=0.0, engine=DEFAULT_ENGINE,
     params=None,
-) -> Timeline:
-    """A synthetic timeline of ``n_steps`` decode steps, each ``kernels_per_step`` kernels back to back.
+) -> Timeline:  # fmt: skip
+    """A synthetic timeline of ``n_steps`` decode steps of scenario ``s`` (its batch, context, precisions
+    and GPUs), each ``kernels_per_step`` kernels back to back.
 
     Each step moves ``decode_step``'s bytes and FLOPs, split evenly over its kernels, and lasts
     ``step_time_s`` (s) — by default the step a real engine takes (``engine``, default vLLM; see
     ``roofline.engines``), whose per-step costs keep a kernel running but not the memory busy. ``gap_s`` (s)
     of idle time follows each step (a slow CPU, a queue waiting for requests). A real step launches ~300
     kernels; a dozen keeps the picture readable and changes nothing in the utilization figures.
-    ``num_gpus`` (G) GPUs in tensor parallel share the step (the timeline is theirs together); ``params``
+    The scenario's G GPUs in tensor parallel share the step (the timeline is theirs together); ``params``
     overrides the engine's numbers (``engines.engine_params(...).replace(...)``).
 
     Taught in lesson 09.
 
-    >>> t = decode_timeline("llama-3-8b", "h100-sxm", n_steps=2, kernels_per_step=2,
-    ...                     step_time_s=6e-3, gap_s=1e-3)
+    >>> t = decode_timeline(Scenario(), n_steps=2, kernels_per_step=2, step_time_s=6e-3, gap_s=1e-3)
     >>> (t.starts_s * 1e3).round(1).tolist(), (t.ends_s * 1e3).round(1).tolist()
     ([0.0, 3.0, 7.0, 10.0], [3.0, 6.0, 10.0, 13.0])
     """
     k = int(checked(kernels_per_step, "kernels_per_step", minimum=1))
     steps = int(checked(n_steps, "n_steps", minimum=1))
     gap = float(checked(gap_s, "gap_s", minimum=0))
-    n = int(checked(num_gpus, "num_gpus", minimum=1))
-    step = decode_step(
-        model, gpu, batch, context_tokens, num_gpus=n, weight_precision=weight_precision,
-        kv_precision=kv_precision,
-    )  # fmt: skip
+    n = int(checked(s.num_gpus, "num_gpus", minimum=1))
+    step = s.decode(on_overflow="raise")
     if step_time_s is None:
-        timer = StepTimer(engine, model, gpu, num_gpus=n, weight_precision=weight_precision, params=params)
+        timer = StepTimer(
+            engine, s.model, s.gpu, num_gpus=n, weight_precision=s.weight_precision, params=params
+        )
         step_time_s = float(timer.of_step(step).total_s)
     dur = float(checked(step_time_s, "step_time_s", above=0))
     step_starts = np.arange(steps) * (dur + gap)
@@ -170,7 +157,7 @@ def decode_timeline(
     ends = (step_starts[:, None] + dur * np.arange(1, k + 1)[None, :] / k).ravel()
     return Timeline(
         gpu_id=step.gpu_id,
-        precision=weight_precision,
+        precision=s.weight_precision,
         starts_s=starts,
         ends_s=ends,
         bytes_read=np.full(steps * k, step.bytes_read / k),
@@ -201,7 +188,7 @@ def timeline_metrics(timeline: Timeline, window_s: float) -> TimelineMetrics:
 
     Taught in lesson 09.
 
-    >>> t = decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, gap_s=6e-3, n_steps=4)
+    >>> t = decode_timeline(Scenario(context_tokens=0), step_time_s=6e-3, gap_s=6e-3, n_steps=4)
     >>> m = timeline_metrics(t, window_s=1e-3)
     >>> round(m.gpu_util, 2), round(m.mbu, 2), round(float(m.kernel_mbu[0]), 2)   # idle half the time
     (0.5, 0.4, 0.8)

@@ -23,11 +23,6 @@ from roofline.units import GB, MS
 MOE_MODELS = ("mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b", "deepseek-v3")
 
 
-def _known(ids):
-    table = models()
-    return [m for m in ids if m in table]
-
-
 class MoEReadVsBatch(LiveFigure):
     """Left: fraction of the routed experts a step touches against the tokens in the step, per MoE model.
     Right: the scenario model's weight bytes read per step against batch, between the active-only read
@@ -40,7 +35,7 @@ class MoEReadVsBatch(LiveFigure):
         m = self._moving
         self.touched = {
             mid: m(left.plot([], [], color=c, label=mid)[0])
-            for mid, c in zip(_known(MOE_MODELS), PALETTE[1:], strict=False)
+            for mid, c in zip([m for m in MOE_MODELS if m in models()], PALETTE[1:], strict=False)
         }
         self.read = m(right.plot([], [], color=COLORS["weights"], lw=2.4, label="weights read per step")[0])
         self.per_token = m(right.plot([], [], color=COLORS["kv"], ls="--", label="weights read per token")[0])

@@ -26,3 +26,4 @@ from roofline.lessons.prefill_vs_decode.numbers import (
     paste_freeze,
     prefill_stall,
 )
+from roofline.lessons.prefill_vs_decode.cards import Q2

@@ -13,3 +13,4 @@ from roofline.lessons.quantization.lab import (
     quantization_readout,
     supported_precisions,
 )
+from roofline.lessons.quantization.cards import QUANT

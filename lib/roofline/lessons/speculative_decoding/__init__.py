@@ -15,3 +15,4 @@ from roofline.lessons.speculative_decoding.lab import (
     speculative_knobs,
     speculative_readout,
 )
+from roofline.lessons.speculative_decoding.cards import SPEC

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline import engines
-from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, _TwoPanelsVsBatch, describe, nice_limits
+from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, TwoPanelsVsBatch, describe, nice_limits
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
 from roofline.errors import RooflineError
@@ -98,7 +98,7 @@ class StepTimeVsBatch(LiveFigure):
         ax.set_title(f"Decode step time: {describe(s)}", fontsize=12)
 
 
-class ThroughputVsBatch(_TwoPanelsVsBatch):
+class ThroughputVsBatch(TwoPanelsVsBatch):
     """Total tokens/s (the GPU's output) and per-user tokens/s (what one user feels) against batch."""
 
     panels = (

@@ -74,6 +74,17 @@ class SpeedupVsGPUs(LiveFigure):
             for line in (self.real_t, self.comm_t, self.real_s):
                 line.set_data([], [])
         left.set_ylim(nice_limits(np.concatenate([sc.step_time_ideal_s, sc.step_time_s]) / MS, log=False))
+        self._mark_here(s, comm_on)
+        self._shade_what_does_not_fit(sc)
+        link = get_gpu(s.gpu).interconnect
+        self.fig.suptitle(
+            f"{s.model} ({s.weight_precision}) on {s.gpu} over {link}, B={s.batch}, T={s.context_tokens:,}",
+            fontsize=12,
+        )
+
+    def _mark_here(self, s, comm_on: bool):
+        """Circle the scenario's G on both panels, with its step time and speedup."""
+        left, right = self.axes
         g = s.num_gpus
         here = tensor_parallel_scaling(
             s.model,
@@ -116,6 +127,10 @@ class SpeedupVsGPUs(LiveFigure):
             )
         else:
             self.markers[1].set_data([], [])
+
+    def _shade_what_does_not_fit(self, sc):
+        """Shade the GPU counts whose memory cannot hold the model, and say when one GPU cannot."""
+        right = self.axes[1]
         bad = GPU_COUNTS[~np.asarray(sc.fits)]
         for ax in self.axes:
             if bad.size:
@@ -146,11 +161,6 @@ class SpeedupVsGPUs(LiveFigure):
                     color="#444444",
                 )
             )
-        link = get_gpu(s.gpu).interconnect
-        self.fig.suptitle(
-            f"{s.model} ({s.weight_precision}) on {s.gpu} over {link}, B={s.batch}, T={s.context_tokens:,}",
-            fontsize=12,
-        )
 
 
 def scaling_comparison_figure(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.course.figures import BATCH_SWEEP, COLORS, _TwoPanelsVsBatch, describe
+from roofline.course.figures import BATCH_SWEEP, COLORS, TwoPanelsVsBatch, describe
 from roofline.course.widgets import FOUR, Explorer
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.scenario import Scenario
 
 
-class CostVsBatch(_TwoPanelsVsBatch):
+class CostVsBatch(TwoPanelsVsBatch):
     """Cost per million output tokens against batch, beside the per-user speed it buys: the ideal floor
     (solid) and what a good engine reaches (dash-dot)."""
 

@@ -112,7 +112,7 @@ def home_explorer(
     model: str = "qwen3-30b-a3b", fmt: str = "gguf-q4_k_m", context_tokens: int = 1000
 ) -> W.VBox:
     """One model in one format on every home machine: llama.cpp's decode and prompt speed, the floor, whether
-    it fits and what a million tokens cost (``roofline.lessons.your_own_hardware.numbers.local_speeds``), as a table."""
+    it fits and what a million tokens cost (``local_speeds``), as a table."""
     from roofline.data import models
     from roofline.lessons.your_own_hardware.lab import local_speeds_html
     from roofline.lessons.your_own_hardware.numbers import local_speeds

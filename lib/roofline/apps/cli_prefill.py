@@ -1,0 +1,95 @@
+"""``roofline prefill``: one prompt pass, ideal and on a real engine, and how many decode steps it stalls.
+docs/cli.md lists every JSON field.
+
+>>> import contextlib, io, json
+>>> from roofline.apps.cli import main
+>>> buf = io.StringIO()
+>>> with contextlib.redirect_stdout(buf):
+...     code = main(["prefill", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--prompt", "8000", "--json"])
+>>> code, json.loads(buf.getvalue())["binding"]
+(0, 'compute')
+"""
+
+from __future__ import annotations
+
+import roofline as rl
+from roofline.apps.cli_figures import achievable_prefill, does_not_fit, ideal_step
+from roofline.apps.cli_options import CONTEXT, TOKENS, add_common_arguments, add_engine_argument
+from roofline.apps.cli_output import (EXIT_OK, achievable_rows, fmt_count, fmt_flop, fmt_seconds, picked,
+                                      precisions_text, print_json, rows_text, setup_text)  # fmt: skip
+from roofline.units import fmt_bytes
+
+# The JSON fields of the library's result `prefill` promises (docs/cli.md), in order.
+FIELDS = (
+    "model_id", "gpu_id", "prompt_tokens", "num_gpus", "flops", "attention_flops", "bytes_moved",
+    "compute_time_s", "memory_time_s", "time_s", "binding",
+)  # fmt: skip
+
+
+def add_parser(sub) -> None:
+    """The ``prefill`` subcommand and its options."""
+    p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
+    add_common_arguments(p)
+    p.add_argument("--prompt", type=TOKENS, required=True, help="prompt length in tokens")
+    p.add_argument("--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)")
+    p.add_argument("--decode-context", type=CONTEXT, default=0, metavar="TOKENS",
+                   help="context of the batch-1 decode step the stall is counted in (default 0)")  # fmt: skip
+    add_engine_argument(p)
+
+
+def run(args) -> int:
+    """Run ``prefill`` from parsed ``args``; return the exit code."""
+    common = dict(num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv)
+    try:
+        # The prompt's KV has to sit beside the weights.
+        rl.check_fits(args.model, args.gpu, 1, args.prompt, **common)
+        p = rl.prefill(args.model, args.gpu, args.prompt, include_attention=not args.no_attention, **common)
+    except rl.DoesNotFitError:
+        return does_not_fit(args, "prefill", 1, args.prompt, why=": no prompt pass")
+    try:
+        decode = ideal_step(args, 1, args.decode_context)
+    except rl.DoesNotFitError:
+        why = ": no decode step to count the stall in"
+        return does_not_fit(args, "prefill", 1, args.decode_context, why=why)
+    d = {
+        "command": "prefill",
+        **picked(p, FIELDS, counts=("prompt_tokens", "num_gpus")),
+        "weight_precision": args.weights,
+        "kv_precision": args.kv,
+        "include_attention": not args.no_attention,
+        "decode_context_tokens": args.decode_context,
+        "decode_step_time_s": decode.step_time_s,
+        "stalled_decode_steps": rl.stalled_decode_steps(p.time_s, decode.step_time_s),
+        "compute_bound_prompt_tokens": rl.compute_bound_prompt_tokens(args.model, args.gpu, args.weights),
+        "achievable": achievable_prefill(args),
+    }
+    if args.json:
+        print_json(d)
+        return EXIT_OK
+    print(
+        f"prefill: {setup_text(p.model_id, p.gpu_id, args.gpus)}, prompt {args.prompt:,} tokens, "
+        f"{precisions_text(args.weights, args.kv, args.weights_defaulted)}"
+    )
+    print(rows_text(_rows(p, d, args)))
+    return EXIT_OK
+
+
+def _rows(p, d: dict, args) -> list[tuple[str, str]]:
+    attention = (
+        f" (of which attention {fmt_flop(p.attention_flops)})"
+        if not args.no_attention
+        else " (2 × N × P; attention left out)"
+    )
+    return [
+        ("FLOPs", fmt_flop(p.flops) + attention),
+        ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
+        ("compute time", fmt_seconds(p.compute_time_s)),
+        ("memory time", fmt_seconds(p.memory_time_s)),
+        ("prefill time", fmt_seconds(p.time_s) + " (the ideal: a floor no engine beats)"),
+        *achievable_rows(d["achievable"], "time_s"),
+        ("binding", f"{p.binding}-bound"),
+        ("stalls", f"{fmt_count(d['stalled_decode_steps'])} decode steps of {fmt_seconds(d['decode_step_time_s'])} "
+                   f"(batch-1 decode at context {args.decode_context:,}) if the prompt runs unchunked"),
+        ("compute-bound", f"above about {d['compute_bound_prompt_tokens']:,.0f} prompt tokens at {args.weights} "
+                          "(attention and KV writes ignored)"),
+    ]  # fmt: skip
