@@ -35,7 +35,7 @@ H100_BUDGET = H100_MEM * 0.98975 * 0.9 - 5_153_960_755 - 139_586_437
 L8B_PARAMS = 8.03e9
 L8B_WEIGHTS = 2 * 8_030_261_248  # 16,060,522,496 bytes stored
 L8B_TABLE = 128256 * 4096  # V × d: the input embedding (and, untied, the LM head) = 525,336,576
-# A decode step gathers one embedding row per user instead of reading the table (issue 10):
+# A decode step gathers one embedding row per user instead of reading the table:
 L8B_READ_1 = L8B_WEIGHTS - 2 * L8B_TABLE + 2 * 4096  # 15,009,857,536 bytes at batch 1
 L8B_MATMUL = 8_030_261_248 - 2 * L8B_TABLE  # 6,979,588,096 block weights one token multiplies
 L8B_DECODE_FLOP = 2 * (L8B_MATMUL + L8B_TABLE)  # + the LM head: every decoded token gets logits
@@ -692,9 +692,9 @@ def test_exit_codes_are_the_documented_ones(capsys):
     doc = (ROOT / "docs" / "cli.md").read_text()
     table = dict(re.findall(r"^\s*\| (\d) \| (.+?) \|$", doc, re.M))
     assert set(table) == {"0", "1", "2", "3"}
-    from roofline.apps import cli
+    from roofline.apps import cli_output as out
 
-    assert (cli.EXIT_OK, cli.EXIT_DOES_NOT_FIT, cli.EXIT_ERROR, cli.EXIT_INTERNAL) == (0, 1, 2, 3)
+    assert (out.EXIT_OK, out.EXIT_NO, out.EXIT_ERROR, out.EXIT_INTERNAL) == (0, 1, 2, 3)
     fit = ["fit", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--context", "4096"]
     assert run(capsys, *fit, "--batch", "64")[0] == 0  # 64 users fit (119 would)
     assert run(capsys, *fit, "--batch", "200")[0] == 1  # a valid answer: "no"
@@ -714,15 +714,16 @@ def plugin(monkeypatch):
 
     import numpy as np
 
-    from roofline.apps import cli
+    from roofline.apps.cli_options import BATCH, add_common_arguments
+    from roofline.apps.cli_output import EXIT_OK, print_json
 
     module = types.ModuleType("roofline_test_cli_echo")
 
     def add_parser(subparsers):
         p = subparsers.add_parser("echo", help="test command")
-        cli.add_common_arguments(p)
+        add_common_arguments(p)
         p.add_argument("--what", choices=["ok", "nofit", "bug", "overflow"], default="ok")
-        p.add_argument("--batch", type=cli.BATCH, default=1)
+        p.add_argument("--batch", type=BATCH, default=1)
 
     def run(args):
         if args.what == "nofit":
@@ -731,8 +732,8 @@ def plugin(monkeypatch):
             raise RuntimeError("boom")
         if args.what == "overflow":
             return int(np.float64(1e308) * 10)
-        cli.print_json({"command": "echo", "batch": args.batch, "gpus": args.gpus})
-        return cli.EXIT_OK
+        print_json({"command": "echo", "batch": args.batch, "gpus": args.gpus})
+        return EXIT_OK
 
     module.add_parser, module.run = add_parser, run
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -767,27 +768,22 @@ def test_a_command_module_registers_in_one_line_and_shares_the_error_contract(ca
 def test_registered_command_modules_follow_the_protocol(capsys):
     # Each registered module adds a subcommand that main() runs and whose errors carry its name: its
     # add_parser registered it, and its run (or the framework) reports through the one error contract.
-    import importlib
-
     from roofline.apps import cli
 
-    parser = cli.build_parser()
-    names = set(parser._subparsers._group_actions[0].choices)  # every subcommand the parser knows
+    names = set(cli.build_parser().commands)  # every subcommand the parser knows
     assert {"step", "prefill", "fit", "cost", "list"} <= names
+    assert not cli.build_parser(command_modules=[]).commands  # every command comes from its module
     for module_name in cli.COMMAND_MODULES:
-        module = importlib.import_module(module_name)
-        before = set(cli.build_parser(command_modules=[])._subparsers._group_actions[0].choices)
-        added = set(cli.build_parser(command_modules=[module_name])._subparsers._group_actions[0].choices)
-        (name,) = added - before  # one subcommand per module
+        (name,) = cli.build_parser(command_modules=[module_name]).commands  # one subcommand per module
         assert name in names
         code, out, err = run(capsys, name, "--no-such-option", "--json")
         d = _strict(out)
-        assert code == 2 and d["command"] == name and d["error"]["type"] == "UsageError", module
+        assert code == 2 and d["command"] == name and d["error"]["type"] == "UsageError", module_name
         assert err.splitlines()[-1] == f"roofline {name}: error: {d['error']['message']}"
 
 
 def test_list_engines_names_the_release_each_engine_describes(capsys):
-    """Issue 19: which engine versions a figure is valid for, from the command line."""
+    """Which engine versions a figure is valid for, from the command line."""
     d = run_json(capsys, "list", "engines")
     by_id = {i["id"]: i for i in d["items"]}
     assert {"ideal", "vllm", "vllm-2024", "llama.cpp"} <= set(by_id)
@@ -795,3 +791,43 @@ def test_list_engines_names_the_release_each_engine_describes(capsys):
     assert "2024" in by_id["vllm-2024"]["version"] and by_id["llama.cpp"]["parallel"] == "pipeline"
     code, out, _ = run(capsys, "list", "engines")
     assert code == 0 and "tensorrt-llm-2024" in out
+
+
+def test_a_figure_names_the_calibration_it_came_from(capsys, tmp_path, monkeypatch):
+    # A what-if data folder without a calibration of its own: the shipped one is used, and named.
+    import shutil
+
+    from roofline.data import clear_cache
+
+    for name in ("gpus.toml", "models.toml", "prices.toml", "assumptions.toml", "engines.toml"):
+        shutil.copy(ROOT / "data" / name, tmp_path / name)
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(tmp_path))
+    clear_cache()
+    try:
+        d = run_json(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm")
+        assert not d["achievable"]["calibration"].startswith(tmp_path.name)
+        shutil.copy(ROOT / "data" / "calibration.toml", tmp_path / "calibration.toml")
+        d = run_json(capsys, "step", "--model", "llama-3-8b", "--gpu", "h100-sxm")
+        assert d["achievable"]["calibration"] == f"{tmp_path.name}/calibration.toml"
+    finally:
+        monkeypatch.delenv("ROOFLINE_DATA_DIR")
+        clear_cache()
+
+
+def test_a_step_the_cpu_launches_set_says_so(capsys):
+    # 4.48 ms of weights against 10 ms of launches: memory binds of the two roofs, the launches set the step.
+    m = ["--model", "llama-3-8b", "--gpu", "h100-sxm"]
+    _, out, _ = run(capsys, "step", *m, "--launch-overhead-ms", "10")
+    binding = next(line for line in out.splitlines() if line.strip().startswith("binding"))
+    assert "memory-bound" in binding and "launches (10.00 ms) takes longer" in binding
+    _, out, _ = run(capsys, "step", *m)
+    binding = next(line for line in out.splitlines() if line.strip().startswith("binding"))
+    assert binding.split()[-1] == "memory-bound"
+
+
+def test_a_release_the_gpu_cannot_compute_in_is_named_as_such(capsys):
+    # Llama 3 8B is released in BF16; an M4 Max has no BF16 math, so llama.cpp and MLX run it as FP16.
+    _, out, _ = run(capsys, "cost", "--model", "llama-3-8b", "--gpu", "m4-max")
+    assert "weights fp16 (released as bf16" in out.splitlines()[0]
+    _, out, _ = run(capsys, "cost", "--model", "llama-3-8b", "--gpu", "h100-sxm")
+    assert "weights bf16 as released" in out.splitlines()[0]

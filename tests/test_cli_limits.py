@@ -1,4 +1,4 @@
-"""What a model or an engine cannot run, refused alike by every command (issue 21): a context beyond the
+"""What a model or an engine cannot run, refused alike by every command: a context beyond the
 model's window, a tensor-parallel size that does not divide the heads, more pipeline stages than layers.
 
 Llama 3 8B: 8,192 tokens of context (max_position_embeddings), 32 attention heads, 32 layers.
@@ -11,7 +11,7 @@ import json
 import pytest
 
 from roofline.apps.cli import main
-from roofline.apps.cli_support import tensor_parallel_problem
+from roofline.apps.cli_options import tensor_parallel_problem
 
 M = ["--model", "llama-3-8b", "--gpu", "h100-sxm"]
 
@@ -24,7 +24,7 @@ def run_json(capsys, *argv):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["generate", *M, "--batch", "1", "--input", "100001", "--output", "1"],  # the audit's repro
+        ["generate", *M, "--batch", "1", "--input", "100001", "--output", "1"],  # far beyond
         ["generate", *M, "--batch", "1", "--input", "8000", "--output", "193"],  # 8,193 tokens in all
         ["serve", *M, "--rate", "1", "--input", "8000", "--output", "193"],
         ["plan", *M, "--rate", "1", "--input", "8000", "--output", "193"],
@@ -93,6 +93,15 @@ def test_the_ideal_still_splits_evenly_and_the_engine_figure_says_it_is_extrapol
     assert not any("attention heads" in r for r in d["achievable"]["extrapolation_reasons"])
     code, d = run_json(capsys, "step", *M, "--gpus", "3", "--engine", "ideal")
     assert d["achievable"]["extrapolated"] is False  # the ideal is physics: no engine to refuse
+
+
+def test_fit_says_when_vllm_would_refuse_the_split(capsys):
+    # 32 attention heads do not split over 3 GPUs; vLLM refuses that size, and its memory budget with it.
+    code, d = run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "3")
+    assert code == 0 and "32 attention heads" in d["tensor_parallel_problem"]
+    assert run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "4")[1]["tensor_parallel_problem"] is None
+    code, d = run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "3", "--memory", "ideal")
+    assert d["tensor_parallel_problem"] is None  # all of the memory, no engine's rule
 
 
 def test_tensor_parallel_problem_names_the_rule():

@@ -1,4 +1,4 @@
-"""`roofline plan`, `roofline diagnose` and `speculate --engine` (issue 22): the library's answers from the
+"""`roofline plan`, `roofline diagnose` and `speculate --engine`: the library's answers from the
 shell, with the engine's figure beside the floor.
 
 Hand numbers: Llama 3 8B in BF16 reads 15,009,857,536 bytes a decode step at batch 1 (every matmul weight
@@ -29,7 +29,7 @@ def run_json(capsys, *argv):
 
 
 def test_90_tokens_per_s_on_an_a10g_is_above_the_bf16_floor(capsys):
-    """The issue's example: "my vLLM gets 90 tok/s for Llama 3 8B on an A10G, is that good?"."""
+    """A user's question: "my vLLM gets 90 tok/s for Llama 3 8B on an A10G, is that good?"."""
     code, d = run_json(capsys, "diagnose", "--model", "llama-3-8b", "--gpu", "a10g", "--tokens-per-s", "90")
     floor = L8B_READ_1 / A10G_BW  # 25.02 ms: 40.0 tokens/s at most
     assert code == 0 and d["phase"] == "decode" and d["measured"] == {"tokens_per_s": 90.0}
@@ -66,7 +66,7 @@ def test_a_measurement_inside_the_gap_names_its_part(capsys):
 
 
 def test_a_ttft_against_the_prefill_floor(capsys):
-    # 8,000 prompt tokens: 1.28449e14 FLOP ÷ 989e12 FLOP/s = 129.9 ms on an H100 (test_physics_issue10.py)
+    # 8,000 prompt tokens: 1.28449e14 FLOP ÷ 989e12 FLOP/s = 129.9 ms on an H100 (the prefill FLOP count)
     code, d = run_json(
         capsys,
         "diagnose",

@@ -1,4 +1,4 @@
-"""Issue 22 from the command line: a price on every GPU, the model's own precision by default, and every
+"""The command line on every GPU: a price on each, the model's own precision by default, and every
 GPU answering in FP16 and GGUF Q4_K_M where the model fits. In-process, every GPU of the table."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`roofline serve` (lib/roofline/apps/cli_serve.py): a real engine by default with the ideal beside it,
-each GPU at its own price, traces, bounded options, and the JSON contract (issues 13, 20, 21, 22)."""
+each GPU at its own price, traces, bounded options, and the JSON contract."""
 
 import json
 
@@ -11,7 +11,7 @@ from roofline.data import default_price
 
 BASE = ["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--input", "256", "--output", "32"]
 
-# Every field `serve --json` printed before issue 20: a promise to users' scripts, never removed.
+# Fields `serve --json` has always printed: a promise to users' scripts, never removed.
 PROMISED = (
     "command",
     "model_id",
@@ -234,3 +234,10 @@ def test_deployments_from_the_command_line(capsys):
         capsys, "--rate", "20", "--requests", "100", "--replicas", "2", "--pipeline-stages", "2"
     )
     assert code == 0 and d["num_gpus_total"] == 4
+
+
+def test_a_run_that_stopped_before_any_arrival_measured_its_whole_span(capsys):
+    # 1e-9 req/s: the first request would come after ~30 years; the run stops at max_sim_time_s (3,600 s).
+    code, d = run_json(capsys, "--rate", "1e-9", "--input", "512", "--output", "128", base=BASE[:5])
+    assert code == 0 and d["requests_completed"] == 0 and not d["unstable"]
+    assert d["duration_s"] == 3600.0

@@ -278,13 +278,7 @@ def test_memory_loads_exactly_when_it_is_in_range_and_is_converted_to_bytes(memo
                 data.load_gpus(tmp)
 
 
-def test_schema_and_dataclasses_agree():
-    from roofline.schema import schema_matches_dataclass
-
-    tables = (data.GPU_TABLE, data.MODEL_TABLE, data.PRICE_TABLE, data.ASSUMPTION_TABLE, data.ENGINE_TABLE)
-    for table in tables:
-        assert schema_matches_dataclass(table), table.file
-    # every compute precision the library knows is a key a GPU row may quote
+def test_every_compute_precision_the_library_knows_is_a_key_a_gpu_row_may_quote():
     from roofline.physics.precision import PRECISIONS
 
     assert {p.compute for p in PRECISIONS.values()} <= set(data.COMPUTE_PRECISIONS)

@@ -481,8 +481,10 @@ def test_the_engine_family_regime_table_partitions_the_rows(validation):
 
 
 def test_kernel_origins_name_where_the_numbers_come_from():
+    from roofline.lessons.calibration_validation import kernel_table
+
     origin = {
-        r["gpu"]: r["origin"] for r in engines.figures.kernel_table(["h100-sxm", "gh200", "mi300x", "m4-max"])
+        r["gpu"]: r["origin"] for r in kernel_table(["h100-sxm", "gh200", "mi300x", "m4-max"])
     }
     assert origin == {
         "h100-sxm": "timed",
@@ -490,7 +492,7 @@ def test_kernel_origins_name_where_the_numbers_come_from():
         "mi300x": "sourced",
         "m4-max": "sourced",
     }
-    assert engines.figures.kernel_table(["h100-sxm"], "vllm-2024")[0]["origin"] == "fitted end to end"
+    assert kernel_table(["h100-sxm"], "vllm-2024")[0]["origin"] == "fitted end to end"
 
 
 def test_the_explorer_readouts_say_when_the_engine_figure_is_extrapolated():

@@ -253,7 +253,7 @@ def test_saved_machine_is_a_gpu_everywhere(user_home, fake_machine):
     userdata.save_user_gpu("my-laptop", fake_machine)
     assert [r["id"] for r in userdata.load_user_gpu_rows()] == ["my-laptop"]
     # The project's tables are untouched.
-    assert "my-laptop" not in (rl.data.DATA_DIR / "gpus.toml").read_text()
+    assert "my-laptop" not in (rl.data.data_dir() / "gpus.toml").read_text()
 
 
 def test_cli_step_uses_the_saved_machine(user_home, capsys, fake_machine):
@@ -280,8 +280,8 @@ def test_user_row_colliding_with_a_project_id_is_an_error_naming_both(user_home,
     with pytest.raises(rl.InvalidConfigurationError, match="project"):
         userdata.save_user_gpu("h100-sxm", fake_machine)
     (user_home / "gpus.toml").write_text(
-        (rl.data.DATA_DIR / "gpus.toml").read_text().split("[[gpu]]")[0] + "[[gpu]]\n"
-        + (rl.data.DATA_DIR / "gpus.toml").read_text().split("[[gpu]]")[1]
+        (rl.data.data_dir() / "gpus.toml").read_text().split("[[gpu]]")[0] + "[[gpu]]\n"
+        + (rl.data.data_dir() / "gpus.toml").read_text().split("[[gpu]]")[1]
     )  # fmt: skip
     userdata.reload_tables()
     with pytest.raises(rl.DataTableError) as err:

@@ -42,7 +42,12 @@ GOLDEN = [
     ("Q3", "total_tps", 32 / STEP_Q3, "32 / 6.028 ms = 5,308 tokens/s"),
     ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,308 / 209.4 = 25.35×"),
     ("Q4", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
-    ("Q4", "flip_batch", 296.0, "2·B FLOP per 2 bytes = ridge at B = 295.2; the first whole batch past it: 296"),
+    (
+        "Q4",
+        "flip_batch",
+        296.0,
+        "2·B FLOP per 2 bytes = ridge at B = 295.2; the first whole batch past it: 296",
+    ),
     ("Q5", "achieved_tbps", 16e9 / 6e-3 / 1e12, "16e9 B / 6 ms = 2.667 TB/s"),
     ("Q5", "mbu_pct", 16e9 / 6e-3 / BW * 100, "2.667e12 / 3.35e12 = 79.6 %"),
     ("Q6", "cost_single_usd", 3 / (200 * 3600) * 1e6, "$3 / (200 × 3,600 tokens) × 1e6 = $4.17"),

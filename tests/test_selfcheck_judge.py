@@ -12,8 +12,16 @@ from roofline.lessons import pack01_speed_physics as sc
 
 BW, PEAK = 3.35e12, 989e12
 BYTES_OVER_FLOPS, ONE_GPU, INVERTED_MBU = "bytes ÷ FLOP/s", "one GPU's bandwidth", "measured ÷ floor"
-FORGOT_TWO, ONE_USER_KV, DOLLARS_HOURS = "forgot the 2 in 2·N·P", "one user's KV", "dollars and hours the wrong way round"
-INVERTED_RIDGE, BYTES_PER_WEIGHT, CEILING_LEFT = "ridge upside down", "wrong bytes per weight", "ceiling given as the time left"
+FORGOT_TWO, ONE_USER_KV, DOLLARS_HOURS = (
+    "forgot the 2 in 2·N·P",
+    "one user's KV",
+    "dollars and hours the wrong way round",
+)
+INVERTED_RIDGE, BYTES_PER_WEIGHT, CEILING_LEFT = (
+    "ridge upside down",
+    "wrong bytes per weight",
+    "ceiling given as the time left",
+)
 
 # (card, answer, a wrong answer worked out by hand, the trap it must be recognised as)
 TRAPS = [

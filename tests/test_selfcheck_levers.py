@@ -92,7 +92,11 @@ def test_traps_are_named(qid, answer, trap):
 
 def test_alpha_to_the_k_trap_by_hand():
     c = LEVERS["SPEC"].card()
-    value = next(t.value for t in c.traps if t.name == "α^k instead of the geometric sum" and t.answer == "tokens_per_step")
+    value = next(
+        t.value
+        for t in c.traps
+        if t.name == "α^k instead of the geometric sum" and t.answer == "tokens_per_step"
+    )
     assert value == pytest.approx(0.8**4)  # 0.41: the chance all four drafts survive
 
 

@@ -44,7 +44,9 @@ def test_an_impossible_shuffle_says_so():
 def fits(card):
     p = card.params
     if "tp_model" in p:
-        ok = rl.fits(p["tp_model"], p["gpu"], 1, 0, num_gpus=p["tp_num_gpus"], weight_precision=p["tp_precision"])
+        ok = rl.fits(
+            p["tp_model"], p["gpu"], 1, 0, num_gpus=p["tp_num_gpus"], weight_precision=p["tp_precision"]
+        )
         if not ok:
             return False
     batch = p.get("batch", 1)

@@ -15,7 +15,7 @@ import pytest
 
 import roofline as rl
 from roofline import lessons, views
-from roofline import selfcheck as sc
+from roofline.lessons import pack01_speed_physics as sc
 from roofline.scenario import Scenario
 
 
@@ -24,7 +24,7 @@ def test_q3_and_q6_name_the_same_kv_per_token_in_kib():
     assert sc.card("Q3").answer("step_ms").value * 1e-3 == (16e9 + 32 * 1000 * kv) / 3.35e12  # 6.028 ms
     for qid in ("Q3", "Q6"):
         card = sc.card(qid)
-        kv_traps = [t.why for t in card.traps if t.name == sc.TRAP_ONE_USER_KV]
+        kv_traps = [t.why for t in card.traps if t.name == "one user's KV"]
         assert kv_traps and all("128 KiB" in why for why in kv_traps), qid
         assert "131 KB" not in card.scenario + card.worked + (card.followup_answer or ""), qid
 

@@ -6,25 +6,23 @@ so everything downstream works in bytes, bytes/s and FLOP/s. Derived figures (ri
 counts) are computed by the library, never stored. ``data/README.md`` documents every field. Taught
 in lesson 02 (notebooks/02_decode_floor.ipynb), the first to read the tables; later lessons all use them.
 
-**Validation.** Each table is described by one declarative schema (``GPU_SCHEMA``, ``MODEL_SCHEMA``,
-``PRICE_SCHEMA``, ``ASSUMPTION_SCHEMA``, ``ENGINE_SCHEMA``, in ``roofline.schema``'s language): one
-``Field`` per key with its type, the unit the file writes it in, the factor to SI and its allowed range.
-Loading checks every row against it: types (a quoted ``"false"`` is not a boolean, ``true`` is not a
-number), ranges (no negative memory), unknown keys (with the closest known key), missing keys, duplicate
-ids and a missing ``source`` or ``note``. Any problem raises ``DataTableError`` naming the file, the row
-id and the field. A new optional field is one line in the schema plus one attribute in the dataclass (a
-test checks the two agree).
+**Validation.** Each row is a dataclass whose fields say how the file gives them (``column``: the TOML key,
+its type, the unit the file writes it in, the factor to SI, its range). Loading checks every row: types (a
+quoted ``"false"`` is not a boolean, ``true`` is not a number), ranges (no negative memory), unknown keys
+(with the closest known key), missing keys, duplicate ids and a missing ``source`` or ``note``, then the
+rules that span fields. Any problem raises ``DataTableError`` naming the file, the row id and the field.
+A new optional field is one typed attribute with a default.
 
 **Where the tables are found** (``data_dir()``), first match wins:
 
-1. ``$ROOFLINE_DATA_DIR``, if set: your own tables (same schema) for "what if" studies;
+1. ``$ROOFLINE_DATA_DIR``, if set: your own tables (same fields) for "what if" studies;
 2. the tables shipped inside the installed package, ``roofline/tables/`` (a wheel built with
    ``pip install .`` or ``uv build`` carries a copy of ``data/*.toml`` there);
 3. the repository's ``data/`` folder (the editable install used for the course).
 
 The tables are read once, on first use (importing ``roofline`` reads none), and cached; ``clear_cache()``
-re-reads them (after changing
-``ROOFLINE_DATA_DIR``). ``load_gpus(directory)`` and friends read a directory without the cache.
+re-reads them (after changing ``ROOFLINE_DATA_DIR``). ``load_gpus(directory)`` and friends read a
+directory without the cache.
 
 >>> gpu = get_gpu("h100-sxm")
 >>> gpu.memory_bandwidth_bytes_per_s
@@ -36,34 +34,21 @@ re-reads them (after changing
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import difflib
 import functools
 import importlib.resources
+import math
 import os
+import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 from roofline.errors import DataTableError, RooflineError, UnknownNameError
-from roofline.schema import (
-    Bound,
-    Field,
-    Table,
-    count_field,
-    did_you_mean,
-    one_of,
-    parse_bool,
-    parse_date,
-    parse_id,
-    parse_number,
-    parse_text,
-    parse_text_list,
-    parse_url,
-    positive_field,
-    read_rows,
-    table_error,
-)
 from roofline.units import GB, TB, TFLOPS, GiB
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
@@ -75,265 +60,184 @@ COMPUTE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp
 
 
 # --------------------------------------------------------------------------------------------------
-# Dataclasses (SI units)
+# Reading one value: its TOML type, then its range and unit
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GPU:
-    """One accelerator, figures in SI units (see ``data/README.md`` for what each one is)."""
+def table_error(file: str, row_id: str | None, field: str | None, problem: str) -> DataTableError:
+    """A ``DataTableError`` whose message starts with where: file, row and field (each when known).
 
-    id: str
-    name: str
-    vendor: str
-    form_factor: str
-    memory_bytes: float
-    memory_type: str
-    memory_bandwidth_bytes_per_s: float
-    dense_flops_per_s: dict[str, float]  # precision -> dense peak FLOP/s (never the sparse figure)
-    interconnect: str
-    interconnect_bytes_per_s: float  # per GPU, both directions together, as vendors quote it
-    power_w: float
-    source: str
-    note: str
-    # The file's memory_gb is the vendor's printed figure; HBM, GDDR and unified memory are binary-sized,
-    # so a row with memory_binary = true means GiB (80 GB on an H100 is 80 x 2^30 bytes). User rows saved
-    # by ``roofline measure`` give decimal GB of RAM and leave it false.
-    memory_binary: bool = False
+    The parts are kept as attributes too (``file``, ``row_id``, ``field``, ``problem``) for tools.
 
-    def __post_init__(self) -> None:
-        if self.memory_binary:  # memory_bytes arrives as memory_gb x 1e9; the row says it is GiB
-            object.__setattr__(self, "memory_bytes", self.memory_bytes / GB * GiB)
-
-    def __hash__(self) -> int:  # the dict field makes the default hash fail; ids are unique
-        return hash(self.id)
+    >>> str(table_error("gpus.toml", "'h100-sxm'", "memory_gb", "must be more than 0 GB, got -80"))
+    "gpus.toml, row 'h100-sxm', field 'memory_gb': must be more than 0 GB, got -80"
+    """
+    where = file
+    if row_id is not None:
+        where += f", row {row_id}"
+    if field is not None:
+        where += f", field {field!r}"
+    error = DataTableError(f"{where}: {problem}")
+    error.file, error.row_id, error.field, error.problem = file, row_id, field, problem
+    return error
 
 
-@dataclass(frozen=True)
-class Model:
-    """One transformer's architecture, from its published config."""
-
-    id: str
-    name: str
-    layers: int
-    hidden_size: int
-    attention_heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    tied_embeddings: bool
-    attention_bias: bool
-    experts: int
-    experts_per_token: int
-    max_context_tokens: int
-    published_parameters: float
-    published_active_parameters: float | None
-    source: str
-    parameter_source: str
-    note: str
-    # Optional architecture fields (issues 10 and 12); the defaults reproduce a plain GQA transformer.
-    sliding_window: int = 0  # tokens a sliding-window layer attends to and keeps (0: none)
-    sliding_window_layers: int = 0  # how many of the layers slide (the rest attend to all T)
-    layer_pattern: str = ""  # which layers slide, in words (config.json's layer_types)
-    attention_sinks: bool = False  # one learned logit per head per layer (gpt-oss): H parameters, no KV
-    q_lora_rank: int = 0  # MLA query compression rank (0: queries projected directly)
-    kv_lora_rank: int = 0  # MLA latent width cached per token per layer (0: not MLA)
-    qk_nope_head_dim: int = 0  # MLA per-head q/k dims without rotary position
-    qk_rope_head_dim: int = 0  # MLA per-head q/k rotary dims; the key part is cached, shared by heads
-    v_head_dim: int = 0  # MLA per-head value dims
-    moe_intermediate_size: int = 0  # width of one expert's gated MLP (0: intermediate_size)
-    shared_experts: int = 0  # experts every token uses, on top of the routed experts_per_token
-    first_dense_layers: int = 0  # leading layers with a dense MLP of intermediate_size
-    routing_groups: int = 1  # expert groups for group-limited routing (DeepSeek n_group)
-    routing_groups_per_token: int = 1  # groups one token's experts may come from (DeepSeek topk_group)
-    mtp_layers: int = 0  # multi-token-prediction modules shipped with the checkpoint (not in layers)
-    published_mtp_parameters: float | None = None
-    qk_norm: bool = False  # RMSNorm on q and k per head (Qwen3): 2 x head_dim parameters per layer
-    attention_output_bias: bool = False  # o_proj has a bias (gpt-oss); attention_bias is q/k/v only
-    expert_bias: bool = False  # expert matmuls have biases (gpt-oss)
-    router_bias: bool = False  # the router has a bias of E values per MoE layer
-    checkpoint_format: str = "bf16"  # the native release format, a weight-format id of physics.precision
-    published_active_excludes_embedding: bool = False  # gpt-oss's active count leaves out the input table
-    hf_ids: tuple[str, ...] = ()  # Hugging Face repositories with this shape (how measured studies name it)
-
-    @property
-    def is_moe(self) -> bool:
-        return self.experts > 1
-
-    @property
-    def is_mla(self) -> bool:
-        """Multi-head latent attention (DeepSeek): the KV cache holds a latent, not per-head K and V."""
-        return self.kv_lora_rank > 0
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-@dataclass(frozen=True)
-class Price:
-    """What one GPU-hour of ``gpu`` costs, with its date and source.
+class BadValue(ValueError):
+    """One value that breaks its field's rule; the loader turns it into a DataTableError with file, row
+    and field. (Not a RooflineError itself: it never leaves this module's loaders.)"""
 
-    ``kind`` ``"rent"``: a listed on-demand price (``usd_per_gpu_hour`` as the provider prints it, per GPU).
-    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and the loader derives
-    ``usd_per_gpu_hour`` with ``roofline.physics.cost.ownership_usd_per_hour`` from the ownership
-    assumptions (``assumptions.toml``: lifetime, hours of use a day, power, electricity price).
+
+def _describe(value: Any) -> str:
+    """A value as the TOML author wrote it, with its TOML type: ``true (a boolean)``, ``'80' (a string)``."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table"}
+    kind = next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)
+    try:
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    except RecursionError:  # a value nested hundreds deep (a corrupted or hostile file)
+        shown = "a deeply nested value"
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{shown} ({kind})"
+
+
+# Value parsers: each checks the TOML type of one value and returns it as a plain Python value, or raises
+# BadValue saying what it expected and what it got. ``Field.parse`` is one of these.
+
+
+def parse_text(value: Any) -> str:
+    """A non-empty string.
+
+    >>> parse_text("NVLink 4")
+    'NVLink 4'
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise BadValue(f"expected a non-empty string, got {_describe(value)}")
+    return value
+
+
+def parse_id(value: Any) -> str:
+    """A lowercase id: the lookups lowercase what they are given, so an uppercase id could never be found."""
+    if not isinstance(value, str) or not _ID.match(value):
+        raise BadValue(
+            f"expected a lowercase id (letters, digits, '.', '-', '_'; no spaces), got {_describe(value)}"
+        )
+    return value
+
+
+def parse_url(value: Any) -> str:
+    """The http(s) URL of a source."""
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")) or " " in value.strip():
+        raise BadValue(f"expected the URL of a primary source (https://...), got {_describe(value)}")
+    return value.strip()
+
+
+def parse_bool(value: Any) -> bool:
+    """A TOML boolean; the string ``"false"`` is refused (``bool("false")`` would be True).
+
+    >>> parse_bool("false")
+    Traceback (most recent call last):
+    ...
+    roofline.data.BadValue: expected true or false (a TOML boolean, without quotes), got 'false' (a string)
+    """
+    if not isinstance(value, bool):
+        raise BadValue(f"expected true or false (a TOML boolean, without quotes), got {_describe(value)}")
+    return value
+
+
+def parse_date(value: Any) -> str:
+    """A date, as an ISO string: a TOML date (``2026-11-29``) or a string ``"2026-11-29"``."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value):
+        try:
+            return datetime.date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+    raise BadValue(f"expected a date YYYY-MM-DD, got {_describe(value)}")
+
+
+def parse_number(value: Any) -> float:
+    """A finite int or float, as a float; a boolean is refused (``float(True)`` would be 1.0).
+
+    >>> parse_number(80)
+    80.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadValue(f"expected a number, got {_describe(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise BadValue(f"expected a finite number, got {_describe(value)}")
+    return number
+
+
+def parse_integer(value: Any) -> int:
+    """A TOML integer (``32.0`` and booleans are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadValue(f"expected a whole number (a TOML integer, no decimal point), got {_describe(value)}")
+    return value
+
+
+def parse_text_list(value: Any) -> tuple[str, ...]:
+    """A list of non-empty strings, as a tuple (may be empty).
+
+    >>> parse_text_list(["meta-llama/Meta-Llama-3-8B"])
+    ('meta-llama/Meta-Llama-3-8B',)
+    """
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise BadValue(f"expected a list of non-empty strings, got {_describe(value)}")
+    return tuple(value)
+
+
+def parse_choice(*options: str) -> Callable[[Any], str]:
+    """A parser accepting exactly one of ``options`` (strings).
+
+    >>> parse_choice("rent", "own")("buy")
+    Traceback (most recent call last):
+    ...
+    roofline.data.BadValue: expected one of 'rent', 'own', got 'buy' (a string)
     """
 
-    id: str
-    gpu: str
-    usd_per_gpu_hour: float  # for an "own" row: derived on load, never stored in the file
-    provider: str
-    offering: str
-    date: str
-    source: str
-    note: str
-    kind: str = "rent"  # "rent" (a listed hourly price) or "own" (bought: purchase price + running costs)
-    purchase_usd: float | None = None  # "own" rows: the price paid for the GPU (or the machine), USD
+    def parse(value: Any) -> str:
+        if value not in options:
+            raise BadValue(f"expected one of {', '.join(map(repr, options))}, got {_describe(value)}")
+        return value
+
+    return parse
+
+
+def did_you_mean(key: str, known) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
-class Assumption:
-    """One assumed number (``assumptions.toml``): ``value`` in ``unit``, what it means and why this value.
+class Bound:
+    """The range an assumption of one kind may take, in the row's unit: ``minimum``/``above``/``maximum``
+    (inclusive, exclusive, inclusive), ``whole`` for a count; ``says`` is the rule in words."""
 
-    ``kind`` names its physical bound (``ASSUMPTION_KINDS``): a fraction is in (0, 1], an overhead is at
-    least 0, a count a whole number of at least 1, and so on. ``roofline.assumptions`` reads it.
-    """
+    says: str
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    whole: bool = False
 
-    id: str
-    value: float
-    unit: str
-    kind: str
-    meaning: str
-    reason: str
-    used_by: str
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` breaks the bound, or None.
 
-
-@dataclass(frozen=True)
-class Engine:
-    """One inference engine as the library models it (``engines.toml``); ``roofline.engines`` looks it up.
-
-    ``kind`` is ``"ideal"`` (the roofline floor: no calibration) or ``"calibrated"`` (fitted parameters in
-    ``calibration.toml`` under this id). ``version`` names the software the calibration represents.
-    ``parallel`` is how it splits a model over GPUs: ``"tensor"`` (every matrix) or ``"pipeline"`` (layers).
-    The scheduler fields are the engine's documented serving defaults (``data/README.md`` lists them);
-    ``roofline.sim.engine_policy`` turns them into the simulator's ``SchedulerPolicy``.
-    """
-
-    id: str
-    name: str
-    kind: str
-    parallel: str
-    version: str
-    aliases: tuple[str, ...]
-    scheduler: str  # "decode-first" (chunked prefill rides in decode steps) or "prefill-first"
-    token_budget: int  # tokens one step may carry (max_num_batched_tokens and the like)
-    max_sequences: int  # sequences one step may carry (max_num_seqs)
-    chunk_tokens: int  # largest prompt chunk per step, when chunked prefill is on
-    scheduler_source: str
-    source: str
-    note: str
-    chunked_prefill: bool = True  # False: every prompt runs whole in one step
-    whole_prompt_must_fit: bool = False  # unchunked: a prompt waits until the step's budget holds all of it
-    kv_reservation: str = "prompt"  # "prompt" (grows; a full cache preempts) or "prompt+output" (never)
-    pass_tokens: int = 0  # a step runs in physical passes of at most this many tokens; 0: one pass
-    # Whose kernel timings (data/measured/kernels/) describe this engine's GEMMs and attention: an engine id
-    # with timings ("vllm", "tensorrt-llm", "sglang"), or "" when its kernels are fitted end to end.
-    kernels: str = ""
-
-
-# --------------------------------------------------------------------------------------------------
-# The schema: one Field per key
-# --------------------------------------------------------------------------------------------------
-
-
-# One line per key. An optional field is one line with a default, e.g.
-#     count_field("sliding_window", most=10**9, default=None),
-#     count_field("shared_experts", least=0, most=1_000, default=0),
-# plus the attribute (typed, with the same default) at the end of the dataclass.
-GPU_SCHEMA: tuple[Field, ...] = (
-    Field("id", parse_id),
-    Field("name", parse_text),
-    Field("vendor", parse_text),
-    Field("form_factor", parse_text),
-    positive_field("memory_gb", "GB", GB, "memory_bytes", most=1e5),
-    Field("memory_type", parse_text),
-    positive_field("memory_bandwidth_tb_per_s", "TB/s", TB, "memory_bandwidth_bytes_per_s", most=1e3),
-    positive_field("dense_tflops", "TFLOPS", TFLOPS, "dense_flops_per_s", most=1e6, keys=COMPUTE_PRECISIONS),
-    Field("interconnect", parse_text),
-    # 0 where there is none to speak of (a single CPU or a laptop GPU saved by `roofline measure`)
-    Field(
-        "interconnect_gb_per_s",
-        parse_number,
-        "GB/s",
-        GB,
-        minimum=0,
-        maximum=1e6,
-        attr="interconnect_bytes_per_s",
-    ),
-    Field("power_w", parse_number, "W", minimum=0, maximum=1e5),  # 0: not known (a measured machine)
-    Field("source", parse_url),
-    Field("note", parse_text),
-    Field("memory_binary", parse_bool, default=False),
-)
-
-MODEL_SCHEMA: tuple[Field, ...] = (
-    Field("id", parse_id),
-    Field("name", parse_text),
-    count_field("layers", most=10_000),
-    count_field("hidden_size"),
-    count_field("attention_heads", most=100_000),
-    count_field("kv_heads", most=100_000),
-    count_field("head_dim", most=100_000),
-    count_field("intermediate_size"),
-    count_field("vocab_size", most=10**8),
-    Field("tied_embeddings", parse_bool, default=False),
-    Field("attention_bias", parse_bool, default=False),
-    count_field("experts", most=100_000, default=1),
-    count_field("experts_per_token", most=100_000, default=1),
-    count_field("max_context_tokens", most=10**9),
-    positive_field("published_parameters", "parameters", most=1e15),
-    positive_field("published_active_parameters", "parameters", most=1e15, default=None),
-    Field("source", parse_url),
-    Field("parameter_source", parse_url),
-    Field("note", parse_text),
-    count_field("sliding_window", least=0, most=10**9, default=0),
-    count_field("sliding_window_layers", least=0, most=10_000, default=0),
-    Field("layer_pattern", parse_text, default=""),
-    Field("attention_sinks", parse_bool, default=False),
-    count_field("q_lora_rank", least=0, default=0),
-    count_field("kv_lora_rank", least=0, default=0),
-    count_field("qk_nope_head_dim", least=0, most=100_000, default=0),
-    count_field("qk_rope_head_dim", least=0, most=100_000, default=0),
-    count_field("v_head_dim", least=0, most=100_000, default=0),
-    count_field("moe_intermediate_size", least=0, default=0),
-    count_field("shared_experts", least=0, most=1_000, default=0),
-    count_field("first_dense_layers", least=0, most=10_000, default=0),
-    count_field("routing_groups", most=100_000, default=1),
-    count_field("routing_groups_per_token", most=100_000, default=1),
-    count_field("mtp_layers", least=0, most=100, default=0),
-    positive_field("published_mtp_parameters", "parameters", most=1e15, default=None),
-    Field("qk_norm", parse_bool, default=False),
-    Field("attention_output_bias", parse_bool, default=False),
-    Field("expert_bias", parse_bool, default=False),
-    Field("router_bias", parse_bool, default=False),
-    Field("checkpoint_format", parse_id, default="bf16"),
-    Field("published_active_excludes_embedding", parse_bool, default=False),
-    Field("hf_ids", parse_text_list, default=()),
-)
-
-
-PRICE_KINDS = ("rent", "own")
-
-PRICE_SCHEMA: tuple[Field, ...] = (
-    Field("id", parse_id),
-    Field("gpu", parse_id),
-    positive_field("usd_per_gpu_hour", "USD per GPU-hour", most=1e4, default=None),  # "rent" rows only
-    Field("provider", parse_text),
-    Field("offering", parse_text),
-    Field("date", parse_date),
-    Field("source", parse_url),
-    Field("note", parse_text),
-    Field("kind", one_of(*PRICE_KINDS), default="rent"),
-    positive_field("purchase_usd", "USD", most=1e7, default=None),  # "own" rows only
-)
+        >>> Bound("a fraction must be more than 0 and at most 1", above=0, maximum=1).problem(5.0)
+        'a fraction must be more than 0 and at most 1, got 5'
+        """
+        low = (self.minimum is not None and value < self.minimum) or (
+            self.above is not None and value <= self.above
+        )
+        high = self.maximum is not None and value > self.maximum
+        if low or high or (self.whole and not float(value).is_integer()):
+            return f"{self.says}, got {value:g}"
+        return None
 
 
 # Each assumption names its kind; the kind fixes the physical range (a corrupted or what-if table cannot
@@ -352,37 +256,344 @@ ASSUMPTION_KINDS: dict[str, Bound] = {
     ),
 }
 
-ASSUMPTION_SCHEMA: tuple[Field, ...] = (
-    Field("id", parse_id),
-    Field("value", parse_number),
-    Field("unit", parse_text),
-    Field("kind", one_of(*ASSUMPTION_KINDS)),
-    Field("meaning", parse_text),
-    Field("reason", parse_text),
-    Field("used_by", parse_text),
-)
+
+def column(parse=None, *, key=None, unit="", scale=1.0, minimum=None, above=None, maximum=None, keys=(),
+           default=dataclasses.MISSING):  # fmt: skip
+    """A dataclass field read from one TOML key (``key``, default the field's name): ``parse`` checks the TOML
+    type (default ``parse_text``), ``scale`` converts the file's ``unit`` to SI (GB → bytes), and the bounds
+    (``minimum`` inclusive, ``above`` exclusive, ``maximum`` inclusive) are in the file's unit. ``keys``
+    makes it a table of numbers (``dense_tflops``) keyed by those names. With a ``default`` it is optional.
+
+    >>> f = dataclasses.fields(GPU)[4]
+    >>> f.name, f.metadata["key"], convert(f, 80)
+    ('memory_bytes', 'memory_gb', 80000000000.0)
+    """
+    meta = dict(parse=parse or parse_text, key=key, unit=unit, scale=scale, bounds=(minimum, above, maximum),
+                keys=keys)  # fmt: skip
+    return field(metadata=meta) if default is dataclasses.MISSING else field(default=default, metadata=meta)
 
 
-ENGINE_SCHEMA: tuple[Field, ...] = (
-    Field("id", parse_id),
-    Field("name", parse_text),
-    Field("kind", one_of("ideal", "calibrated")),
-    Field("parallel", one_of("tensor", "pipeline")),
-    Field("version", parse_text),
-    Field("aliases", parse_text_list, default=()),
-    Field("scheduler", one_of("decode-first", "prefill-first")),
-    count_field("token_budget", most=10**7),
-    count_field("max_sequences", most=10**6),
-    count_field("chunk_tokens", most=10**7),
-    Field("chunked_prefill", parse_bool, default=True),
-    Field("whole_prompt_must_fit", parse_bool, default=False),
-    Field("kv_reservation", one_of("prompt", "prompt+output"), default="prompt"),
-    count_field("pass_tokens", least=0, most=10**7, default=0),
-    Field("scheduler_source", parse_url),
-    Field("source", parse_url),
-    Field("note", parse_text),
-    Field("kernels", one_of("", "vllm", "tensorrt-llm", "sglang"), default=""),
-)
+def count(least: int = 1, most: int = 10**7, default=dataclasses.MISSING):
+    """A whole-number field from ``least`` to ``most`` (layers, heads, sizes)."""
+    return column(parse_integer, minimum=least, maximum=most, default=default)
+
+
+def positive(unit: str, scale: float = 1.0, *, most: float, key=None, default=dataclasses.MISSING):
+    """A positive number in ``unit`` (at most ``most``), stored after multiplying by ``scale``."""
+    return column(parse_number, key=key, unit=unit, scale=scale, above=0, maximum=most, default=default)
+
+
+def flag(default: bool = False):
+    """An optional TOML boolean."""
+    return column(parse_bool, default=default)
+
+
+def convert(f: dataclasses.Field, value: Any, parse: Callable | None = None) -> Any:
+    """``value`` for the dataclass field ``f`` (read with ``parse`` instead of the field's own, if given), in
+    SI units, or ``BadValue`` saying what is wrong with it."""
+    m = {**f.metadata, "parse": parse or f.metadata["parse"]}
+    if m["keys"]:
+        if not isinstance(value, dict) or not value:
+            raise BadValue(f"expected an inline table like {{ bf16 = 989.0 }}, got {_describe(value)}")
+        out = {}
+        for k, v in value.items():
+            if k not in m["keys"]:
+                raise BadValue(
+                    f"unknown key {k!r}{did_you_mean(k, m['keys'])}; known: {', '.join(m['keys'])}"
+                )
+            try:
+                out[k] = _scalar(m, v)
+            except BadValue as exc:
+                raise BadValue(f"{k}: {exc}") from None
+        return out
+    return _scalar(m, value)
+
+
+def _scalar(m: Mapping, value: Any) -> Any:
+    unit = f" {m['unit']}" if m["unit"] else ""
+    try:
+        parsed = m["parse"](value)
+    except BadValue as exc:
+        raise BadValue(f"{exc} (the file gives it in {m['unit']})" if m["unit"] else str(exc)) from None
+    if m["parse"] not in (parse_number, parse_integer):
+        return parsed
+    least, above, most = m["bounds"]
+    if least is not None and parsed < least:
+        raise BadValue(f"must be at least {least:g}{unit}, got {parsed:g}")
+    if above is not None and parsed <= above:
+        raise BadValue(f"must be more than {above:g}{unit}, got {parsed:g}")
+    if most is not None and parsed > most:
+        raise BadValue(f"must be at most {most:g}{unit}, got {parsed:g}")
+    return parsed * m["scale"] if m["scale"] != 1.0 else parsed
+
+
+# --------------------------------------------------------------------------------------------------
+# The rows (SI units); each field says how its TOML key is read
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPU:
+    """One accelerator, figures in SI units (see ``data/README.md`` for what each one is)."""
+
+    id: str = column(parse_id)
+    name: str = column()
+    vendor: str = column()
+    form_factor: str = column()
+    memory_bytes: float = positive("GB", GB, key="memory_gb", most=1e5)
+    memory_type: str = column()
+    memory_bandwidth_bytes_per_s: float = positive("TB/s", TB, key="memory_bandwidth_tb_per_s", most=1e3)
+    # precision -> dense peak FLOP/s (never the sparse figure)
+    dense_flops_per_s: dict[str, float] = column(
+        parse_number,
+        key="dense_tflops",
+        unit="TFLOPS",
+        scale=TFLOPS,
+        above=0,
+        maximum=1e6,
+        keys=COMPUTE_PRECISIONS,
+    )
+    interconnect: str = column()
+    # per GPU, both directions together, as vendors quote it; 0 where there is none (a measured laptop)
+    interconnect_bytes_per_s: float = column(parse_number, key="interconnect_gb_per_s", unit="GB/s", scale=GB,
+                                             minimum=0, maximum=1e6)  # fmt: skip
+    power_w: float = column(
+        parse_number, unit="W", minimum=0, maximum=1e5
+    )  # 0: not known (a measured machine)
+    source: str = column(parse_url)
+    note: str = column()
+    # The file's memory_gb is the vendor's printed figure; HBM, GDDR and unified memory are binary-sized,
+    # so a row with memory_binary = true means GiB (80 GB on an H100 is 80 x 2^30 bytes). User rows saved
+    # by ``roofline measure`` give decimal GB of RAM and leave it false.
+    memory_binary: bool = flag()
+
+    def __post_init__(self) -> None:
+        if self.memory_binary:  # memory_bytes arrives as memory_gb x 1e9; the row says it is GiB
+            object.__setattr__(self, "memory_bytes", self.memory_bytes / GB * GiB)
+
+    def __hash__(self) -> int:  # the dict field makes the default hash fail; ids are unique
+        return hash(self.id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """One transformer's architecture, from its published config."""
+
+    id: str = column(parse_id)
+    name: str = column()
+    layers: int = count(most=10_000)
+    hidden_size: int = count()
+    attention_heads: int = count(most=100_000)
+    kv_heads: int = count(most=100_000)
+    head_dim: int = count(most=100_000)
+    intermediate_size: int = count()
+    vocab_size: int = count(most=10**8)
+    tied_embeddings: bool = flag()
+    attention_bias: bool = flag()
+    experts: int = count(most=100_000, default=1)
+    experts_per_token: int = count(most=100_000, default=1)
+    max_context_tokens: int = count(most=10**9)
+    published_parameters: float = positive("parameters", most=1e15)
+    published_active_parameters: float | None = positive("parameters", most=1e15, default=None)
+    source: str = column(parse_url)
+    parameter_source: str = column(parse_url)
+    note: str = column()
+    # Optional architecture fields; the defaults reproduce a plain GQA transformer.
+    sliding_window: int = count(0, 10**9, default=0)  # tokens a sliding-window layer attends to and keeps
+    sliding_window_layers: int = count(0, 10_000, default=0)  # how many of the layers slide
+    layer_pattern: str = column(default="")  # which layers slide, in words (config.json's layer_types)
+    attention_sinks: bool = flag()  # one learned logit per head per layer (gpt-oss): H parameters, no KV
+    q_lora_rank: int = count(0, default=0)  # MLA query compression rank (0: queries projected directly)
+    kv_lora_rank: int = count(0, default=0)  # MLA latent width cached per token per layer (0: not MLA)
+    qk_nope_head_dim: int = count(0, 100_000, default=0)  # MLA per-head q/k dims without rotary position
+    qk_rope_head_dim: int = count(0, 100_000, default=0)  # MLA rotary dims; the key part is cached, shared
+    v_head_dim: int = count(0, 100_000, default=0)  # MLA per-head value dims
+    moe_intermediate_size: int = count(0, default=0)  # width of one expert's gated MLP (0: intermediate_size)
+    shared_experts: int = count(0, 1_000, default=0)  # experts every token uses, beside the routed ones
+    first_dense_layers: int = count(0, 10_000, default=0)  # leading layers with a dense MLP
+    routing_groups: int = count(1, 100_000, default=1)  # expert groups for group-limited routing (n_group)
+    routing_groups_per_token: int = count(1, 100_000, default=1)  # groups a token's experts may come from
+    mtp_layers: int = count(0, 100, default=0)  # multi-token-prediction modules shipped with the checkpoint
+    published_mtp_parameters: float | None = positive("parameters", most=1e15, default=None)
+    qk_norm: bool = flag()  # RMSNorm on q and k per head (Qwen3): 2 x head_dim parameters per layer
+    attention_output_bias: bool = flag()  # o_proj has a bias (gpt-oss); attention_bias is q/k/v only
+    expert_bias: bool = flag()  # expert matmuls have biases (gpt-oss)
+    router_bias: bool = flag()  # the router has a bias of E values per MoE layer
+    checkpoint_format: str = column(parse_id, default="bf16")  # the release format, a weight-format id
+    published_active_excludes_embedding: bool = flag()  # gpt-oss's active count leaves out the input table
+    hf_ids: tuple[str, ...] = column(parse_text_list, default=())  # Hugging Face repositories of this shape
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek): the KV cache holds a latent, not per-head K and V."""
+        return self.kv_lora_rank > 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Price:
+    """What one GPU-hour of ``gpu`` costs, with its date and source.
+
+    ``kind`` ``"rent"``: a listed on-demand price (``usd_per_gpu_hour`` as the provider prints it, per GPU).
+    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and the loader derives
+    ``usd_per_gpu_hour`` with ``roofline.physics.cost.ownership_usd_per_hour`` from the ownership
+    assumptions (``assumptions.toml``: lifetime, hours of use a day, power, electricity price).
+    """
+
+    id: str = column(parse_id)
+    gpu: str = column(parse_id)
+    # for an "own" row: derived on load, never stored in the file
+    usd_per_gpu_hour: float | None = positive("USD per GPU-hour", most=1e4, default=None)
+    provider: str = column()
+    offering: str = column()
+    date: str = column(parse_date)
+    source: str = column(parse_url)
+    note: str = column()
+    kind: str = column(parse_choice("rent", "own"), default="rent")  # a listed hourly price, or bought
+    purchase_usd: float | None = positive("USD", most=1e7, default=None)  # "own" rows: the price paid, USD
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assumption:
+    """One assumed number (``assumptions.toml``): ``value`` in ``unit``, what it means and why this value.
+
+    ``kind`` names its physical bound (``ASSUMPTION_KINDS``): a fraction is in (0, 1], an overhead is at
+    least 0, a count a whole number of at least 1, and so on. ``roofline.assumptions`` reads it.
+    """
+
+    id: str = column(parse_id)
+    value: float = column(parse_number)
+    unit: str = column()
+    kind: str = column(parse_choice(*ASSUMPTION_KINDS))
+    meaning: str = column()
+    reason: str = column()
+    used_by: str = column()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Engine:
+    """One inference engine as the library models it (``engines.toml``); ``roofline.engines`` looks it up.
+
+    ``kind`` is ``"ideal"`` (the roofline floor: no calibration) or ``"calibrated"`` (fitted parameters in
+    ``calibration.toml`` under this id). ``version`` names the software the calibration represents.
+    ``parallel`` is how it splits a model over GPUs: ``"tensor"`` (every matrix) or ``"pipeline"`` (layers).
+    The scheduler fields are the engine's documented serving defaults (``data/README.md`` lists them);
+    ``roofline.sim.engine_policy`` turns them into the simulator's ``SchedulerPolicy``.
+    """
+
+    id: str = column(parse_id)
+    name: str = column()
+    kind: str = column(parse_choice("ideal", "calibrated"))
+    parallel: str = column(parse_choice("tensor", "pipeline"))
+    version: str = column()
+    aliases: tuple[str, ...] = column(parse_text_list, default=())
+    # "decode-first" (chunked prefill rides in decode steps) or "prefill-first"
+    scheduler: str = column(parse_choice("decode-first", "prefill-first"))
+    token_budget: int = count(most=10**7)  # tokens one step may carry (max_num_batched_tokens and the like)
+    max_sequences: int = count(most=10**6)  # sequences one step may carry (max_num_seqs)
+    chunk_tokens: int = count(most=10**7)  # largest prompt chunk per step, when chunked prefill is on
+    scheduler_source: str = column(parse_url)
+    source: str = column(parse_url)
+    note: str = column()
+    chunked_prefill: bool = flag(True)  # False: every prompt runs whole in one step
+    whole_prompt_must_fit: bool = flag()  # unchunked: a prompt waits until the step's budget holds all of it
+    # "prompt" (grows; a full cache preempts) or "prompt+output" (never)
+    kv_reservation: str = column(parse_choice("prompt", "prompt+output"), default="prompt")
+    pass_tokens: int = count(0, 10**7, default=0)  # a step runs in passes of at most this many tokens; 0: one
+    # Whose kernel timings (data/measured/kernels/) describe this engine's GEMMs and attention: an engine id
+    # with timings ("vllm", "tensorrt-llm", "sglang"), or "" when its kernels are fitted end to end.
+    kernels: str = column(parse_choice("", "vllm", "tensorrt-llm", "sglang"), default="")
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading a table: every row against its dataclass, then the rules that span fields
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """One file: its name, the key of its ``[[array]]`` rows, the row kind for messages, the dataclass each
+    row becomes, other allowed top-level keys, the rules that span fields (a function of the built row
+    returning ``(field, problem)`` pairs), and whether a ``source`` may be a sentence instead of a URL (a
+    learner's own rows: a measurement or a calibration has no URL)."""
+
+    file: str
+    array: str
+    kind: str
+    cls: type
+    top_level: tuple[str, ...] = ()
+    rules: Callable[[Any], list[tuple[str, str]]] | None = None
+    sentence_sources: bool = False
+
+
+def _read(directory: Traversable, table: Table, env_var: str | None = None) -> tuple[str, dict]:
+    """The parsed TOML of one table and the label errors use for its file."""
+    source = directory / table.file
+    label = str(source)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        where = f" (set by {env_var})" if env_var else ""
+        raise table_error(label, None, None, f"cannot read the table{where}: {exc.strerror or exc}") from None
+    try:
+        return label, tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise table_error(label, None, None, f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level: ~1,000 levels exhaust the stack
+        raise table_error(label, None, None, "nested too deeply to be a table") from None
+
+
+def read_rows(directory: Traversable, table: Table, env_var: str | None = None) -> list:
+    """Every row of ``table`` in ``directory``, checked against its dataclass's fields, converted to SI, in
+    file order. Raises ``DataTableError`` (file, row id, field) at the first problem.
+
+    >>> [g.id for g in read_rows(data_dir(), GPU_TABLE)][:2]
+    ['h100-sxm', 'h100-pcie']
+    """
+    label, doc = _read(directory, table, env_var)
+    known = (table.array, *table.top_level)
+    for key in doc:
+        if key not in known:
+            problem = f"unknown top-level key{did_you_mean(key, known)}; expected [[{table.array}]] rows"
+            raise table_error(label, None, key, problem)
+    rows = doc.get(table.array)
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise table_error(label, None, table.array, f"expected one or more [[{table.array}]] tables")
+    by_key = {f.metadata["key"] or f.name: f for f in dataclasses.fields(table.cls)}
+    out, seen = [], {}
+    for number, row in enumerate(rows, start=1):
+        raw_id = row.get("id")
+        row_id = repr(raw_id) if isinstance(raw_id, str) else f"#{number} (no valid id)"
+        for key in row:
+            if key not in by_key:
+                raise table_error(label, row_id, key, f"unknown key{did_you_mean(key, by_key)}")
+        values = {f.name: _field_value(table, f, key, row, label, row_id) for key, f in by_key.items()}
+        if values["id"] in seen:
+            problem = f"duplicate id: rows #{seen[values['id']]} and #{number} both use it"
+            raise table_error(label, row_id, "id", problem)
+        seen[values["id"]] = number
+        item = table.cls(**values)
+        for field_name, problem in table.rules(item) if table.rules else ():
+            raise table_error(label, row_id, field_name, problem)
+        out.append(item)
+    return out
+
+
+def _field_value(table: Table, f: dataclasses.Field, key: str, row: dict, label: str, row_id: str) -> Any:
+    """The value of field ``f`` in ``row`` (its default if the row leaves it out and it has one)."""
+    if key not in row:
+        if f.default is dataclasses.MISSING:
+            unit = f" (in {f.metadata['unit']})" if f.metadata["unit"] else ""
+            raise table_error(label, row_id, key, f"missing: every {table.kind} row needs it{unit}")
+        return f.default
+    sentence = table.sentence_sources and f.name in ("source", "scheduler_source")
+    try:
+        return convert(f, row[key], parse_text if sentence else None)
+    except BadValue as exc:
+        raise table_error(label, row_id, key, str(exc)) from None
 
 
 def _model_rules(row: Model) -> list[tuple[str, str]]:
@@ -438,26 +649,15 @@ def _assumption_rules(row: Assumption) -> list[tuple[str, str]]:
     return [("value", problem)] if problem else []
 
 
-GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU_SCHEMA, GPU)
-MODEL_TABLE = Table("models.toml", "model", "model", MODEL_SCHEMA, Model, rules=_model_rules)
-PRICE_TABLE = Table(
-    "prices.toml", "price", "price", PRICE_SCHEMA, Price, top_level=("as_of",), rules=_price_rules
-)
-ASSUMPTION_TABLE = Table(
-    "assumptions.toml", "assumption", "assumption", ASSUMPTION_SCHEMA, Assumption, rules=_assumption_rules
-)
-ENGINE_TABLE = Table("engines.toml", "engine", "engine", ENGINE_SCHEMA, Engine)
-# A learner's own GPU rows (``roofline measure --save``): the same checks, but the source may be a sentence
-# ("measured on this machine …"): a measurement has no URL.
-USER_ENGINE_TABLE = dataclasses.replace(
-    ENGINE_TABLE,
-    schema=tuple(
-        Field(f.key, parse_text) if f.key in ("source", "scheduler_source") else f for f in ENGINE_SCHEMA
-    ),
-)  # a learner's calibrated engines: their source is a sentence ("calibrated on …"), not a URL
-USER_GPU_TABLE = dataclasses.replace(
-    GPU_TABLE, schema=tuple(Field("source", parse_text) if f.key == "source" else f for f in GPU_SCHEMA)
-)
+GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU)
+MODEL_TABLE = Table("models.toml", "model", "model", Model, rules=_model_rules)
+PRICE_TABLE = Table("prices.toml", "price", "price", Price, top_level=("as_of",), rules=_price_rules)
+ASSUMPTION_TABLE = Table("assumptions.toml", "assumption", "assumption", Assumption, rules=_assumption_rules)
+ENGINE_TABLE = Table("engines.toml", "engine", "engine", Engine)
+# A learner's own rows (``roofline measure --save``, ``roofline calibrate``): the same checks, but a source
+# may be a sentence ("measured on this machine …"): a measurement has no URL.
+USER_GPU_TABLE = dataclasses.replace(GPU_TABLE, sentence_sources=True)
+USER_ENGINE_TABLE = dataclasses.replace(ENGINE_TABLE, sentence_sources=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -526,12 +726,6 @@ def shipped_dir() -> Traversable:
     Unlike ``data_dir()`` this ignores ``$ROOFLINE_DATA_DIR``: for tables a user is not meant to replace.
     """
     return _packaged_tables() or _repository_tables()
-
-
-def __getattr__(name: str):  # ``DATA_DIR`` kept for old callers; computed when asked, so never stale
-    if name == "DATA_DIR":
-        return data_dir()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _rows(directory: Traversable, table: Table) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.selfcheck import card
+from roofline.lessons.pack01_speed_physics import card
 
 from .conftest import ARTIFACTS, LESSONS, drive_first_control, open_page
 

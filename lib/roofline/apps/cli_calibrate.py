@@ -19,10 +19,10 @@ measurement below the ideal floor, or two of one configuration more than 2x apar
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps import cli_support as support
+from roofline.apps.cli_options import add_common_arguments, lower, usage_error
+from roofline.apps.cli_output import EXIT_OK, fmt_seconds, print_json, rows_text
 from roofline.calibration import calibrate
 
-EXIT_OK = 0
 KEYS = {"batch": "batch", "context": "input_tokens", "prompt": "input_tokens", "output": "output_tokens"}
 
 
@@ -34,8 +34,8 @@ def add_parser(subparsers) -> None:
         description="Fit your engine's per-step, per-layer and per-sequence costs to your measurements; "
         "the kernels keep their measured efficiencies.",
     )
-    support.add_common_arguments(p)
-    p.add_argument("--name", type=support._lower, required=True, help="your engine's id (e.g. my-vllm)")
+    add_common_arguments(p)
+    p.add_argument("--name", type=lower, required=True, help="your engine's id (e.g. my-vllm)")
     p.add_argument("--base", default="vllm", metavar="ENGINE", help="the engine you measured (default vllm)")
     p.add_argument(
         "--point",
@@ -64,21 +64,19 @@ def parse_point(text: str, args) -> calibrate.Point:
         try:
             number = float(value)
         except ValueError:
-            raise support.usage_error(
-                "calibrate", f"--point {text!r}: {key}={value!r} is not a number"
-            ) from None
+            raise usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
         if key in calibrate.KINDS and kind is None:
             kind, fields["measured_s"] = key, number / 1000
         elif key in KEYS and number == int(number) and number >= (0 if key == "context" else 1):
             fields[KEYS[key]] = int(number)
         else:
-            raise support.usage_error(
+            raise usage_error(
                 "calibrate",
                 f"--point {text!r}: unknown or bad part {part!r} (kinds: tpot, ttft, latency in "
                 "ms; then batch=, context=, prompt=, output= as whole numbers)",
             )
     if kind is None:
-        raise support.usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
+        raise usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
     if kind == "tpot":
         fields.setdefault("output_tokens", 1)
     return calibrate.Point(
@@ -99,28 +97,16 @@ def run(args) -> int:
     cal = calibrate.fit_points(points, args.name, base.id)
     costs = cal.overheads[args.name]
     saved = [] if args.dry_run else calibrate.save(cal, args.name, base.id, points)
-    if args.json:
-        support.print_json(
-            {
-                "command": "calibrate",
-                "engine": args.name,
-                "base": base.id,
-                "points": len(points),
-                "costs_s": costs,
-                "base_costs_s": engines.load_calibration().overheads_for(base.id)[0]
-                if args.dry_run
-                else None,
-                "prior_dominated": cal.provenance.get("prior_dominated", []),
-                "saved": saved,
-            }
-        )
-        return EXIT_OK
-    rows = [
-        (name.replace("_s", "").replace("_", " "), support._fmt_time(value)) for name, value in costs.items()
-    ]
-    print(f"calibrate: {args.name}, on {base.name}'s kernels, from {len(points)} measurement(s)")
-    print(support._block(rows))
     weak = cal.provenance.get("prior_dominated", [])
+    if args.json:
+        base_costs = engines.load_calibration().overheads_for(base.id)[0] if args.dry_run else None
+        print_json({"command": "calibrate", "engine": args.name, "base": base.id, "points": len(points),
+                    "costs_s": costs, "base_costs_s": base_costs, "prior_dominated": weak,
+                    "saved": saved})  # fmt: skip
+        return EXIT_OK
+    rows = [(name.replace("_s", "").replace("_", " "), fmt_seconds(value)) for name, value in costs.items()]
+    print(f"calibrate: {args.name}, on {base.name}'s kernels, from {len(points)} measurement(s)")
+    print(rows_text(rows))
     if weak:
         print(
             f"kept near {base.id}'s values (your points do not pin them): "

@@ -17,10 +17,26 @@ import sys
 
 import roofline as rl
 from roofline.apps.cli_figures import achievable_decode, does_not_fit, ideal_step, price_fields, price_of
-from roofline.apps.cli_options import (BATCH, CONTEXT, add_common_arguments, add_engine_argument,
-                                       add_price_arguments, real_number)  # fmt: skip
-from roofline.apps.cli_output import (EXIT_OK, extrapolation_rows, fmt_count, fmt_seconds, fmt_usd,
-                                      precisions_text, price_text, print_json, rows_text, setup_text)  # fmt: skip
+from roofline.apps.cli_options import (
+    BATCH,
+    CONTEXT,
+    add_common_arguments,
+    add_engine_argument,
+    add_price_arguments,
+    real_number,
+)
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    extrapolation_rows,
+    fmt_count,
+    fmt_seconds,
+    fmt_usd,
+    precisions_text,
+    price_text,
+    print_json,
+    rows_text,
+    setup_text,
+)
 from roofline.units import SECONDS_PER_HOUR
 
 
@@ -31,7 +47,8 @@ def add_parser(sub) -> None:
     p.add_argument("--batch", type=BATCH, default=None, help="users decoding together (default 1)")
     p.add_argument("--context", type=CONTEXT, default=None, help="tokens of KV each user holds (default 0)")
     p.add_argument("--tokens-per-s", type=real_number(0, 1e12, "tokens/s", above=True), default=None,
-                   metavar="RATE", help="a throughput to price directly (all GPUs together), instead of a model")  # fmt: skip
+                   metavar="RATE",
+                   help="a throughput to price directly (all GPUs together), instead of a model")  # fmt: skip
     add_price_arguments(p)
     add_engine_argument(p)
     p.set_defaults(handler=lambda args: run(args, p))
@@ -51,7 +68,9 @@ def run(args, parser) -> int:
         if usd_per_gpu_hour is None:
             parser.error(f"GPU {rl.get_gpu(gpu).id} has no price in data/prices.toml: give --usd-per-hour")
         if price and rl.get_gpu(gpu).id != price.gpu:
-            print(f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr)
+            print(
+                f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr
+            )
         try:
             d, step = _cost_of_model(args, gpu, usd_per_gpu_hour)
         except rl.DoesNotFitError:
@@ -124,7 +143,8 @@ def _print_cost(args, d: dict, step, price) -> None:
         real = d["achievable"]
         print(
             f"cost: {setup_text(step.model_id, step.gpu_id, num_gpus)}, batch {d['batch']}, context "
-            f"{d['context_tokens']:,} tokens, {precisions_text(args.weights, args.kv, args.weights_defaulted)}"
+            f"{d['context_tokens']:,} tokens, "
+            f"{precisions_text(args.weights, args.kv, args.weights_defaulted)}"
         )
         rows = [
             ("step time", f"{fmt_seconds(step.step_time_s)} ({step.binding}-bound) ideal; "

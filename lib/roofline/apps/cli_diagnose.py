@@ -28,9 +28,26 @@ import numpy as np
 import roofline as rl
 from roofline import engines
 from roofline.apps.cli_figures import coverage_fields, decode_times, prefill_times, setup_fields
-from roofline.apps.cli_options import (BATCH, CONTEXT, MAX_MS, TOKENS, add_common_arguments, add_engine_argument,
-                                       check_tensor_parallel, check_window, real_number, usage_error)  # fmt: skip
-from roofline.apps.cli_output import EXIT_OK, extrapolation_rows, fmt_seconds, print_json, rows_text, weights_text
+from roofline.apps.cli_options import (
+    BATCH,
+    CONTEXT,
+    MAX_MS,
+    TOKENS,
+    add_common_arguments,
+    add_engine_argument,
+    check_tensor_parallel,
+    check_window,
+    real_number,
+    usage_error,
+)
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    extrapolation_rows,
+    fmt_seconds,
+    print_json,
+    rows_text,
+    weights_text,
+)
 from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 
 # What each part of the gap budget is, for the verdict (roofline.engines.BUDGET_PARTS).
@@ -135,15 +152,21 @@ def _t(s: float) -> str:
 def _verdict(d: dict) -> str:
     where = d["sits_in"]
     if d["below_floor"]:
-        alts = ", ".join(f"{x['weight_precision']} ({_t(x['floor_s'])})" for x in d["precisions_within_floor"])
+        alts = ", ".join(
+            f"{x['weight_precision']} ({_t(x['floor_s'])})" for x in d["precisions_within_floor"]
+        )
         return (
             f"below the floor: faster than {d['weight_precision']} weights allow on this GPU, so the "
             "measurement or its precision is wrong (the bytes read, the GPU count, what was counted as a "
-            "token). " + (f"Floors at or below it: {alts}." if alts else "No weight precision's floor is this low.")
+            "token). "
+            + (f"Floors at or below it: {alts}." if alts else "No weight precision's floor is this low.")
         )
     if where in MEANING:
         return f"in the {where} part of the gap: {MEANING[where]}"
-    return "slower than a tuned engine on this GPU: the rest is queueing, small batches, the CPU or a slower stack"
+    return (
+        "slower than a tuned engine on this GPU: the rest is queueing, small batches, the CPU or a slower "
+        "stack"
+    )
 
 
 def _human(d: dict, args) -> str:
@@ -167,7 +190,11 @@ def _human(d: dict, args) -> str:
         return f"{_t(ref)}: the measurement takes {m / ref:.2f}× this time"
 
     given = d["measured"]
-    shown = f"{given['tokens_per_s']:g} tokens/s per user: a step of {_t(m)}" if "tokens_per_s" in given else _t(m)
+    shown = (
+        f"{given['tokens_per_s']:g} tokens/s per user: a step of {_t(m)}"
+        if "tokens_per_s" in given
+        else _t(m)
+    )
     parts = " + ".join(f"{k} {_t(d['budget'][k])}" for k in ("floor", *engines.BUDGET_PARTS))
     rows = [
         ("measured", shown),

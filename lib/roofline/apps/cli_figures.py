@@ -69,7 +69,8 @@ def decode_times(args, batch, context, *, model=None, gpu=None, weights=None, en
     others are given."""
     return engines.decode_step_times(
         model or args.model, gpu or args.gpu, batch, context, num_gpus=args.gpus,
-        weight_precision=weights or args.weights, kv_precision=args.kv, engine=engine or args.engine, **options,
+        weight_precision=weights or args.weights, kv_precision=args.kv, engine=engine or args.engine,
+        **options,
     )  # fmt: skip
 
 
@@ -91,7 +92,9 @@ def _calibration_file() -> str:
 def achievable_decode(args, batch: int, context: int, *, gpu=None) -> dict:
     """The engine's decode step next to the ideal one: the ``achievable`` JSON object (SI units)."""
     gpu = gpu or args.gpu
-    launch_s = getattr(args, "launch_overhead_ms", 0.0) * MS  # a CPU that cannot hide launches slows any engine
+    launch_s = (
+        getattr(args, "launch_overhead_ms", 0.0) * MS
+    )  # a CPU that cannot hide launches slows any engine
     step = float(decode_times(args, batch, context, gpu=gpu, launch_overhead_s=launch_s)["total"])
     return {
         "engine": engines.get_engine(args.engine).id,
@@ -104,7 +107,7 @@ def achievable_decode(args, batch: int, context: int, *, gpu=None) -> dict:
 
 
 def achievable_prefill(args) -> dict:
-    """The engine's prompt pass of ``args.prompt`` tokens next to the ideal one (the ``achievable`` object)."""
+    """The engine's pass of ``args.prompt`` tokens next to the ideal one: the ``achievable`` JSON object."""
     return {
         "engine": engines.get_engine(args.engine).id,
         "time_s": float(prefill_times(args)["total"]),
@@ -114,7 +117,7 @@ def achievable_prefill(args) -> dict:
 
 
 def available_text(have: float, gpu, num_gpus: int, memory: str, hint: str = "") -> str:
-    """What "memory available" (``have`` bytes) means: the engine's budget for weights and KV, or all of it."""
+    """What "memory available" (``have``, bytes) means: the engine's budget for weights and KV, or all."""
     total = fmt_capacity(gpu, num_gpus)
     if memory == "ideal":
         return f"{fmt_bytes(have)} (all of {total})"

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import roofline as rl
 from roofline.apps.cli_figures import available_text, setup_fields
-from roofline.apps.cli_options import BATCH, TOKENS, add_common_arguments, check_window, tensor_parallel_problem
+from roofline.apps.cli_options import (
+    BATCH,
+    TOKENS,
+    add_common_arguments,
+    check_window,
+    tensor_parallel_problem,
+)
 from roofline.apps.cli_output import EXIT_NO, EXIT_OK, precisions_text, print_json, rows_text, setup_text
 from roofline.units import fmt_bytes
 
@@ -24,7 +30,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("fit", help="memory needed vs available; the largest batch at a context")
     add_common_arguments(p)
     p.add_argument("--context", type=TOKENS, required=True, help="tokens of KV each user holds")
-    p.add_argument("--batch", type=BATCH, default=None, help="check this many users (exit 1 if they do not fit)")
+    p.add_argument(
+        "--batch", type=BATCH, default=None, help="check this many users (exit 1 if they do not fit)"
+    )
     p.add_argument(
         "--memory", choices=["engine", "ideal"], default="engine",
         help="engine: what an engine leaves weights and KV under vLLM's defaults (default); ideal: all of it",
@@ -51,7 +59,8 @@ def run(args) -> int:
         "gpu_memory_bytes": rl.memory_capacity_bytes(g, args.gpus),
         "memory_model": args.memory,
         "max_batch": largest,
-        "memory_needed_at_max_batch_bytes": rl.memory_needed_bytes(m, largest, args.context, args.weights, args.kv),
+        "memory_needed_at_max_batch_bytes": rl.memory_needed_bytes(m, largest, args.context, args.weights,
+                                                                   args.kv),
         "batch": None, "memory_needed_bytes": None, "fits": None, "margin_bytes": None, "margin_users": None,
         # vLLM's memory budget assumes vLLM can run this split: say so when it would refuse it
         "tensor_parallel_problem": (tensor_parallel_problem(m, args.gpus, "vllm") or None)
@@ -78,9 +87,10 @@ def _rows(d: dict, args) -> list[tuple[str, str]]:
     largest, have = d["max_batch"], d["memory_capacity_bytes"]
     rows = [
         ("weights", fmt_bytes(d["weight_bytes"])),
-        ("KV cache per user", f"{fmt_bytes(d['kv_bytes_per_user'])} ({fmt_bytes(d['kv_bytes_per_token'])} per "
-                              f"token × {args.context:,} tokens)"),
-        ("memory available", available_text(have, args.gpu, args.gpus, args.memory, "; --memory ideal counts all")),
+        ("KV cache per user", f"{fmt_bytes(d['kv_bytes_per_user'])} ({fmt_bytes(d['kv_bytes_per_token'])} "
+                              f"per token × {args.context:,} tokens)"),
+        ("memory available", available_text(have, args.gpu, args.gpus, args.memory,
+                                             "; --memory ideal counts all")),
         ("largest batch", f"{largest} users (needing {fmt_bytes(d['memory_needed_at_max_batch_bytes'])})"
          if largest > 0 else f"0: the weights alone need more than {fmt_bytes(have)}"),
     ]  # fmt: skip

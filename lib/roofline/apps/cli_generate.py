@@ -23,8 +23,15 @@ pipeline stages than layers) and formats. docs/cli.md lists every field. Errors 
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps.cli_options import (BATCH, TOKENS, add_common_arguments, add_engine_argument, check_pipeline,
-                                       check_tensor_parallel, check_window)  # fmt: skip
+from roofline.apps.cli_options import (
+    BATCH,
+    TOKENS,
+    add_common_arguments,
+    add_engine_argument,
+    check_pipeline,
+    check_tensor_parallel,
+    check_window,
+)
 from roofline.apps.cli_output import EXIT_OK, jsonable, precisions_text, print_json, rows_text
 from roofline.calibration.measurements import nearest_measured
 from roofline.units import fmt_time
@@ -58,7 +65,11 @@ def add_parser(subparsers) -> None:
 def result_dict(r: engines.GenerateResult) -> dict:
     """The JSON object of one result (the CLI contract; SI units)."""
     d = r.to_dict()
-    named = {"command": "generate", **{k: d[v] for k, v in FIELDS.items()}, "default_engine": engines.DEFAULT_ENGINE}
+    named = {
+        "command": "generate",
+        **{k: d[v] for k, v in FIELDS.items()},
+        "default_engine": engines.DEFAULT_ENGINE,
+    }
     return jsonable({**named, **{k: d[k] for k in ("fits", "ideal", "achievable", "calibration")}})
 
 

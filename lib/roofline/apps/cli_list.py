@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
     """The ``list`` subcommand and its options."""
     p = sub.add_parser("list", help="the GPU, model and price tables")
     p.add_argument("what", choices=["gpus", "models", "prices", "engines"])
-    p.add_argument("--precision", type=lower, default="bf16",
-                   help="precision for the peak/ridge (gpus) or bytes (models) columns (default bf16)")  # fmt: skip
+    p.add_argument("--precision", type=lower, default="bf16", help="precision for the peak/ridge (gpus) or "
+                   "bytes (models) columns (default bf16)")  # fmt: skip
     add_json_argument(p)
 
 

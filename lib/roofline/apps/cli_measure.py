@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import sys
 
+from roofline.apps.cli_output import EXIT_OK
 from roofline.measure import bench
 from roofline.measure.userdata import check_save_name, save_user_gpu
 from roofline.units import GB, MS, US
 
 ENGINES = ("llama.cpp",)
-
-EXIT_OK = 0
 
 
 def add_parser(subparsers) -> None:
@@ -45,7 +44,6 @@ def add_parser(subparsers) -> None:
         help="also run a real engine on models made here and place it on the measured roofline "
         "(needs the 'engine' group: uv run --group engine roofline measure --engine llama.cpp)",
     )
-    p.set_defaults(handler=run)
 
 
 def run(args) -> int:

@@ -139,7 +139,9 @@ def add_common_arguments(p, *, required: bool = True, kv_default: str | None = "
     p.add_argument(
         "--model", type=lower, required=required, default=None, help="model id (see `roofline list models`)"
     )
-    p.add_argument("--gpu", type=lower, required=required, default=None, help="GPU id (see `roofline list gpus`)")
+    p.add_argument(
+        "--gpu", type=lower, required=required, default=None, help="GPU id (see `roofline list gpus`)"
+    )
     p.add_argument("--gpus", type=GPUS, default=1, metavar="N",
                    help=f"GPUs in tensor parallel (default 1, at most {MAX_GPUS:,})")  # fmt: skip
     p.add_argument(

@@ -26,10 +26,23 @@ from __future__ import annotations
 import roofline as rl
 from roofline import sim
 from roofline.apps.cli_figures import coverage_fields, price_fields, price_of, setup_fields
-from roofline.apps.cli_options import (MAX_REPLICAS, add_common_arguments, add_engine_argument,
-                                       add_price_arguments, check_tensor_parallel, whole_number)  # fmt: skip
-from roofline.apps.cli_output import (EXIT_OK, extrapolation_rows, jsonable, price_text, print_json, rows_text,
-                                      weights_text)
+from roofline.apps.cli_options import (
+    MAX_REPLICAS,
+    add_common_arguments,
+    add_engine_argument,
+    add_price_arguments,
+    check_tensor_parallel,
+    whole_number,
+)
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    extrapolation_rows,
+    jsonable,
+    price_text,
+    print_json,
+    rows_text,
+    weights_text,
+)
 from roofline.apps.cli_serve import SEED, add_load_arguments, add_slo_arguments, slo_targets, workload
 from roofline.assumptions import assumption
 from roofline.engines import get_engine
@@ -37,6 +50,7 @@ from roofline.sim import validation
 
 # The targets a plan meets when --slo-ttft-ms or --slo-tpot-ms is left out (data/assumptions.toml).
 DEFAULT_TARGETS = {"slo_ttft_s": "ttft_target_s", "slo_tpot_s": "tpot_target_s"}
+
 
 def add_parser(subparsers) -> None:
     """Register ``plan`` on an argparse subparsers object."""
@@ -77,10 +91,10 @@ def run(args) -> int:
 
 def _plan(args, engine: str, policy, usd: float | None, load: dict) -> sim.CapacityPlan:
     return sim.plan_capacity(
-        args.model, args.gpu, args.rate, input_tokens=load["input_tokens"], output_tokens=load["output_tokens"],
-        **slo_targets(args), requests=load["requests"], max_replicas=args.max_replicas, seed=args.seed,
-        engine=engine, policy=policy, num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv,
-        usd_per_gpu_hour=0.0 if usd is None else usd,
+        args.model, args.gpu, args.rate, input_tokens=load["input_tokens"],
+        output_tokens=load["output_tokens"], **slo_targets(args), requests=load["requests"],
+        max_replicas=args.max_replicas, seed=args.seed, engine=engine, policy=policy, num_gpus=args.gpus,
+        weight_precision=args.weights, kv_precision=args.kv, usd_per_gpu_hour=0.0 if usd is None else usd,
     )  # fmt: skip
 
 
@@ -100,7 +114,9 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     """The JSON object of ``plan`` (SI units); docs/cli.md lists the fields."""
     m = rl.get_model(args.model)
     cap = sim.kv_capacity_tokens(m, args.gpu, args.gpus, args.weights, args.kv)
-    policy = sim.engine_policy(args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens)
+    policy = sim.engine_policy(
+        args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens
+    )
     targets = {k: assumption(DEFAULT_TARGETS[k]) if v is None else v for k, v in slo_targets(args).items()}
     lengths = {"input_tokens": load["input_tokens"], "output_tokens": load["output_tokens"]}
     return jsonable({
@@ -115,7 +131,8 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
         **_plan_dict(p, usd),
         "usd_per_gpu_hour": usd,
         **price_fields(price),
-        "tried": [{"replicas": k, "p99_ttft_s": t, "p99_tpot_s": o, "meets_slo": ok} for k, t, o, ok in p.tried],
+        "tried": [{"replicas": k, "p99_ttft_s": t, "p99_tpot_s": o, "meets_slo": ok}
+                  for k, t, o, ok in p.tried],
         "ideal": None if ideal is None else _plan_dict(ideal, usd),
         "error_band": dict(validation.error_band(get_engine(args.engine).id)),
         **coverage_fields(args, None, **lengths),
@@ -155,8 +172,8 @@ def _cost(x: dict) -> str:
 
 def _human(d: dict, args, price) -> str:
     head = (
-        f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), Poisson {d['rate_per_s']:g} "
-        f"req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
+        f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), "
+        f"Poisson {d['rate_per_s']:g} req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
         f"{weights_text(d['weight_precision'], args.weights_defaulted)}; targets p99 TTFT <= "
         f"{_ms(d['slo_ttft_s'])}, p99 TPOT <= {_ms(d['slo_tpot_s'])}"
     )

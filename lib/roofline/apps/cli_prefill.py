@@ -15,8 +15,18 @@ from __future__ import annotations
 import roofline as rl
 from roofline.apps.cli_figures import achievable_prefill, does_not_fit, ideal_step
 from roofline.apps.cli_options import CONTEXT, TOKENS, add_common_arguments, add_engine_argument
-from roofline.apps.cli_output import (EXIT_OK, achievable_rows, fmt_count, fmt_flop, fmt_seconds, picked,
-                                      precisions_text, print_json, rows_text, setup_text)  # fmt: skip
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    achievable_rows,
+    fmt_count,
+    fmt_flop,
+    fmt_seconds,
+    picked,
+    precisions_text,
+    print_json,
+    rows_text,
+    setup_text,
+)
 from roofline.units import fmt_bytes
 
 # The JSON fields of the library's result `prefill` promises (docs/cli.md), in order.
@@ -31,7 +41,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
     add_common_arguments(p)
     p.add_argument("--prompt", type=TOKENS, required=True, help="prompt length in tokens")
-    p.add_argument("--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)")
+    p.add_argument(
+        "--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)"
+    )
     p.add_argument("--decode-context", type=CONTEXT, default=0, metavar="TOKENS",
                    help="context of the batch-1 decode step the stall is counted in (default 0)")  # fmt: skip
     add_engine_argument(p)
@@ -88,8 +100,9 @@ def _rows(p, d: dict, args) -> list[tuple[str, str]]:
         ("prefill time", fmt_seconds(p.time_s) + " (the ideal: a floor no engine beats)"),
         *achievable_rows(d["achievable"], "time_s"),
         ("binding", f"{p.binding}-bound"),
-        ("stalls", f"{fmt_count(d['stalled_decode_steps'])} decode steps of {fmt_seconds(d['decode_step_time_s'])} "
-                   f"(batch-1 decode at context {args.decode_context:,}) if the prompt runs unchunked"),
-        ("compute-bound", f"above about {d['compute_bound_prompt_tokens']:,.0f} prompt tokens at {args.weights} "
-                          "(attention and KV writes ignored)"),
+        ("stalls", f"{fmt_count(d['stalled_decode_steps'])} decode steps of "
+                   f"{fmt_seconds(d['decode_step_time_s'])} (batch-1 decode at context "
+                   f"{args.decode_context:,}) if the prompt runs unchunked"),
+        ("compute-bound", f"above about {d['compute_bound_prompt_tokens']:,.0f} prompt tokens at "
+                          f"{args.weights} (attention and KV writes ignored)"),
     ]  # fmt: skip

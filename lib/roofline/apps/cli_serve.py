@@ -30,12 +30,36 @@ import numpy as np
 
 from roofline import sim
 from roofline.apps.cli_figures import coverage_fields, price_fields, price_of
-from roofline.apps.cli_options import (CONTEXT, MAX_BATCH, MAX_MS, MAX_RATE_PER_S, MAX_REPLICAS, MAX_REQUESTS,
-                                       MAX_TOKENS, TOKENS, add_common_arguments, add_engine_argument,
-                                       add_price_arguments, check_pipeline, check_tensor_parallel, check_window,
-                                       real_number, usage_error, whole_number)  # fmt: skip
-from roofline.apps.cli_output import (EXIT_NO, EXIT_OK, extrapolation_rows, jsonable, picked, price_text,
-                                      print_json, rows_text, weights_text)  # fmt: skip
+from roofline.apps.cli_options import (
+    CONTEXT,
+    MAX_BATCH,
+    MAX_MS,
+    MAX_RATE_PER_S,
+    MAX_REPLICAS,
+    MAX_REQUESTS,
+    MAX_TOKENS,
+    TOKENS,
+    add_common_arguments,
+    add_engine_argument,
+    add_price_arguments,
+    check_pipeline,
+    check_tensor_parallel,
+    check_window,
+    real_number,
+    usage_error,
+    whole_number,
+)
+from roofline.apps.cli_output import (
+    EXIT_NO,
+    EXIT_OK,
+    extrapolation_rows,
+    jsonable,
+    picked,
+    price_text,
+    print_json,
+    rows_text,
+    weights_text,
+)
 from roofline.engines import DEFAULT_ENGINE, get_engine
 
 MAX_STAGES = 1_000  # and at most the model's layers (checked once the model is known)
@@ -93,8 +117,12 @@ def add_load_arguments(p, *, trace: bool = True) -> None:
     load.add_argument("--rate", type=real_number(0, MAX_RATE_PER_S, "requests/s", above=True), metavar="R",
                       help="Poisson arrivals, requests per second")  # fmt: skip
     if trace:
-        load.add_argument("--concurrency", type=whole_number(1, MAX_REQUESTS, "clients"), metavar="C",
-                          help="closed loop: C clients, each sending its next request when the last ends")  # fmt: skip
+        load.add_argument(
+            "--concurrency",
+            type=whole_number(1, MAX_REQUESTS, "clients"),
+            metavar="C",
+            help="closed loop: C clients, each sending its next request when the last ends",
+        )
         load.add_argument("--trace", metavar="FILE", help="a request trace: JSON or CSV with arrival_s, "
                           "input_tokens, output_tokens (roofline.sim.load_trace)")  # fmt: skip
     p.add_argument("--input", type=CONTEXT, default=None, metavar="I", help="prompt tokens per request")
@@ -109,8 +137,8 @@ def _add_scheduler_arguments(p) -> None:
                    help="prompt tokens per sequence per step (default: the engine's)")  # fmt: skip
     p.add_argument("--max-batch", type=whole_number(1, MAX_BATCH, "sequences"), default=None, metavar="B",
                    help="sequences per step at most (default: the engine's)")  # fmt: skip
-    p.add_argument("--token-budget", type=whole_number(1, MAX_TOKENS, "tokens"), default=None, metavar="TOKENS",
-                   help="tokens per step at most (default: the engine's)")  # fmt: skip
+    p.add_argument("--token-budget", type=whole_number(1, MAX_TOKENS, "tokens"), default=None,
+                   metavar="TOKENS", help="tokens per step at most (default: the engine's)")  # fmt: skip
     p.add_argument("--priority", type=str.lower, default=None, choices=sim.PRIORITIES,
                    help="how prefill and decode share a step (default: the engine's)")  # fmt: skip
 
@@ -119,8 +147,14 @@ def add_slo_arguments(p) -> None:
     """``--slo-ttft-ms`` and ``--slo-tpot-ms``: more than 0; default the course's targets."""
     ms = real_number(0, MAX_MS, "ms", above=True)
     for name in ("ttft", "tpot"):
-        p.add_argument(f"--slo-{name}-ms", type=ms, default=None, metavar="MS",
-                       help=f"p99 {name.upper()} target, ms (default: {name}_target_s of data/assumptions.toml)")  # fmt: skip
+        default = f"{name}_target_s of data/assumptions.toml"
+        p.add_argument(
+            f"--slo-{name}-ms",
+            type=ms,
+            default=None,
+            metavar="MS",
+            help=f"p99 {name.upper()} target, ms (default: {default})",
+        )
 
 
 def slo_targets(args) -> dict:
@@ -183,8 +217,10 @@ def run(args) -> int:
     engine = get_engine(args.engine)
     r = sim.simulate(args.model, args.gpu, engine=engine.id, **common)
     # The floor of the same run: every step at the roofline, the engine's scheduler kept.
-    ideal = r if engine.kind == "ideal" else sim.simulate(args.model, args.gpu, engine="ideal", policy=engine.id,
-                                                          **common)  # fmt: skip
+    if engine.kind == "ideal":
+        ideal = r
+    else:
+        ideal = sim.simulate(args.model, args.gpu, engine="ideal", policy=engine.id, **common)
     d = result_dict(args, r, ideal, usd, price, common)
     if args.json:
         print_json(d)
@@ -259,13 +295,15 @@ def _human(d: dict, args, price) -> str:
         ("output tokens/s", f"{d['throughput_output_tokens_per_s']:,.0f}",
          f"{i['throughput_output_tokens_per_s']:,.0f}"),
         ("goodput req/s", f"{d['goodput_requests_per_s']:,.2f}", f"{i['goodput_requests_per_s']:,.2f}"),
-        ("sustainable req/s", f"about {d['sustainable_rate_per_s']:,.1f}", f"about {i['sustainable_rate_per_s']:,.1f}"),
+        ("sustainable req/s", f"about {d['sustainable_rate_per_s']:,.1f}",
+         f"about {i['sustainable_rate_per_s']:,.1f}"),
     ]  # fmt: skip
     if d["usd_per_gpu_hour"] is not None:
         slo_cost = "usd_per_million_output_tokens_at_slo"
         rows.append(("cost at the SLO", _usd(d[slo_cost]), _usd(i[slo_cost])))
     rows += [
-        ("requests", f"{d['requests_completed']:,} of {d['requests']:,} completed in {d['duration_s']:,.1f} s"),
+        ("requests", f"{d['requests_completed']:,} of {d['requests']:,} completed in "
+                     f"{d['duration_s']:,.1f} s"),
         ("SLO", f"TTFT <= {d['slo_ttft_s'] * 1e3:,.0f} ms, TPOT <= {d['slo_tpot_s'] * 1e3:,.0f} ms"),
         ("GPU busy", f"{100 * d['busy_fraction']:.0f}% of the time; {d['preemptions']:,} preemptions"),
         ("scheduler", d["scheduler"]),

@@ -24,14 +24,27 @@ in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"command", "error
 from __future__ import annotations
 
 from roofline.apps.cli_figures import coverage_fields, decode_times
-from roofline.apps.cli_options import (BATCH, CONTEXT, MAX_TOKENS, add_common_arguments, add_engine_argument,
-                                       real_number, whole_number)  # fmt: skip
-from roofline.apps.cli_output import EXIT_OK, extrapolation_rows, picked, precisions_text, print_json, rows_text
+from roofline.apps.cli_options import (
+    BATCH,
+    CONTEXT,
+    MAX_TOKENS,
+    add_common_arguments,
+    add_engine_argument,
+    real_number,
+    whole_number,
+)
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    extrapolation_rows,
+    picked,
+    precisions_text,
+    print_json,
+    rows_text,
+)
 from roofline.engines import StepTimer
 from roofline.physics.speculative import speculative_collapse_batch, speculative_step
 from roofline.physics.step import forward_step
 from roofline.units import GB, MS
-
 
 FIELDS = (
     "model_id", "gpu_id", "proposer", "weight_precision", "kv_precision", "num_gpus", "batch",
@@ -40,6 +53,7 @@ FIELDS = (
     "tokens_per_s_per_user", "plain_tokens_per_s_per_user", "tokens_per_s_total", "speedup",
     "memory_needed_bytes", "memory_capacity_bytes", "fits",
 )  # fmt: skip
+COUNTS = ("num_gpus", "batch", "context_tokens", "draft_tokens")  # whole numbers in JSON
 
 
 def add_parser(subparsers) -> None:
@@ -59,25 +73,16 @@ def add_parser(subparsers) -> None:
         metavar="r",
         help="cost of one drafted token in target decode steps (default 0: a free proposer, n-gram lookup)",
     )
-    p.add_argument(
-        "--draft-tokens",
-        type=whole_number(0, 64, "tokens"),
-        required=True,
-        metavar="k",
-        help="drafts per user",
-    )
+    p.add_argument("--draft-tokens", type=whole_number(0, 64, "tokens"), required=True, metavar="k",
+                   help="drafts per user")  # fmt: skip
     p.add_argument(
         "--acceptance", type=real_number(0, 1), required=True, metavar="a", help="per-token acceptance α"
     )
     p.add_argument("--batch", type=BATCH, default=1, metavar="B", help="users decoding together (default 1)")
     p.add_argument(
-        "--context",
-        type=CONTEXT,
-        default=0,
-        metavar="T",
-        help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})",
+        "--context", type=CONTEXT, default=0, metavar="T", help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})"
     )
-    support.add_engine_argument(p, "the achievable cycle")
+    add_engine_argument(p, "the achievable cycle")
 
 
 def achievable(args, s) -> dict:
@@ -91,11 +96,7 @@ def achievable(args, s) -> dict:
     )
     plain = float(timer.of_step(forward_step(args.model, args.gpu, b, t, new_tokens=1, **common)).total_s)
     if args.draft:
-        draft = decode_step_times(
-            args.draft, args.gpu, b, t, num_gpus=args.gpus, weight_precision=args.weights,
-            kv_precision=args.kv, engine=args.engine,
-        )  # fmt: skip
-        one = float(draft["total"])
+        one = float(decode_times(args, b, t, model=args.draft)["total"])
     else:
         one = float(s.draft_cost_ratio) * plain
     cycle = k * one + verify
@@ -110,18 +111,8 @@ def achievable(args, s) -> dict:
         "plain_tokens_per_s_per_user": 1.0 / plain,
         "tokens_per_s_total": b * per_user,
         "speedup": per_user * plain,
-        **support.coverage_fields(
-            args.engine, args.model, args.gpu, b, args.gpus, args.weights, context_tokens=t
-        ),
+        **coverage_fields(args, b, context_tokens=t),
     }
-
-
-def result_dict(s) -> dict:
-    """The JSON object of ``speculate`` (SI units); docs/cli.md lists the fields."""
-    d = s.to_dict()
-    for k in ("num_gpus", "batch", "context_tokens", "draft_tokens"):  # counts: whole numbers in JSON
-        d[k] = int(d[k])
-    return {"command": "speculate", **{k: d[k] for k in FIELDS}}
 
 
 def run(args) -> int:
@@ -137,16 +128,16 @@ def run(args) -> int:
     )
     s = speculative_step(args.model, args.gpu, args.batch, args.context, **options)
     collapse = speculative_collapse_batch(args.model, args.gpu, args.context, **options)
-    out = result_dict(s)
+    out = {"command": "speculate", **picked(s, FIELDS, counts=COUNTS)}
     out["collapse_batch"] = None if collapse != collapse else int(collapse)
     out["achievable"] = real = achievable(args, s)
     if args.json:
         print_json(out)
         return EXIT_OK
     rows = [
-        ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, weights "
-                  f"{support.weights_text(s.weight_precision, support.weights_defaulted(args))}, "
-                  f"KV {s.kv_precision}; B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
+        ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, "
+                  f"{precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}; "
+                  f"B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
         ("proposer", f"{s.proposer}: k={s.draft_tokens:.0f} drafts, acceptance α={s.acceptance:g}"),
         ("tokens per verify step", f"{s.expected_tokens_per_step:.3f}  (1 − α^(k+1)) ÷ (1 − α)"),
         ("draft time", f"{s.draft_time_s / MS:.3f} ms  ({s.draft_cost_ratio:.3f} target steps per draft)"),
@@ -163,11 +154,10 @@ def run(args) -> int:
         ("  tokens/s per user", f"{real['tokens_per_s_per_user']:,.1f}  (plain "
                                 f"{real['plain_tokens_per_s_per_user']:,.1f}), "
                                 f"speedup {real['speedup']:.2f}x"),
-        *support.extrapolation_rows(real),
+        *extrapolation_rows(real),
         ("speedup < 1 from batch", "never up to 4,096 users (or memory runs out first)"
          if out["collapse_batch"] is None else f"{out['collapse_batch']:,}"),
         ("memory", f"{s.memory_needed_bytes / GB:.1f} GB of {s.memory_capacity_bytes / GB:.0f} GB"),
     ]  # fmt: skip
-    width = max(len(k) for k, _ in rows)
-    print("\n".join(f"{k:<{width}}  {v}" for k, v in rows))
+    print(rows_text(rows, indent=""))
     return EXIT_OK

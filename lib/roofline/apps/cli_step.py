@@ -15,8 +15,19 @@ from __future__ import annotations
 import roofline as rl
 from roofline.apps.cli_figures import achievable_decode, does_not_fit, ideal_step
 from roofline.apps.cli_options import BATCH, CONTEXT, add_common_arguments, add_engine_argument, real_number
-from roofline.apps.cli_output import (EXIT_OK, achievable_rows, fmt_capacity, fmt_count, fmt_flop, fmt_seconds,
-                                      picked, precisions_text, print_json, rows_text, setup_text)  # fmt: skip
+from roofline.apps.cli_output import (
+    EXIT_OK,
+    achievable_rows,
+    fmt_capacity,
+    fmt_count,
+    fmt_flop,
+    fmt_seconds,
+    picked,
+    precisions_text,
+    print_json,
+    rows_text,
+    setup_text,
+)
 from roofline.units import MS, fmt_bytes
 
 # The JSON fields `step` promises (docs/cli.md), in order, picked by name from the library's result.
@@ -72,7 +83,8 @@ def run(args) -> int:
         return EXIT_OK
     print(
         f"decode step: {setup_text(s.model_id, s.gpu_id, args.gpus)}, batch {args.batch}, context "
-        f"{args.context:,} tokens, {precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}"
+        f"{args.context:,} tokens, "
+        f"{precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}"
     )
     print(rows_text(_rows(s, d, args)))
     return EXIT_OK
@@ -95,7 +107,8 @@ def _rows(s: rl.Step, d: dict, args) -> list[tuple[str, str]]:
         ("step time", fmt_seconds(s.step_time_s) + " (the ideal: a floor no engine beats)"),
         *achievable_rows(d["achievable"]),
         ("binding", _binding_text(s)),
-        ("tokens/s", f"{fmt_count(s.tokens_per_s_per_user)} per user, {fmt_count(s.tokens_per_s_total)} total"),
+        ("tokens/s", f"{fmt_count(s.tokens_per_s_per_user)} per user, "
+                     f"{fmt_count(s.tokens_per_s_total)} total"),
         ("memory", f"{fmt_bytes(s.memory_needed_bytes)} needed of {fmt_bytes(s.memory_capacity_bytes)} an "
                    f"engine leaves weights and KV on {fmt_capacity(s.gpu_id, args.gpus)}"),
     ]  # fmt: skip

@@ -11,9 +11,9 @@ GPU's dense peak at the precision and W its memory bandwidth (``data/gpus.toml``
 smax(a, b) = (a⁴ + b⁴)^(1/4) rounds the ridge, where loads and math overlap imperfectly. Fitted on half
 the (n, k) shapes and scored on the other half, it beats the hard max in 86 % of the 50 GEMM groups (median
 error 11.4 → 10.8 %) and shrinks the ridge bias (64 < m ≤ 256: −4.0 → −1.9 %), so it is adopted; rounding m
-up to a 128-row tile in the FLOPs (``gemm_work(tile_m=...)``) adds 0.2 points, within the scatter, and is
-not. A prefill's per-token work (Q, K, V in, O out, the softmax epilogue) does not overlap its quadratic
-math: the sum fits held-out shapes to 4.8 % median where a max misses by 11 % (24 % with e_tok = 1).
+up to a 128-row tile in the FLOPs adds 0.2 points, within the scatter, and is not. A prefill's per-token
+work (Q, K, V in, O out, the softmax epilogue) does not overlap its quadratic math: the sum fits held-out
+shapes to 4.8 % median where a max misses by 11 % (24 % with e_tok = 1).
 F_att = 4 H d × s(s − 1)/2 × batch counts Q·Kᵀ and scores·V over the causal pairs of s prompt tokens, the
 convention of ``roofline.physics.architecture.attention_flops_per_pair`` (a token attends to the tokens
 before it); F_dec = 4 H d × c × batch and KV bytes = batch × c × 2 H_kv d × b_kv for a KV length c.
@@ -24,8 +24,9 @@ a published bandwidth measurement (``data/measured/achievable_bandwidth.csv``) a
 and launch figures (``data/assumptions.toml``), never from another family's fit.
 
 Each model is fitted per GPU × engine × precision by robust least squares on log time (Huber, δ = 10 %),
-fractions in (0, 1) and t₀ > 0, deterministically (a grid start, then Levenberg–Marquardt). Rows faster
-than the roofline floor are dropped (a working set served from L2, or a benchmark sharing one KV cache).
+fractions in (0, 1) and t₀ > 0, deterministically (a grid start, then ``scipy.optimize.least_squares``).
+Rows faster than the roofline floor are dropped (a working set served from L2, or a benchmark sharing one
+KV cache).
 
 >>> p = kernel_parameters("h100-sxm", "vllm")
 >>> 0.6 < p["gemm_compute_fraction"] < 0.9, p["source"]
@@ -34,17 +35,16 @@ than the roofline floor are dropped (a working set served from L2, or a benchmar
 
 from __future__ import annotations
 
-import csv
 import datetime
 import functools
-import io
 import math
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from roofline.assumptions import ASSUMPTIONS
-from roofline.calibration.fit import spd_solve
+from roofline.calibration.measurements import read_csv
 from roofline.data import MEASURED_DIR, DataTableError, get_gpu, table_path
 from roofline.engines.params import gpu_families
 from roofline.engines.registry import get_engine
@@ -52,13 +52,16 @@ from roofline.errors import InvalidConfigurationError, RooflineError
 from roofline.physics.precision import bytes_per_element, peak_flops_per_s
 
 KERNEL_DIR = "kernels"
-SHAPES = {
-    "gemm.csv": ("m", "n", "k"),
-    "context_attention.csv": ("batch", "isl", "heads", "kv_heads", "head_dim"),
-    "generation_attention.csv": ("batch", "context", "heads", "kv_heads", "head_dim"),
-    "allreduce.csv": ("num_gpus", "message_bytes"),
-}
 TEXT = ("gpu", "framework", "version", "op", "dtype")
+TABLES = {  # file -> (text columns besides TEXT, shape columns); every table also has latency_s (s)
+    "gemm.csv": ((), ("m", "n", "k")),
+    "context_attention.csv": (("kv_dtype",), ("batch", "isl", "heads", "kv_heads", "head_dim")),
+    "generation_attention.csv": (("kv_dtype",), ("batch", "context", "heads", "kv_heads", "head_dim")),
+    "allreduce.csv": ((), ("num_gpus", "message_bytes")),
+    "moe.csv": (("routing",), ("num_tokens", "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep")),
+    "mla.csv": (("kv_dtype", "form"), ("batch", "context", "heads")),
+}
+COLLECTIVE_LIBRARIES = ("nccl",)  # frameworks in the tables that are not engines
 OUTPUT_BYTES = 2.0  # GEMMs write BF16 activations, whatever their input format
 HUBER_DELTA = 0.1  # log-time residuals beyond 10 % count linearly: timing outliers do not steer the fit
 # kind -> (table, fractions fitted, smooth: p of the smooth max, 1 = a sum, None = the hard max)
@@ -80,34 +83,21 @@ SOURCED_FAMILIES = ("amd", "apple", "nvidia-gddr")
 
 @functools.cache
 def load_kernel_table(name: str, directory: str | None = None) -> dict:
-    """The CSV ``name`` of ``data/measured/kernels/`` (or of ``directory``) as {column: array}, checked:
-    every column present, no missing value, numbers finite and positive, ``latency_s`` in seconds (a
-    kernel takes 0.1 µs to 1 s), GPUs known. ``engine`` maps ``framework`` to this library's engine ids
-    (``trtllm`` → ``tensorrt-llm``; ``nccl`` stays). Bad data: ``DataTableError`` naming the file.
+    """The kernel-timing CSV ``name`` (a ``TABLES`` file) of ``data/measured/kernels/`` (or of
+    ``directory``) as {column: array}, checked: every column present, no missing value, numbers finite and
+    positive, ``latency_s`` in seconds (a kernel takes 0.1 µs to 1 s), GPUs and engines known. ``engine``
+    maps ``framework`` to this library's engine ids (``trtllm`` → ``tensorrt-llm``; ``nccl`` stays). Bad
+    data: ``DataTableError`` naming the file, the line or the column.
 
     >>> g = load_kernel_table("gemm.csv")
     >>> sorted(set(g["dtype"].tolist())), bool(g["latency_s"].max() < 1)
     (['bf16', 'fp8', 'fp8-block128'], True)
     """
     path = (Path(directory) if directory else table_path(MEASURED_DIR) / KERNEL_DIR) / name
-    if name not in SHAPES:
-        raise DataTableError(f"{path}: not a kernel table (known: {', '.join(SHAPES)})")
-    numeric = SHAPES[name] + ("latency_s",)
-    text = TEXT + (("kv_dtype",) if "attention" in name else ())
-    return read_timings(path, text, numeric, _engine_id)
-
-
-def read_timings(path: Path, text: tuple, numeric: tuple, engine_of) -> dict:
-    """The columns of the kernel-timing CSV at ``path`` as arrays: ``text`` columns as strings, ``numeric``
-    ones as positive finite floats (``latency_s`` in seconds, 0.1 µs to 1 s), every GPU known, and
-    ``engine`` = ``engine_of(framework)``. Bad data: ``DataTableError`` naming the file, line or column."""
-    try:
-        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
-    except OSError as exc:
-        raise DataTableError(f"{path}: cannot read the table: {exc.strerror or exc}") from None
-    for i, row in enumerate(rows, start=2):
-        if bad := [c for c in text + numeric if not (row.get(c) or "").strip()]:
-            raise DataTableError(f"{path}, line {i}: missing {', '.join(bad)}")
+    if name not in TABLES:
+        raise DataTableError(f"{path}: not a kernel table (known: {', '.join(TABLES)})")
+    text, numeric = TEXT + TABLES[name][0], TABLES[name][1] + ("latency_s",)
+    rows = read_csv(path, required=text + numeric)
     if not rows:
         raise DataTableError(f"{path}: no rows")
     out = {c: np.array([r[c].strip() for r in rows]) for c in text}
@@ -120,24 +110,17 @@ def read_timings(path: Path, text: tuple, numeric: tuple, engine_of) -> dict:
             raise DataTableError(f"{path}, column {c}: values must be finite and > 0")
     lo, hi = out["latency_s"].min(), out["latency_s"].max()
     if lo < 1e-7 or hi > 1.0:
-        raise DataTableError(
-            f"{path}: latency_s spans {lo:.3g}–{hi:.3g}, but kernels take 0.1 µs–1 s "
-            "(milliseconds written as seconds?)"
-        )
-    for gid in sorted(set(out["gpu"].tolist())):
-        try:
-            get_gpu(gid)
-        except RooflineError as exc:
-            raise DataTableError(f"{path}: {exc}") from None
-    out["engine"] = np.array([engine_of(f) for f in out["framework"]])
-    return out
-
-
-def _engine_id(framework: str) -> str:
+        raise DataTableError(f"{path}: latency_s spans {lo:.3g}–{hi:.3g}, but kernels take 0.1 µs–1 s "
+                             "(milliseconds written as seconds?)")  # fmt: skip
     try:
-        return get_engine(framework).id
-    except RooflineError:
-        return framework  # a collective library (nccl), not an engine
+        for gid in sorted(set(out["gpu"].tolist())):
+            get_gpu(gid)
+        out["engine"] = np.array(
+            [f if f in COLLECTIVE_LIBRARIES else get_engine(f).id for f in out["framework"]]
+        )
+    except RooflineError as exc:
+        raise DataTableError(f"{path}: {exc}") from None
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -145,18 +128,25 @@ def _engine_id(framework: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def gemm_work(m, n, k, dtype: str = "bf16", tile_m=None):
+def scalar_or_array(x):
+    """``x`` as a float if it has one element and no axes, else as a float array.
+
+    >>> scalar_or_array(np.float32(2)), scalar_or_array([1, 2])
+    (2.0, array([1., 2.]))
+    """
+    x = np.asarray(x, float)
+    return float(x) if x.ndim == 0 else x
+
+
+def gemm_work(m, n, k, dtype: str = "bf16"):
     """(FLOP, bytes) of an (m × k) · (k × n) GEMM: 2mnk; A and B read in ``dtype``, C written in BF16.
-    ``tile_m`` rounds m up to a tile in the FLOPs (a partly filled tile costs in full).
 
     >>> gemm_work(1, 4096, 4096)       # a decode GEMV: 33.5 MFLOP, ~33.6 MB of BF16 weights
     (33554432.0, 33570816.0)
-    >>> gemm_work(1, 4096, 4096, tile_m=64)[0] / 1e9
-    2.147483648
     """
     m, n, k = (np.asarray(x, float) for x in (m, n, k))
-    m_math = m if tile_m is None else np.ceil(m / tile_m) * tile_m
-    return _out(2.0 * m_math * n * k), _out((m * k + k * n) * bytes_per_element(dtype) + m * n * OUTPUT_BYTES)
+    flops, nbytes = 2.0 * m * n * k, (m * k + k * n) * bytes_per_element(dtype) + m * n * OUTPUT_BYTES
+    return scalar_or_array(flops), scalar_or_array(nbytes)
 
 
 def prefill_attention_work(batch, isl, heads, kv_heads, head_dim):
@@ -168,7 +158,9 @@ def prefill_attention_work(batch, isl, heads, kv_heads, head_dim):
     (8.58, 20.97)
     """
     b, s, h, hkv, d = (np.asarray(x, float) for x in (batch, isl, heads, kv_heads, head_dim))
-    return _out(4.0 * h * d * s * (s - 1) / 2 * b), _out(b * s * d * 2.0 * (2 * h + 2 * hkv))
+    return scalar_or_array(4.0 * h * d * s * (s - 1) / 2 * b), scalar_or_array(
+        b * s * d * 2.0 * (2 * h + 2 * hkv)
+    )
 
 
 def decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_dtype: str = "bf16"):
@@ -179,13 +171,15 @@ def decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_dtype: s
     (16384000.0, 4096000.0)
     """
     b, c, h, hkv, d = (np.asarray(x, float) for x in (batch, context, heads, kv_heads, head_dim))
-    return _out(4.0 * h * d * c * b), _out(b * c * 2.0 * hkv * d * bytes_per_element(kv_dtype))
+    kv_bytes = b * c * 2.0 * hkv * d * bytes_per_element(kv_dtype)
+    return scalar_or_array(4.0 * h * d * c * b), scalar_or_array(kv_bytes)
 
 
 def roofline_time_s(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, compute_fraction=1.0,
                     bandwidth_fraction=1.0, overhead_s=0.0, smooth=None):  # fmt: skip
-    """max(a, b) + t₀ (s) with a = FLOP ÷ (e_c P), b = bytes ÷ (e_b W); ``smooth`` = p replaces the max
-    by (aᵖ + bᵖ)^(1/p) (p = 1: the sum). Arrays broadcast.
+    """max(a, b) + t₀ (s) with a = FLOP ÷ (e_c P) and b = bytes ÷ (e_b W) for P in FLOP/s, W in bytes/s
+    and t₀ = ``overhead_s`` in s; ``smooth`` = p replaces the max by (aᵖ + bᵖ)^(1/p) (p = 1: the sum).
+    Arrays broadcast.
 
     >>> roofline_time_s(1e12, 1e9, 1e15, 1e12, 0.5, 1.0, 1e-6)   # 2 ms of math beat 1 ms of memory
     0.002001
@@ -193,80 +187,84 @@ def roofline_time_s(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s,
     a = np.asarray(flops, float) / (compute_fraction * peak_flops_per_s)
     b = np.asarray(bytes_moved, float) / (bandwidth_fraction * bandwidth_bytes_per_s)
     hi, lo = np.maximum(a, b), np.minimum(a, b)
-    return _out((hi if smooth is None else hi * (1 + (lo / hi) ** smooth) ** (1 / smooth)) + overhead_s)
+    return scalar_or_array(
+        (hi if smooth is None else hi * (1 + (lo / hi) ** smooth) ** (1 / smooth)) + overhead_s
+    )
 
 
-def _out(x):
-    x = np.asarray(x, float)
-    return float(x) if x.ndim == 0 else x
-
-
-def fit_roofline(flops, bytes_moved, peak, bandwidth, measured_s, free=("compute", "bandwidth"),
-                 smooth=None, iters: int = 60) -> dict:  # fmt: skip
-    """e_c, e_b (those in ``free``; the others stay 1) and t₀ (s) of ``roofline_time_s`` fitted to
-    ``measured_s`` (s): Huber loss on log time, a grid start, then Levenberg–Marquardt (IRLS weights).
+def fit_roofline(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, measured_s,
+                 free=("compute", "bandwidth"), smooth=None) -> dict:  # fmt: skip
+    """e_c, e_b (those in ``free``; the others stay 1) and t₀ (s) of ``roofline_time_s`` fitted to the
+    times ``measured_s`` (s) of kernels doing ``flops`` (FLOP) and moving ``bytes_moved`` (bytes): Huber
+    loss (δ = ``HUBER_DELTA``) on log time over θ = (logit e_c, logit e_b, log t₀), from the best point of
+    a grid, by ``scipy.optimize.least_squares`` with Marquardt's scaling. A fraction driven to 0 (the form
+    cannot describe the timings) is an ``InvalidConfigurationError``.
 
     >>> f, b = np.array([1e9, 1e10, 1e11, 1e12]), np.full(4, 1e8)
     >>> t = roofline_time_s(f, b, 1e15, 1e12, 0.7, 0.8, 5e-6)
     >>> {k: round(v, 6) for k, v in fit_roofline(f, b, 1e15, 1e12, t).items()}
     {'compute_fraction': 0.7, 'bandwidth_fraction': 0.8, 'overhead_s': 5e-06}
     """
-    a0, b0 = np.asarray(flops, float) / peak, np.asarray(bytes_moved, float) / bandwidth
-    logy, use = np.log(np.asarray(measured_s, float)), [x in free for x in ("compute", "bandwidth")] + [True]
-    idx = [i for i, u in enumerate(use) if u]
+    a0, b0 = (
+        np.asarray(flops, float) / peak_flops_per_s,
+        np.asarray(bytes_moved, float) / bandwidth_bytes_per_s,
+    )
+    logy, use = (
+        np.log(np.asarray(measured_s, float)),
+        np.array([x in free for x in ("compute", "bandwidth")] + [True]),
+    )
 
-    def unpack(th):
-        return *(1 / (1 + math.exp(-th[i])) if use[i] else 1.0 for i in range(2)), math.exp(th[2])
-
-    def residual_and_jacobian(th):
-        ec, eb, t0 = unpack(th)
+    def model(th):  # (e_c, e_b, t₀, the roofline part, d log part / d log a); a fixed fraction: logit ∞
+        full = np.full(3, np.inf)
+        full[use] = th
+        ec, eb = 1 / (1 + np.exp(-full[:2]))
         a, b = a0 / ec, b0 / eb
         hi, q = np.maximum(a, b), (np.minimum(a, b) / np.maximum(a, b)) ** (smooth or np.inf)
         core = hi * (1 + q) ** (1 / smooth) if smooth else hi
-        share_a = np.where(a >= b, 1 / (1 + q), q / (1 + q))  # d log core / d log a
-        total = core + t0
-        cols = [-(core / total) * share_a * (1 - ec), -(core / total) * (1 - share_a) * (1 - eb), t0 / total]
-        return np.log(total) - logy, np.stack([cols[i] for i in idx])
+        return ec, eb, np.exp(full[2]), core, np.where(a >= b, 1 / (1 + q), q / (1 + q))
 
-    def cost(r):
-        z = np.abs(r)
+    def residuals(th):
+        _, _, t0, core, _ = model(th)
+        return np.log(core + t0) - logy
+
+    def jacobian(th):
+        ec, eb, t0, core, share_a = model(th)
+        c = core / (core + t0)
+        return np.stack([-c * share_a * (1 - ec), -c * (1 - share_a) * (1 - eb), 1 - c], axis=1)[:, use]
+
+    def huber(th):
+        z = np.abs(residuals(th))
         return float(np.sum(np.where(z <= HUBER_DELTA, z**2 / 2, HUBER_DELTA * (z - HUBER_DELTA / 2))))
 
-    logit = lambda e: math.log(e / (1 - e))  # noqa: E731
-    fracs, costs = (0.3, 0.5, 0.7, 0.9), (1e-6, 4e-6, 16e-6)
-    grid = [np.array([logit(c), logit(b), math.log(t)]) for c in fracs for b in fracs for t in costs]
-    th = min(grid, key=lambda t: cost(residual_and_jacobian(t)[0]))
-    r, jac = residual_and_jacobian(th)
-    c, lam = cost(r), 1e-3
-    for _ in range(iters):
-        w = np.minimum(1.0, HUBER_DELTA / np.maximum(np.abs(r), 1e-12))  # the Huber loss as weights
-        a = np.einsum("in,jn,n->ij", jac, jac, w)  # einsum, not BLAS: see roofline.calibration.fit
-        cand = th.copy()
-        cand[idx] += spd_solve(a + lam * np.diag(np.diag(a) + 1e-12), -np.einsum("in,n,n->i", jac, r, w))
-        r2, jac2 = residual_and_jacobian(cand)
-        if (c2 := cost(r2)) < c:
-            done = c - c2 < 1e-12 * c
-            th, r, jac, c, lam = cand, r2, jac2, c2, max(lam / 3, 1e-9)
-            if done:
-                break
-        elif (lam := lam * 4) > 1e8:
-            break
-    ec, eb, t0 = unpack(th)
-    return {"compute_fraction": ec, "bandwidth_fraction": eb, "overhead_s": t0}
+    fractions, costs_s = (0.3, 0.5, 0.7, 0.9), (1e-6, 4e-6, 16e-6)
+    grid = [np.array([math.log(c / (1 - c)), math.log(b / (1 - b)), math.log(t)])[use]
+            for c in fractions for b in fractions for t in costs_s]  # fmt: skip
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a trial step may overflow: refused
+        fit = least_squares(residuals, min(grid, key=huber), jac=jacobian, loss="huber", f_scale=HUBER_DELTA,
+                            x_scale="jac", ftol=1e-12, xtol=1e-12, gtol=1e-12)  # fmt: skip
+        ec, eb, t0, _, _ = model(fit.x)
+    if not (ec > 0 and eb > 0 and np.isfinite(t0)):
+        raise InvalidConfigurationError("the fit diverged: the roofline form does not describe these timings")
+    return {"compute_fraction": float(ec), "bandwidth_fraction": float(eb), "overhead_s": float(t0)}
 
 
-def kernel_samples(kind: str, gpu: str, engine: str, dtype: str = "bf16", tile_m=None) -> dict:
-    """One group's timings as arrays: "flops", "bytes", "measured_s", "m" (GEMMs; else 0); the GPU's "peak"
-    (FLOP/s) and "bandwidth" (bytes/s); "held_out", a checkerboard over the two main shape axes (the half
-    a held-out check scores); "version". ``kind``: "gemm", "prefill" or "decode"; ``dtype``: the GEMM's
-    input format or the decode's KV format (prefill: BF16)."""
+def kernel_samples(kind: str, gpu: str, engine: str, dtype: str = "bf16") -> dict:
+    """One group's timings as arrays: "flops" (FLOP), "bytes", "measured_s" (s), "m" (GEMMs; else 0); the
+    GPU's "peak" (FLOP/s) and "bandwidth" (bytes/s); "held_out", a checkerboard over the two main shape
+    axes (the half a held-out check scores). ``kind``: "gemm", "prefill" or "decode"; ``dtype``: the GEMM's
+    input format or the decode's KV format (prefill: BF16).
+
+    >>> s = kernel_samples("gemm", "h100-sxm", "vllm")
+    >>> len(s["flops"]) == len(s["measured_s"]) > 100, s["peak"]     # BF16 dense FLOP/s
+    (True, 989000000000000.0)
+    """
     t = load_kernel_table(FORMS[kind][0])
     fmt = t["kv_dtype" if kind == "decode" else "dtype"]
     sel = (t["gpu"] == gpu) & (t["engine"] == engine) & (fmt == dtype)
     s, g = {c: v[sel] for c, v in t.items()}, get_gpu(gpu)
-    shape = [s[c] for c in SHAPES[FORMS[kind][0]]]
+    shape = [s[c] for c in TABLES[FORMS[kind][0]][1]]
     if kind == "gemm":
-        work, axes = gemm_work(*shape, dtype, tile_m), ("n", "k")
+        work, axes = gemm_work(*shape, dtype), ("n", "k")
     elif kind == "prefill":
         work, axes = prefill_attention_work(*shape), ("batch", "isl")
     else:
@@ -275,48 +273,50 @@ def kernel_samples(kind: str, gpu: str, engine: str, dtype: str = "bf16", tile_m
     peak = peak_flops_per_s(g, dtype if kind == "gemm" else "bf16")
     return {"flops": np.atleast_1d(work[0]), "bytes": np.atleast_1d(work[1]), "measured_s": s["latency_s"],
             "m": s.get("m", np.zeros(sel.sum())), "peak": peak, "bandwidth": g.memory_bandwidth_bytes_per_s,
-            "held_out": rank % 2 == 1, "version": ", ".join(sorted(set(s["version"].tolist())))}  # fmt: skip
+            "held_out": rank % 2 == 1}  # fmt: skip
 
 
-def fit_group(kind: str, gpu: str, engine: str, dtype: str = "bf16", *, free=None, smooth="form", tile_m=None,
-              held_out: bool = True) -> dict:  # fmt: skip
-    """Fit one group (``kernel_samples``) in the form of ``FORMS`` (or the ``free`` fractions and ``smooth``
-    given) and score it: the fractions and t₀ (s); rows used and dropped (faster than the floor); the median
-    and p90 of |log(predicted ÷ measured)|; the median on the held-out half of a fit on the other half; for
-    GEMMs the median signed log error per m bucket.
+def score_fit(s: dict, free=("compute", "bandwidth"), smooth=None, held_out: bool = True) -> dict:
+    """Fit samples ``s`` (``kernel_samples``, or ``roofline.calibration.moe_kernels``' samples) in the form
+    ``free``, ``smooth`` of ``fit_roofline`` and score them: the fractions and t₀ (s); the rows used and
+    those dropped (faster than the roofline floor); the median |log(predicted ÷ measured)|; with
+    ``held_out``, the median on the held-out half of a fit on the other half; the samples' "form" ("" if
+    none).
+
+    >>> r = score_fit(kernel_samples("decode", "h100-sxm", "vllm"), free=("bandwidth",))
+    >>> 0.5 < r["bandwidth_fraction"] <= 1, r["compute_fraction"], r["rows"], r["dropped"]
+    (True, 1.0, 74, 0)
+    """
+    ok = s["measured_s"] >= np.maximum(s["flops"] / s["peak"], s["bytes"] / s["bandwidth"])
+    if not ok.any():
+        raise InvalidConfigurationError("every timing of the group is faster than the roofline floor")
+
+    def fit_on(rows):
+        work = (s["flops"][rows], s["bytes"][rows], s["peak"], s["bandwidth"])
+        return fit_roofline(*work, s["measured_s"][rows], free, smooth)
+
+    def abs_log_error(p, rows):
+        t = roofline_time_s(s["flops"][rows], s["bytes"][rows], s["peak"], s["bandwidth"], **p, smooth=smooth)
+        return np.abs(np.log(t / s["measured_s"][rows]))
+
+    out = {**(p := fit_on(ok)), "rows": int(ok.sum()), "dropped": int((~ok).sum()), "form": s.get("form", ""),
+           "median_abs_log_error": float(np.median(abs_log_error(p, ok)))}  # fmt: skip
+    test = ok & s["held_out"]
+    if held_out and test.any() and (ok & ~test).any():
+        out["held_out_median_abs_log_error"] = float(np.median(abs_log_error(fit_on(ok & ~test), test)))
+    return out
+
+
+@functools.cache
+def fit_group(kind: str, gpu: str, engine: str, dtype: str = "bf16", held_out: bool = True) -> dict:
+    """``score_fit`` of one group (``kernel_samples``) in the form of ``FORMS``.
 
     >>> r = fit_group("decode", "h100-sxm", "vllm", "bf16")
     >>> 0.5 < r["bandwidth_fraction"] <= 1, r["rows"], r["dropped"]
     (True, 74, 0)
     """
-    free = FORMS[kind][1] if free is None else free
-    smooth = FORMS[kind][2] if smooth == "form" else smooth
-    s = kernel_samples(kind, gpu, engine, dtype, tile_m)
-    ok = s["measured_s"] >= np.maximum(s["flops"] / s["peak"], s["bytes"] / s["bandwidth"])
-    if not ok.any():
-        raise InvalidConfigurationError(f"no usable {kind} kernel timings for {engine} on {gpu} at {dtype}")
-    args = (s["peak"], s["bandwidth"])
-
-    def fit_on(rows):
-        return fit_roofline(s["flops"][rows], s["bytes"][rows], *args, s["measured_s"][rows], free, smooth)
-
-    def log_error(p, rows):
-        return np.log(roofline_time_s(s["flops"][rows], s["bytes"][rows], *args, **p, smooth=smooth)
-                      / s["measured_s"][rows])  # fmt: skip
-
-    err = log_error(p := fit_on(ok), ok)
-    out = {**p, "rows": int(ok.sum()), "dropped": int((~ok).sum()), "version": s["version"],
-           "median_abs_log_error": float(np.median(np.abs(err))),
-           "p90_abs_log_error": float(np.quantile(np.abs(err), 0.9))}  # fmt: skip
-    if held_out:
-        test = ok & s["held_out"]
-        out["held_out_median_abs_log_error"] = float(np.median(np.abs(log_error(fit_on(ok & ~test), test))))
-    if kind == "gemm":
-        m, edges = s["m"][ok], (0, 16, 64, 256, 1024, math.inf)
-        out["median_log_error_by_m"] = {f"{lo}<m<={hi}": float(np.median(err[(m > lo) & (m <= hi)]))
-                                        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-                                        if np.any((m > lo) & (m <= hi))}  # fmt: skip
-    return out
+    _, free, smooth = FORMS[kind]
+    return score_fit(kernel_samples(kind, gpu, engine, dtype), free, smooth, held_out)
 
 
 @functools.cache
@@ -354,6 +354,16 @@ def _memory_class(gpu) -> str:
     return next((c for c in ("hbm", "gddr", "lpddr") if kind.startswith(c)), kind)
 
 
+def nearest_in_rates(gpu, peers: list):
+    """The GPU of ``peers`` nearest ``gpu`` in dense BF16 FLOP/s and memory bytes/s (sum of |log ratio|).
+
+    >>> nearest_in_rates(get_gpu("h100-pcie"), [get_gpu("h100-sxm"), get_gpu("b200")]).id
+    'h100-sxm'
+    """
+    rates = lambda g: np.log([g.dense_flops_per_s["bf16"], g.memory_bandwidth_bytes_per_s])  # noqa: E731
+    return min(peers, key=lambda p: float(np.abs(rates(p) - rates(gpu)).sum()))
+
+
 def _nearest_gpu(gpu) -> tuple[str | None, str]:
     """The timed GPU whose fits ``gpu`` uses: itself, else the nearest in peak and bandwidth of its family
     with the same memory class; None if there is none (then the figures are sourced); and why. GeForce
@@ -362,23 +372,19 @@ def _nearest_gpu(gpu) -> tuple[str | None, str]:
     have = sorted({g for g, _, _ in fitted_groups("gemm")})
     if gpu.id in have:
         return gpu.id, ""
-    fam = gpu_families().get(gpu.id, "unknown")
-    peers = [
-        p
-        for p in map(get_gpu, have)
-        if gpu_families().get(p.id) == fam and _memory_class(p) == _memory_class(gpu)
-    ]
     if "geforce" in gpu.name.lower():
         return (
             None,
             f"{gpu.id} has no kernel timings, and a GeForce board borrows no professional card's fits",
         )
+    fam = gpu_families().get(gpu.id, "unknown")
+    peers = [p for p in map(get_gpu, have)
+             if gpu_families().get(p.id) == fam and _memory_class(p) == _memory_class(gpu)]  # fmt: skip
     if not peers:
         mem = _memory_class(gpu).upper()
         return None, (f"{gpu.id} has no kernel timings, nor has any {fam} GPU with {mem} memory; fractions "
                       "are not carried across families")  # fmt: skip
-    rates = lambda g: np.log([g.dense_flops_per_s["bf16"], g.memory_bandwidth_bytes_per_s])  # noqa: E731
-    best = min(peers, key=lambda p: float(np.abs(rates(p) - rates(gpu)).sum()))
+    best = nearest_in_rates(gpu, peers)
     return best.id, f"{gpu.id} has no kernel timings: {best.id}'s (same {fam} family, nearest rates)"
 
 
@@ -434,6 +440,7 @@ def kernel_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: str
 # --------------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def load_achievable_bandwidth(directory: str | None = None) -> dict:
     """``data/measured/achievable_bandwidth.csv`` (or the one in ``directory``) as GPU id → {"fraction": the
     measured bandwidth ÷ the data sheet's (a sibling row's measured fraction where the GPU has none),
@@ -445,24 +452,13 @@ def load_achievable_bandwidth(directory: str | None = None) -> dict:
     >>> round(t["mi300x"]["fraction"], 3), t["m4-pro"]["via"]
     (0.804, 'm4-max')
     """
-    return _achievable_table(str(Path(directory) / ACHIEVABLE_FILE) if directory else None)
-
-
-@functools.cache
-def _achievable_table(path: str | None) -> dict:
-    path = path or str(table_path(MEASURED_DIR) / ACHIEVABLE_FILE)
-    try:
-        rows = list(csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8"))))
-    except OSError as exc:
-        raise DataTableError(f"{path}: cannot read the table: {exc.strerror or exc}") from None
+    path = (Path(directory) if directory else table_path(MEASURED_DIR)) / ACHIEVABLE_FILE
     out, measured = {}, {}
-    for line, row in enumerate(rows, start=2):
+    for line, raw in enumerate(read_csv(path, required=("gpu", "method", "source", "date", "note")), start=2):
         where = f"{path}, line {line}"
-        if missing := [c for c in ACHIEVABLE_COLUMNS if row.get(c) is None]:
+        if missing := [c for c in ACHIEVABLE_COLUMNS if raw.get(c) is None]:
             raise DataTableError(f"{path}: missing column {', '.join(missing)}")
-        row = {c: (row[c] or "").strip() for c in ACHIEVABLE_COLUMNS}
-        if empty := [c for c in ("gpu", "method", "source", "date", "note") if not row[c]]:
-            raise DataTableError(f"{where}: missing {', '.join(empty)}")
+        row = {c: (raw[c] or "").strip() for c in ACHIEVABLE_COLUMNS}
         try:
             gpu = get_gpu(row["gpu"])
             datetime.date.fromisoformat(row["date"])
@@ -585,19 +581,10 @@ def gemm_time_s(m, n, k, gpu_id, framework=None, dtype: str = "bf16"):
     return _time("gemm", gemm_work(m, n, k, dtype), gpu_id, framework, dtype)
 
 
-def prefill_attention_time_s(batch, isl, heads, kv_heads, head_dim, gpu_id, framework=None):
-    """One layer's causal prefill attention (s) over ``batch`` prompts of ``isl`` tokens, BF16.
-
-    >>> round(prefill_attention_time_s(1, 8192, 32, 8, 128, "h100-sxm", "vllm") * 1e6)    # measured 912 µs
-    926
-    """
-    work = prefill_attention_work(batch, isl, heads, kv_heads, head_dim)
-    return _time("prefill", work, gpu_id, framework, "bf16")
-
-
 def decode_attention_time_s(batch, context, heads, kv_heads, head_dim, gpu_id, framework=None,
                             kv_dtype: str = "bf16"):  # fmt: skip
-    """One layer's decode attention (s): ``batch`` new tokens, each over ``context`` cached tokens.
+    """One layer's decode attention (s): ``batch`` new tokens, each over ``context`` cached tokens, with
+    ``heads`` query and ``kv_heads`` KV heads of ``head_dim`` values.
 
     >>> round(decode_attention_time_s(8, 8192, 32, 8, 128, "h100-sxm", "vllm") * 1e6)   # measured 100 µs
     108

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
+from roofline.data import MEASURED_DIR, DataTableError, model_for_hf_id, table_path
 from roofline.engines.registry import get_engine
 from roofline.physics.architecture import active_parameter_count
 
@@ -41,7 +41,32 @@ STUDY_MODEL_NAMES = {"llama2-70b": "meta-llama/Llama-2-70b-hf"}  # Splitwise
 STUDY_ENGINES = {
     "LLM-Inference-Bench": {"vllm": "vllm-2024", "tensorrt-llm": "tensorrt-llm-2024"},
 }
-_PREC = {"fp16": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4", "bf16": "bf16"}
+PRECISIONS = ("fp16", "fp8", "int8", "int4", "bf16")  # the precision sweep's names, this library's too
+STUDY_FILES = {
+    "LLM-Inference-Bench": "llm_inference_bench.csv",
+    "LLM-Inference-Bench (precision sweep)": "llm_inference_bench_quant.csv",
+    "Splitwise": "splitwise_perf_model.csv",
+    "aiconfigurator": "aiconfigurator_silicon_hopper.csv",
+}
+
+
+def read_csv(path, required=()) -> list[dict]:
+    """The rows of the CSV file at ``path`` (a path or ``roofline.data.table_path`` entry) as dicts of
+    text, each column of ``required`` present and non-empty on every row. Bad data: ``DataTableError``
+    naming the file and the line.
+
+    >>> rows = read_csv(table_path(MEASURED_DIR) / "published_checks.csv", required=("model", "tpot_s"))
+    >>> len(rows) > 0, float(rows[0]["tpot_s"]) < 1      # a TPOT in seconds
+    (True, True)
+    """
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except OSError as exc:
+        raise DataTableError(f"{path}: cannot read the table: {exc.strerror or exc}") from None
+    for line, row in enumerate(rows, start=2):
+        if bad := [c for c in required if not (row.get(c) or "").strip()]:
+            raise DataTableError(f"{path}, line {line}: missing {', '.join(bad)}")
+    return rows
 
 
 @dataclass
@@ -59,15 +84,34 @@ class Measurements:
     output_tokens: np.ndarray
     weight_precision: np.ndarray
     kv_precision: np.ndarray
-    measured_s: np.ndarray
+    measured_s: np.ndarray  # seconds: a whole run (latency), a prefill (ttft) or a mean step (tpot)
     measured_throughput: np.ndarray  # tokens/s as the study printed it (latency rows), else NaN
     prefill_chunk: np.ndarray  # prompt tokens per prefill pass (llama.cpp's -b); 0 = the whole prompt
+
+    @classmethod
+    def from_rows(cls, rows: list[dict]) -> Measurements:
+        """Measurements from one dict per row, keyed by the field names; ``measured_throughput`` (tokens/s)
+        defaults to NaN and ``prefill_chunk`` (tokens) to 0.
+
+        >>> row = dict(source="mine", kind="tpot", model="llama-3-8b", gpu="h100-sxm", engine="vllm",
+        ...            num_gpus=1, batch=1, input_tokens=1000, output_tokens=1, weight_precision="bf16",
+        ...            kv_precision="bf16", measured_s=7e-3)
+        >>> m = Measurements.from_rows([row])
+        >>> len(m), m.prefill_chunk.tolist(), m.measured_s.tolist()
+        (1, [0], [0.007])
+        """
+        defaults = {"measured_throughput": math.nan, "prefill_chunk": 0}
+        return cls(**{k: np.array([{**defaults, **r}[k] for r in rows]) for k in cls.__dataclass_fields__})
 
     def __len__(self) -> int:
         return len(self.measured_s)
 
     def subset(self, mask) -> Measurements:
-        """The rows where ``mask`` holds (a bool array or indices)."""
+        """The rows where ``mask`` holds (a bool array or indices).
+
+        >>> len(load_measurements().subset([0, 1]))
+        2
+        """
         return Measurements(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
 
     @property
@@ -89,14 +133,8 @@ class Measurements:
         return np.array([f"{m}|{g}|{e}" for m, g, e in zip(self.model, self.gpu, self.engine, strict=True)])
 
 
-def _read_csv(name: str) -> list[dict]:
-    text = (table_path(MEASURED_DIR) / name).read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
-def _study_engine(study: str, name: str) -> str:
-    eng = get_engine(name).id
-    return STUDY_ENGINES.get(study, {}).get(eng, eng)
+def _study_rows(name: str) -> list[dict]:
+    return read_csv(table_path(MEASURED_DIR) / name)
 
 
 def _model_id(name: str) -> str | None:
@@ -106,69 +144,47 @@ def _model_id(name: str) -> str | None:
 
 def _inference_bench_rows(name: str, quant: bool) -> list[dict]:
     """LLM-Inference-Bench: static batches of B requests × L prompt tokens × L output tokens; latency."""
+    study = "LLM-Inference-Bench"
     rows = []
-    for x in _read_csv(name):
+    for x in _study_rows(name):
         model = _model_id(x["Model"])
         if model is None:
             continue
         wp, kvp = ("fp16", "fp16")
         if quant:  # "Weight = fp16, KV Cache = fp8"
-            wp, kvp = (_PREC[part.split("=")[1].strip().lower()] for part in x["kv_cache_dtype"].split(","))
+            wp, kvp = (part.split("=")[1].strip().lower() for part in x["kv_cache_dtype"].split(","))
+            if {wp, kvp} - set(PRECISIONS):
+                raise DataTableError(f"{name}: unknown precisions in {x['kv_cache_dtype']!r}")
         length = int(x["Input Output Length"])
         # llama.cpp's "batch size" is its prompt-processing batch (-b), not concurrent requests: its
         # throughput is 2L ÷ latency (one sequence), and at "batch 1" the prompt goes one token per pass.
         llama_cpp = x["Framework"] == "llama.cpp"
-        rows.append(
-            dict(
-                source="LLM-Inference-Bench" + (" (precision sweep)" if quant else ""),
-                kind="latency",
-                model=model,
-                gpu=HARDWARE[x["Hardware"]],
-                engine=_study_engine("LLM-Inference-Bench", x["Framework"]),
-                num_gpus=int(x["Num of Hardware"]),
-                batch=1 if llama_cpp else int(x["Batch Size"]),
-                input_tokens=length,
-                output_tokens=length,
-                weight_precision=wp,
-                kv_precision=kvp,
-                measured_s=float(x["latency" if quant else "Latency"]),
-                measured_throughput=float(x["throughput" if quant else "Throughput"]),
-                prefill_chunk=int(x["Batch Size"]) if llama_cpp else 0,
-            )
-        )
+        eng = get_engine(x["Framework"]).id
+        rows.append(dict(
+            source=study + (" (precision sweep)" if quant else ""), kind="latency", model=model,
+            gpu=HARDWARE[x["Hardware"]], engine=STUDY_ENGINES[study].get(eng, eng),
+            num_gpus=int(x["Num of Hardware"]), batch=1 if llama_cpp else int(x["Batch Size"]),
+            input_tokens=length, output_tokens=length, weight_precision=wp, kv_precision=kvp,
+            measured_s=float(x["latency" if quant else "Latency"]),
+            measured_throughput=float(x["throughput" if quant else "Throughput"]),
+            prefill_chunk=int(x["Batch Size"]) if llama_cpp else 0,
+        ))  # fmt: skip
     return rows
 
 
 def _splitwise_rows() -> list[dict]:
     """Splitwise: 5 repeats per configuration, averaged; TTFT and the mean decode step are separate rows."""
     repeats: dict = {}
-    for x in _read_csv("splitwise_perf_model.csv"):
-        key = (
-            x["model"],
-            x["hardware"],
-            int(x["tensor_parallel"]),
-            int(x["batch_size"]),
-            int(x["prompt_size"]),
-            int(x["token_size"]),
-        )
+    for x in _study_rows("splitwise_perf_model.csv"):
+        sizes = (int(x[c]) for c in ("tensor_parallel", "batch_size", "prompt_size", "token_size"))
+        key = (x["model"], x["hardware"], *sizes)
         repeats.setdefault(key, []).append((float(x["prompt_time"]) * 1e-3, float(x["token_time"]) * 1e-3))
     rows = []
     for (mdl, hw, tp, b, p, o), v in repeats.items():
         ttft, tpot = np.mean(v, axis=0)
-        common = dict(
-            source="Splitwise",
-            model=_model_id(mdl),
-            gpu=HARDWARE[hw],
-            engine="splitwise-2023",
-            num_gpus=tp,
-            batch=b,
-            input_tokens=p,
-            output_tokens=o,
-            weight_precision="fp16",
-            kv_precision="fp16",
-            measured_throughput=math.nan,
-            prefill_chunk=0,
-        )
+        common = dict(source="Splitwise", model=_model_id(mdl), gpu=HARDWARE[hw], engine="splitwise-2023",
+                      num_gpus=tp, batch=b, input_tokens=p, output_tokens=o, weight_precision="fp16",
+                      kv_precision="fp16")  # fmt: skip
         rows.append(dict(kind="ttft", measured_s=float(ttft), **common))
         rows.append(dict(kind="tpot", measured_s=float(tpot), **common))
     return rows
@@ -177,7 +193,7 @@ def _splitwise_rows() -> list[dict]:
 def _aiconfigurator_rows() -> list[dict]:
     """aiconfigurator: aggregated serving at a concurrency; only TPOT (its TTFT holds queueing)."""
     rows = []
-    for x in _read_csv("aiconfigurator_silicon_hopper.csv"):
+    for x in _study_rows("aiconfigurator_silicon_hopper.csv"):
         model = _model_id(x["model_path"])
         if model is None or x["mode"] != "agg" or int(x["pp_size"] or 1) != 1:
             continue
@@ -185,45 +201,30 @@ def _aiconfigurator_rows() -> list[dict]:
         wp = "fp8" if x["gemm_quant_mode"].startswith("fp8") else "bf16"
         # KV in FP8 where TensorRT-LLM runs FP8 weights (its FP8 recipes quantize KV too); BF16 elsewhere
         kvp = "fp8" if (wp == "fp8" and eng == "tensorrt-llm") else "bf16"
-        rows.append(
-            dict(
-                source="aiconfigurator",
-                kind="tpot_serving",
-                model=model,
-                gpu=HARDWARE[x["system"]],
-                engine=eng,
-                num_gpus=int(x["tp_size"]),
-                batch=int(x["batch_size"]),
-                input_tokens=int(x["isl"]),
-                output_tokens=int(x["osl"]),
-                weight_precision=wp,
-                kv_precision=kvp,
-                measured_s=float(x["silicon_tpot_ms"]) * 1e-3,
-                measured_throughput=math.nan,
-                prefill_chunk=0,
-            )
-        )
+        rows.append(dict(
+            source="aiconfigurator", kind="tpot_serving", model=model, gpu=HARDWARE[x["system"]], engine=eng,
+            num_gpus=int(x["tp_size"]), batch=int(x["batch_size"]), input_tokens=int(x["isl"]),
+            output_tokens=int(x["osl"]), weight_precision=wp, kv_precision=kvp,
+            measured_s=float(x["silicon_tpot_ms"]) * 1e-3,
+        ))  # fmt: skip
     return rows
 
 
 @functools.cache
 def load_measurements() -> Measurements:
-    """Every measured row the calibration uses, mapped to this library's ids (read once)."""
+    """Every measured row the calibration uses, mapped to this library's ids (read once); times in s.
+
+    >>> m = load_measurements()
+    >>> len(m) > 1000, bool((m.measured_s > 0).all())
+    (True, True)
+    """
     rows = (
         _inference_bench_rows("llm_inference_bench.csv", quant=False)
         + _inference_bench_rows("llm_inference_bench_quant.csv", quant=True)
         + _splitwise_rows()
         + _aiconfigurator_rows()
     )
-    return Measurements(**{k: np.array([r[k] for r in rows]) for k in rows[0]})
-
-
-STUDY_FILES = {
-    "LLM-Inference-Bench": "llm_inference_bench.csv",
-    "LLM-Inference-Bench (precision sweep)": "llm_inference_bench_quant.csv",
-    "Splitwise": "splitwise_perf_model.csv",
-    "aiconfigurator": "aiconfigurator_silicon_hopper.csv",
-}
+    return Measurements.from_rows(rows)
 
 
 def coverage() -> list[dict]:
@@ -236,20 +237,18 @@ def coverage() -> list[dict]:
     """
     ms = load_measurements()
     return [
-        {
-            "source": study,
-            "file": name,
-            "rows_in_file": len(_read_csv(name)),
-            "rows_expressed": int((ms.source == study).sum()),
-        }
+        {"source": study, "file": name, "rows_in_file": len(_study_rows(name)),
+         "rows_expressed": int((ms.source == study).sum())}
         for study, name in STUDY_FILES.items()
-    ]
+    ]  # fmt: skip
 
 
 def nearest_measured(
     model_id, gpu_id, engine, batch, input_tokens, output_tokens, num_gpus, k=3
 ) -> list[dict]:
-    """The ``k`` measured configurations closest to this one (same engine first; distance in log sizes).
+    """The ``k`` measured configurations closest to this one (same engine first; distance in log sizes:
+    ``batch`` sequences, ``input_tokens`` and ``output_tokens`` tokens, ``num_gpus`` GPUs, the model's
+    active parameters).
 
     >>> nearest_measured("llama-3-8b", "h100-sxm", "vllm-2024", 1, 128, 128, 1, k=1)[0]["model"]
     'llama-3-8b'

@@ -1,10 +1,11 @@
-"""MoE layers and MLA attention as engines run them, fitted on measured timings (issue 19).
+"""MoE layers and MLA attention as engines run them, fitted on measured timings.
 
 Feeds the engine model taught in notebooks/floor_to_real_server.ipynb, for large MoE and MLA models.
 
-The timings are NVIDIA aiconfigurator's per-operation database (Apache-2.0; ``data/measured/kernels/moe.csv``
-and ``mla.csv``, provenance in ``data/measured/README.md``), the source of ``roofline.calibration.kernels`` too.
-With P the GPU's dense peak in the format's math and W its memory bandwidth, in SI units:
+The timings are NVIDIA aiconfigurator's per-operation database (Apache-2.0; ``data/measured/kernels/``
+``moe.csv`` and ``mla.csv``, provenance in ``data/measured/README.md``), the source of
+``roofline.calibration.kernels`` too. With P the GPU's dense peak in the format's math and W its memory
+bandwidth, in SI units:
 
     MoE layer      t = smax₂(F ÷ (e_c P), B ÷ (e_b W)) + t₀,  smax₂(a, b) = √(a² + b²)
                    F = 2 × pairs × 3 h I/tp;  B = touched × 3 h I/tp × b_w + pairs × 2 h × 2 bytes
@@ -29,8 +30,8 @@ max 14.3 % (smax₄ 14.5 %, the sum 16.0 % with e_c = 1 in 18 of 25 groups); pre
 max 13.2 %), as for ``kernels``' prefill attention; modules: every form within 1.5 points. Decode is fitted
 per KV format: SGLang's FP8-KV MLA on Hopper casts the cache at ~6 % of HBM bandwidth.
 
-Each group (GPU × engine × format) is fitted with ``roofline.calibration.kernels.fit_roofline`` (Huber on log
-time, deterministic); rows faster than the roofline floor are dropped. A group is used if its t₀ is a
+Each group (GPU × engine × format) is fitted and scored with ``roofline.calibration.kernels.score_fit`` (Huber
+on log time, deterministic); rows faster than the roofline floor are dropped. A group is used if its t₀ is a
 kernel's (1–200 µs) and the form describes it (median error ≤ 35 %); else ``moe_parameters`` and
 ``mla_parameters`` fall back and say so.
 
@@ -43,24 +44,24 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import numpy as np
 
-from roofline.calibration.kernels import KERNEL_DIR, fit_roofline, read_timings, roofline_time_s
-from roofline.data import MEASURED_DIR, DataTableError, get_gpu, get_model, table_path
+from roofline.calibration.kernels import (
+    TABLES,
+    load_kernel_table,
+    nearest_in_rates,
+    roofline_time_s,
+    scalar_or_array,
+    score_fit,
+)
+from roofline.data import DataTableError, get_gpu, get_model
 from roofline.engines.params import CHECKPOINT_TO_MOE, gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import attention_flops_per_pair
 from roofline.physics.precision import bytes_per_element, peak_flops_per_s
 
-TABLES = {
-    "moe.csv": ("num_tokens", "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"),
-    "mla.csv": ("batch", "context", "heads"),
-}
-TEXT = {"moe.csv": ("gpu", "framework", "version", "op", "dtype", "routing"),
-        "mla.csv": ("gpu", "framework", "version", "op", "dtype", "kv_dtype", "form")}  # fmt: skip
 # MoE format -> (weight element format, the format of the math): W4A16 formats multiply in BF16.
 MOE_FORMATS = {"bf16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "fp8-block128": ("fp8-block128", "fp8"),
                "w4a16-mxfp4": ("mxfp4", "bf16"), "int4": ("int4", "bf16")}  # fmt: skip
@@ -84,22 +85,6 @@ MLA_MODEL = "deepseek-v3"  # the MLA shape aiconfigurator times (DeepSeek-V3/R1:
 # A fit with no fixed cost at all (under 1 µs: less than one launch) has traded t₀ for its fractions.
 MAX_OVERHEAD_S, MIN_OVERHEAD_S = 200e-6, 1e-6
 MAX_MEDIAN_LOG_ERROR = math.log(1.35)
-
-
-@functools.cache
-def load_table(name: str, directory: str | None = None) -> dict:
-    """``moe.csv`` or ``mla.csv`` of ``data/measured/kernels/`` (or of ``directory``) as {column: array},
-    checked like ``roofline.calibration.kernels.load_kernel_table``: every column present, numbers finite and
-    positive, ``latency_s`` in seconds (0.1 µs–1 s), GPUs known; ``engine`` maps ``framework`` to engine ids.
-
-    >>> t = load_table("moe.csv")
-    >>> sorted(set(t["routing"].tolist())), bool(t["latency_s"].max() < 1)
-    (['balanced', 'grouped-8-4'], True)
-    """
-    path = (Path(directory) if directory else table_path(MEASURED_DIR) / KERNEL_DIR) / name
-    if name not in TABLES:
-        raise DataTableError(f"{path}: not an MoE/MLA table (known: {', '.join(TABLES)})")
-    return read_timings(path, TEXT[name], TABLES[name] + ("latency_s",), lambda f: get_engine(f).id)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -162,12 +147,7 @@ def uniform_routing(tokens, experts, topk, moe_ep=1):
     """
     t = np.asarray(tokens, float)
     touched = experts / moe_ep * (1 - (1 - topk / experts) ** t)
-    return _out(touched), _out(t * topk / moe_ep)
-
-
-def _out(x):
-    x = np.asarray(x, float)
-    return float(x) if x.ndim == 0 else x
+    return scalar_or_array(touched), scalar_or_array(t * topk / moe_ep)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -202,9 +182,8 @@ def moe_work(
         counts = [benchmark_routing(*map(int, row), routing) for row in rows]
         touched, pairs = (np.reshape([c[n] for c in counts], t.shape) for n in (0, 1))
     per_expert = 3 * h * i / tp
-    return _out(2 * pairs * per_expert), _out(
-        touched * per_expert * _weight_bytes(dtype) + pairs * 2 * h * ACTIVATION_BYTES
-    )
+    nbytes = touched * per_expert * _weight_bytes(dtype) + pairs * 2 * h * ACTIVATION_BYTES
+    return scalar_or_array(2 * pairs * per_expert), scalar_or_array(nbytes)
 
 
 def _weight_bytes(dtype: str) -> float:
@@ -242,14 +221,15 @@ def mla_decode_work(batch, context, heads, kv_dtype="bf16"):
     """
     b, c, h = (np.asarray(x, float) for x in (batch, context, heads))
     _, row = _mla_dims()
-    return _out(b * c * h * mla_pair_flops("absorbed")), _out(b * c * row * bytes_per_element(kv_dtype))
+    flops, latent_bytes = b * c * h * mla_pair_flops("absorbed"), b * c * row * bytes_per_element(kv_dtype)
+    return scalar_or_array(flops), scalar_or_array(latent_bytes)
 
 
 def mla_prefill_work(batch, prompt, heads, form="expanded"):
     """(FLOP, bytes) of one layer's causal MLA prefill over ``batch`` prompts of ``prompt`` tokens:
-    s(s − 1)/2 pairs (``roofline.calibration.kernels`` convention) × ``mla_pair_flops(form)`` per head; per token
-    the BF16 queries, keys, values and outputs (expanded: H (2·192 + 2·128) values; absorbed: H (576 + 512)
-    plus the shared 576-wide latent).
+    s(s − 1)/2 pairs (``roofline.calibration.kernels`` convention) × ``mla_pair_flops(form)`` per head;
+    per token the BF16 queries, keys, values and outputs (expanded: H (2·192 + 2·128) values; absorbed:
+    H (576 + 512) plus the shared 576-wide latent).
 
     >>> f, b = mla_prefill_work(1, 1024, 128)
     >>> round(f / 1e9, 1), round(b / 1e6, 1)
@@ -261,7 +241,8 @@ def mla_prefill_work(batch, prompt, heads, form="expanded"):
         per_token = h * 2 * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
     else:
         per_token = h * (row + m.kv_lora_rank) + row
-    return _out(b * s * (s - 1) / 2 * h * mla_pair_flops(form)), _out(b * s * per_token * 2.0)
+    flops, nbytes = b * s * (s - 1) / 2 * h * mla_pair_flops(form), b * s * per_token * 2.0
+    return scalar_or_array(flops), scalar_or_array(nbytes)
 
 
 def mla_projection_parameters(heads) -> np.ndarray:
@@ -277,7 +258,7 @@ def mla_projection_parameters(heads) -> np.ndarray:
                 + m.kv_lora_rank * (m.qk_nope_head_dim + m.v_head_dim)
                 + m.v_head_dim * m.hidden_size)  # fmt: skip
     down = m.hidden_size * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim)
-    return _out(down + np.asarray(heads, float) * per_head)
+    return scalar_or_array(down + np.asarray(heads, float) * per_head)
 
 
 def mla_module_work(phase, batch, context, heads, kv_dtype="bf16", dtype="fp8-block128"):
@@ -297,7 +278,7 @@ def mla_module_work(phase, batch, context, heads, kv_dtype="bf16", dtype="fp8-bl
         f, b = mla_prefill_work(batch, context, heads, "expanded")
     else:
         raise InvalidConfigurationError(f"phase must be 'decode' or 'prefill'; got {phase!r}")
-    return _out(f + 2 * tokens * w), _out(b + w * bytes_per_element(dtype))
+    return scalar_or_array(f + 2 * tokens * w), scalar_or_array(b + w * bytes_per_element(dtype))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -306,32 +287,43 @@ def mla_module_work(phase, batch, context, heads, kv_dtype="bf16", dtype="fp8-bl
 
 
 def moe_samples(gpu: str, engine: str, dtype: str) -> dict:
-    """One MoE group's timings as arrays: "flops", "bytes" (``moe_work`` under the benchmark's routing),
-    "measured_s", "tokens", the GPU's "peak" (FLOP/s, in the format's math) and "bandwidth" (bytes/s),
-    "held_out" (a checkerboard over expert shape × split), "version" and "form" ("")."""
-    t = load_table("moe.csv")
+    """One MoE group's timings as arrays: "flops" (FLOP), "bytes" (``moe_work`` under the benchmark's
+    routing), "measured_s" (s), "tokens", the GPU's "peak" (FLOP/s, in the format's math) and "bandwidth"
+    (bytes/s), "held_out" (a checkerboard over expert shape × split) and "form" ("").
+
+    >>> s = moe_samples("h200", "sglang", "fp8-block128")
+    >>> len(s["flops"]) == len(s["tokens"]) > 60, s["peak"]      # FP8 dense FLOP/s
+    (True, 1979000000000000.0)
+    """
+    t = load_kernel_table("moe.csv")
     sel = (t["gpu"] == gpu) & (t["engine"] == engine) & (t["dtype"] == dtype)
     s, g = {c: v[sel] for c, v in t.items()}, get_gpu(gpu)
     flops, nbytes = np.zeros(sel.sum()), np.zeros(sel.sum())
     for routing in set(s["routing"].tolist()):
         r = s["routing"] == routing
-        flops[r], nbytes[r] = moe_work(*(s[c][r] for c in TABLES["moe.csv"]), dtype=dtype, routing=routing)
-    shape = np.unique(
-        np.stack([s[c] for c in ("hidden", "inter", "topk", "experts")]), axis=1, return_inverse=True
-    )[1]
-    split = np.unique(np.stack([s["moe_tp"], s["moe_ep"]]), axis=1, return_inverse=True)[1]
+        shape = (s[c][r] for c in TABLES["moe.csv"][1])
+        flops[r], nbytes[r] = moe_work(*shape, dtype=dtype, routing=routing)
+    cells = [
+        np.stack([s[c] for c in cols])
+        for cols in (("hidden", "inter", "topk", "experts"), ("moe_tp", "moe_ep"))
+    ]
+    shape, split = (np.unique(c, axis=1, return_inverse=True)[1].ravel() for c in cells)
     return {"flops": flops, "bytes": nbytes, "measured_s": s["latency_s"], "tokens": s["num_tokens"],
             "peak": peak_flops_per_s(g, MOE_FORMATS[dtype][1]), "bandwidth": g.memory_bandwidth_bytes_per_s,
-            "held_out": (shape.ravel() + split.ravel()) % 2 == 1, "form": "",
-            "version": ", ".join(sorted(set(s["version"].tolist())))}  # fmt: skip
+            "held_out": (shape + split) % 2 == 1, "form": ""}  # fmt: skip
 
 
 def mla_samples(kind: str, gpu: str, engine: str, kv_dtype: str = "bf16") -> dict:
     """One MLA group's timings (``MLA_FORMS`` kind: "decode", "prefill", "decode_module", "prefill_module";
     decode kinds per KV format) as arrays like ``moe_samples``: "tokens" is the batch, "held_out" a
     checkerboard over heads × batch, "form" the attention form the collector timed. Peaks: BF16 for the
-    attention kernels, FP8 for the modules (their block-FP8 projections)."""
-    t = load_table("mla.csv")
+    attention kernels, FP8 for the modules (their block-FP8 projections).
+
+    >>> s = mla_samples("decode", "h200", "sglang")
+    >>> s["form"], s["peak"]          # BF16 dense FLOP/s
+    ('absorbed', 989000000000000.0)
+    """
+    t = load_kernel_table("mla.csv")
     sel = (
         (t["gpu"] == gpu)
         & (t["engine"] == engine)
@@ -350,47 +342,10 @@ def mla_samples(kind: str, gpu: str, engine: str, kv_dtype: str = "bf16") -> dic
     else:
         flops, nbytes = mla_module_work(kind.split("_")[0], b, c, h, kv_dtype)
     rank = sum(np.searchsorted(np.unique(s[a]), s[a]) for a in ("heads", "batch"))
+    peak = peak_flops_per_s(g, "bf16" if kind in ("decode", "prefill") else "fp8")
     return {"flops": np.atleast_1d(flops), "bytes": np.atleast_1d(nbytes), "measured_s": s["latency_s"],
-            "tokens": b, "peak": peak_flops_per_s(g, "bf16" if kind in ("decode", "prefill") else "fp8"),
-            "bandwidth": g.memory_bandwidth_bytes_per_s, "held_out": rank % 2 == 1, "form": forms[0],
-            "version": ", ".join(sorted(set(s["version"].tolist())))}  # fmt: skip
-
-
-def score_fit(s: dict, free=("compute", "bandwidth"), smooth=MOE_SMOOTH, held_out: bool = True) -> dict:
-    """Fit samples (``moe_samples`` or ``mla_samples``) and score them: the fractions and t₀ (s); rows used
-    and dropped (faster than the roofline floor); median and p90 of |log(predicted ÷ measured)|; the median
-    on the held-out half of a fit on the other half; the median signed log error per token (batch) bucket."""
-    ok = s["measured_s"] >= np.maximum(s["flops"] / s["peak"], s["bytes"] / s["bandwidth"])
-    if not ok.any():
-        raise InvalidConfigurationError("every timing of the group is faster than the roofline floor")
-    args = (s["peak"], s["bandwidth"])
-
-    def fit_on(rows):
-        try:
-            return fit_roofline(
-                s["flops"][rows], s["bytes"][rows], *args, s["measured_s"][rows], free, smooth
-            )
-        except OverflowError:  # a fraction driven to 0: the form cannot describe the group
-            raise InvalidConfigurationError(
-                "the fit diverged: the roofline form does not describe these timings"
-            ) from None
-
-    def log_error(p, rows):
-        return np.log(roofline_time_s(s["flops"][rows], s["bytes"][rows], *args, **p, smooth=smooth)
-                      / s["measured_s"][rows])  # fmt: skip
-
-    err = log_error(p := fit_on(ok), ok)
-    out = {**p, "rows": int(ok.sum()), "dropped": int((~ok).sum()), "version": s["version"],
-           "form": s["form"], "median_abs_log_error": float(np.median(np.abs(err))),
-           "p90_abs_log_error": float(np.quantile(np.abs(err), 0.9))}  # fmt: skip
-    if held_out and (ok & s["held_out"]).any() and (ok & ~s["held_out"]).any():
-        test = ok & s["held_out"]
-        out["held_out_median_abs_log_error"] = float(np.median(np.abs(log_error(fit_on(ok & ~test), test))))
-    tok, edges = s["tokens"][ok], (0, 1, 8, 64, 512, math.inf)
-    out["median_log_error_by_tokens"] = {f"{lo}<n<={hi}": float(np.median(err[(tok > lo) & (tok <= hi)]))
-                                         for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-                                         if np.any((tok > lo) & (tok <= hi))}  # fmt: skip
-    return out
+            "tokens": b, "peak": peak, "bandwidth": g.memory_bandwidth_bytes_per_s, "held_out": rank % 2 == 1,
+            "form": forms[0]}  # fmt: skip
 
 
 @functools.cache
@@ -423,7 +378,7 @@ def moe_groups() -> tuple[tuple[str, str, str], ...]:
     >>> ("a100-80gb-sxm", "sglang", "int4") in moe_groups()
     True
     """
-    t = load_table("moe.csv")
+    t = load_kernel_table("moe.csv")
     return tuple(sorted(set(zip(t["gpu"].tolist(), t["engine"].tolist(), t["dtype"].tolist(), strict=True))))
 
 
@@ -436,7 +391,7 @@ def mla_groups(kind: str) -> tuple[tuple[str, str, str], ...]:
     >>> ("h200", "vllm", "bf16") in mla_groups("decode")
     False
     """
-    t = load_table("mla.csv")
+    t = load_kernel_table("mla.csv")
     sel = t["op"] == MLA_FORMS[kind][0]
     keys = zip(t["gpu"][sel].tolist(), t["engine"][sel].tolist(), t["kv_dtype"][sel].tolist(), strict=True)
     return tuple(sorted(set(keys)))
@@ -490,8 +445,7 @@ def _timed_gpu(gpu, timed: set[str], what: str) -> tuple[str, str]:
             f"no {what} timings for {gpu.id} nor for its family ({fam}); fractions are not carried across "
             f"families (timed: {', '.join(sorted(timed))})"
         )
-    rates = lambda g: np.log([g.dense_flops_per_s["bf16"], g.memory_bandwidth_bytes_per_s])  # noqa: E731
-    best = min(peers, key=lambda p: float(np.abs(rates(p) - rates(gpu)).sum()))
+    best = nearest_in_rates(gpu, peers)
     return best.id, f"{gpu.id} has no {what} timings: {best.id}'s (same {fam} family, nearest rates)"
 
 
@@ -623,16 +577,6 @@ def moe_time_s(tokens, model, gpu_id, framework=None, dtype=None, moe_tp=1, moe_
     return roofline_time_s(f, b, peak, g.memory_bandwidth_bytes_per_s, *fractions, MOE_SMOOTH)
 
 
-def _mla_time(kind, work, gpu_id, framework, kv_dtype):
-    p, g = mla_parameters(gpu_id, framework, kv_dtype), get_gpu(gpu_id)
-    pre = PREFIX[kind]
-    if f"{pre}_overhead_s" not in p:
-        raise InvalidConfigurationError(f"no {kind} MLA timings for {gpu_id}: {'; '.join(p['missing'])}")
-    peak = peak_flops_per_s(g, "bf16" if kind in ("decode", "prefill") else "fp8")
-    fractions = (p[f"{pre}_compute_fraction"], p[f"{pre}_bandwidth_fraction"], p[f"{pre}_overhead_s"])
-    return roofline_time_s(*work, peak, g.memory_bandwidth_bytes_per_s, *fractions, MLA_FORMS[kind][2])
-
-
 def mla_decode_time_s(batch, context, heads, gpu_id, framework=None, kv_dtype="bf16"):
     """One layer's MLA decode attention kernel (s): ``batch`` new tokens over ``context`` cached tokens, on
     ``heads`` local heads (DeepSeek-V3: 128 ÷ TP). Arrays broadcast.
@@ -640,28 +584,9 @@ def mla_decode_time_s(batch, context, heads, gpu_id, framework=None, kv_dtype="b
     >>> round(mla_decode_time_s(1, 1024, 16, "h200", "sglang") * 1e6)       # measured 16 µs
     16
     """
-    return _mla_time("decode", mla_decode_work(batch, context, heads, kv_dtype), gpu_id, framework, kv_dtype)
-
-
-def mla_prefill_time_s(batch, prompt, heads, gpu_id, framework=None):
-    """One layer's causal MLA prefill attention kernel (s) over ``batch`` prompts of ``prompt`` tokens, in the
-    attention form the engine's kernel was timed in (``mla_parameters``: ``mla_prefill_form``).
-
-    >>> round(mla_prefill_time_s(1, 8192, 128, "h200", "tensorrt-llm") * 1e3, 2)   # measured 4.82 ms
-    4.84
-    """
-    form = mla_parameters(gpu_id, framework).get("mla_prefill_form", "expanded")
-    return _mla_time("prefill", mla_prefill_work(batch, prompt, heads, form), gpu_id, framework, "bf16")
-
-
-def mla_module_time_s(phase, batch, context, heads, gpu_id, framework=None, kv_dtype="bf16"):
-    """One whole MLA module (projections, attention, output projection; FP8-block weights) (s), ``phase``
-    "decode" (``context`` the KV length) or "prefill" (``context`` the prompt).
-
-    >>> round(mla_module_time_s("decode", 1, 1024, 16, "h200", "vllm") * 1e6)     # measured 120 µs
-    109
-    """
-    kind = "decode_module" if phase == "decode" else "prefill_module"
-    return _mla_time(
-        kind, mla_module_work(phase, batch, context, heads, kv_dtype), gpu_id, framework, kv_dtype
-    )
+    p, g = mla_parameters(gpu_id, framework, kv_dtype), get_gpu(gpu_id)
+    if "mla_decode_overhead_s" not in p:
+        raise InvalidConfigurationError(f"no decode MLA timings for {gpu_id}: {'; '.join(p['missing'])}")
+    fractions = [p[f"mla_decode_{n}"] for n in ("compute_fraction", "bandwidth_fraction", "overhead_s")]
+    work = mla_decode_work(batch, context, heads, kv_dtype)
+    return roofline_time_s(*work, peak_flops_per_s(g, "bf16"), g.memory_bandwidth_bytes_per_s, *fractions)

@@ -97,7 +97,9 @@ class CardWidget(W.VBox):
     def enter(self, name: str, value: float | str | None) -> None:
         """Type ``value`` into the box of answer ``name`` (``None`` or ``""`` empties it; 0 is an answer)."""
         if name not in self.inputs:
-            raise InvalidConfigurationError(f"{self.card.qid} has no answer {name!r}; it has {list(self.inputs)}")
+            raise InvalidConfigurationError(
+                f"{self.card.qid} has no answer {name!r}; it has {list(self.inputs)}"
+            )
         if value is None or isinstance(value, str):
             self.inputs[name].value = value or ""
         else:

@@ -134,8 +134,8 @@ FORMATTER = CardFormatter()
 def fill(template: str, fields: Mapping[str, Any]) -> str:
     """``template`` with its ``{name:spec}`` and ``{name!X}`` fields taken from ``fields``.
 
-    >>> fill("floor on {n} GPUs, {share:.0%} of {t!M} at {bw!T}", dict(n=2, share=0.25, t=4.776e-3, bw=3.35e12))
-    'floor on 2 GPUs, 25% of 4.78 ms at 3.35 TB/s'
+    >>> fill("{n} GPUs, {share:.0%} of {t!M} at {bw!T}", dict(n=2, share=0.25, t=4.776e-3, bw=3.35e12))
+    '2 GPUs, 25% of 4.78 ms at 3.35 TB/s'
     """
     return FORMATTER.vformat(template, (), fields)
 
@@ -289,10 +289,10 @@ class CardSpec:
         by_name = {a.name: a for a in answers}
         # A trap within the answer's tolerance cannot be told apart from the right answer: drop it.
         traps = tuple(t for t in built if not by_name[t.answer].accepts(t.value))
+        text = {part: fill_html(self.text[part], fields) for part in TEXT_PARTS}
         return Card(
-            qid=self.qid, title=fill(self.title, fields), lessons=self.lessons, params=MappingProxyType(params),
-            answers=answers, traps=traps, is_default=is_default, trap_count_built=len(built), spec=self,
-            **{part: fill_html(self.text[part], fields) for part in TEXT_PARTS},
+            self.qid, fill(self.title, fields), self.lessons, MappingProxyType(params), answers=answers,
+            traps=traps, is_default=is_default, trap_count_built=len(built), spec=self, **text,
         )  # fmt: skip
 
     def shuffled_card(self, rng: np.random.Generator | int | None = None, max_tries: int = 200) -> Card:

@@ -23,7 +23,12 @@ import numpy as np
 from roofline.course.card_scenarios import choice, draw_setup, exact_decode, memory_floor_s
 from roofline.course.cards import CardCode, fmt_value, read_card, sig
 from roofline.physics.memory import check_fits
-from roofline.physics.overheads import amdahl_ceiling, amdahl_new_time_fraction, amdahl_speedup, launch_overhead_s
+from roofline.physics.overheads import (
+    amdahl_ceiling,
+    amdahl_new_time_fraction,
+    amdahl_speedup,
+    launch_overhead_s,
+)
 from roofline.units import MS, US
 
 PERCENT = 100.0

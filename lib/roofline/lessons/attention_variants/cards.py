@@ -9,7 +9,7 @@ context T holds it for [(L − L_s)·T + L_s·min(T, W)] ÷ L tokens on average,
 W tokens (``effective_kv_tokens``).
 
 >>> n = numbers(scenario(ATTN.default_params()))
->>> n["kv_token_kib"], round(n["kv_user_gb"], 3)      # 2 × 32 × 8 × 128 × 2 bytes; 4,096 tokens kept of 32,768
+>>> n["kv_token_kib"], round(n["kv_user_gb"], 3)    # 2 × 32 × 8 × 128 × 2 bytes; 4,096 of 32,768 tokens kept
 (128.0, 0.537)
 """
 
@@ -26,7 +26,12 @@ from roofline.course.card_scenarios import choice
 from roofline.course.cards import CardCode, read_card, sig
 from roofline.data import get_gpu, get_model, models
 from roofline.errors import InvalidConfigurationError, RooflineError
-from roofline.physics.architecture import effective_kv_tokens, kv_bytes_per_token, kv_bytes_per_token_mha, weight_bytes
+from roofline.physics.architecture import (
+    effective_kv_tokens,
+    kv_bytes_per_token,
+    kv_bytes_per_token_mha,
+    weight_bytes,
+)
 from roofline.physics.memory import memory_capacity_bytes
 from roofline.units import GB, KiB
 
@@ -66,7 +71,8 @@ def architecture(s: Mapping[str, Any]) -> tuple[str, str]:
         text = f"{s['heads']} query heads and {s['kv_heads']} KV heads of {s['head_dim']} values"
         product = f"2 (K and V) × {layers} layers × {s['kv_heads']} KV heads × {s['head_dim']} × 2 bytes"
     if s["window"]:
-        text += f"; {s['sliding_layers']} of its {layers} layers attend over a sliding window of {s['window']:,} tokens"
+        text += (f"; {s['sliding_layers']} of its {layers} layers attend over a sliding window of "
+                 f"{s['window']:,} tokens")  # fmt: skip
     return text, product
 
 

@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from roofline.course.card_scenarios import choice, dense_models, gpu_ids, gpu_peak_flops_per_s, weight_precisions
+from roofline.course.card_scenarios import (
+    choice,
+    dense_models,
+    gpu_ids,
+    gpu_peak_flops_per_s,
+    weight_precisions,
+)
 from roofline.course.cards import CardCode, read_card
 from roofline.data import get_gpu, get_model
 from roofline.physics.balance import compute_bound_batch

@@ -61,7 +61,10 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
 def verdict(advert: float, ceiling: float, low: float, high: float) -> str:
     """Whether the advertised tokens/s can be promised, against the ceiling and what real kernels reach."""
     if advert > ceiling:
-        return f"{advert:,.0f} tokens/s is above even the perfect ceiling, so no: it cannot be promised on this setup."
+        return (
+            f"{advert:,.0f} tokens/s is above even the perfect ceiling, so no: it cannot be promised "
+            "on this setup."
+        )
     if advert > high:
         return (
             f"{advert:,.0f} tokens/s is under the perfect ceiling but above what real kernels reach "

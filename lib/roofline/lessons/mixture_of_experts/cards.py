@@ -24,7 +24,12 @@ from roofline.course.card_scenarios import choice, fitting
 from roofline.course.cards import CardCode, read_card, sig
 from roofline.data import get_gpu, get_model, models
 from roofline.errors import InvalidConfigurationError, RooflineError
-from roofline.physics.architecture import expected_experts_touched, kv_bytes_per_token, parameter_breakdown, weight_bytes
+from roofline.physics.architecture import (
+    expected_experts_touched,
+    kv_bytes_per_token,
+    parameter_breakdown,
+    weight_bytes,
+)
 from roofline.physics.core import memory_time_s
 from roofline.physics.memory import check_fits, kv_cache_bytes
 from roofline.physics.precision import bytes_per_element

@@ -63,9 +63,12 @@ def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
     compute = compute_time_s(2 * s["parameters"] * b, bf16_peak)
     if supports(s["gpu"], "fp8"):
         big_f8, _ = step_s(s["bf16_bytes"] / 2, s, b, peak_flops_per_s(g, "fp8"))
-        fp8_line = f"FP8 weights with FP8 math (W8A8) halve the math time too: {big_bf / big_f8:.2f}× over BF16 here."
+        speedup = big_bf / big_f8
+        fp8_line = f"FP8 weights with FP8 math (W8A8) halve the math time too: {speedup:.2f}× over BF16 here."
     else:
-        fp8_line = f"The {g.name} has no FP8 tensor-core math, so no format here speeds up the compute-bound step."
+        fp8_line = (
+            f"The {g.name} has no FP8 tensor-core math, so no format here speeds up the compute-bound step."
+        )
     return dict(
         b1_speedup_x=b1_bf / b1_q4,
         big_bf16_ms=big_bf / MS,

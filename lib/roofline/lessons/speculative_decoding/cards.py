@@ -24,7 +24,11 @@ from roofline.course.card_scenarios import choice, dense_models, fitting, gpu_id
 from roofline.course.cards import CardCode, read_card, sig
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError, RooflineError
-from roofline.physics.speculative import expected_tokens_per_step, speculative_collapse_batch, speculative_step
+from roofline.physics.speculative import (
+    expected_tokens_per_step,
+    speculative_collapse_batch,
+    speculative_step,
+)
 from roofline.units import MS
 
 
