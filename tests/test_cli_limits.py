@@ -99,7 +99,8 @@ def test_fit_says_when_vllm_would_refuse_the_split(capsys):
     # 32 attention heads do not split over 3 GPUs; vLLM refuses that size, and its memory budget with it.
     code, d = run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "3")
     assert code == 0 and "32 attention heads" in d["tensor_parallel_problem"]
-    assert run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "4")[1]["tensor_parallel_problem"] is None
+    code, d = run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "4")
+    assert d["tensor_parallel_problem"] is None
     code, d = run_json(capsys, "fit", *M, "--context", "4096", "--gpus", "3", "--memory", "ideal")
     assert d["tensor_parallel_problem"] is None  # all of the memory, no engine's rule
 

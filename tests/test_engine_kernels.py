@@ -33,11 +33,12 @@ ENGINES = ("vllm", "tensorrt-llm", "sglang")
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(K.SHAPES))
+@pytest.mark.parametrize("name", list(K.TABLES))
 def test_every_table_loads_checked_and_in_seconds(name):
     t = K.load_kernel_table(name)
     assert len(t["latency_s"]) > 100
     assert set(t["gpu"].tolist()) <= set(TIMED_GPUS)
+    assert set(t["engine"].tolist()) <= {*ENGINES, "nccl"}
     assert not any(v == "" for col in ("gpu", "framework", "version", "dtype") for v in t[col].tolist())
     # the typical kernel takes 10 µs to 10 ms: milliseconds stored as seconds would be 1000× too slow
     assert 1e-5 < np.median(t["latency_s"]) < 1e-2
@@ -77,6 +78,10 @@ def test_bad_tables_are_refused_with_the_file_named(tmp_path):
         K.load_kernel_table("gemm.csv", _table(tmp_path / "c", "h100,vllm,0.24.0,gemm,1,2,3,bf16,1e-5"))
     with pytest.raises(DataTableError, match="column m: not a number"):
         K.load_kernel_table("gemm.csv", _table(tmp_path / "d", "h100-sxm,vllm,0.24.0,gemm,x,2,3,bf16,1e-5"))
+    with pytest.raises(DataTableError, match="Unknown engine"):
+        K.load_kernel_table("gemm.csv", _table(tmp_path / "e", "h100-sxm,tgi,0.24.0,gemm,1,2,3,bf16,1e-5"))
+    with pytest.raises(DataTableError, match="not a kernel table"):
+        K.load_kernel_table("sources.csv")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -116,6 +121,18 @@ def test_the_fit_recovers_the_numbers_that_made_the_times(ec, eb, t0):
     assert p["compute_fraction"] == pytest.approx(ec, rel=1e-3)
     assert p["bandwidth_fraction"] == pytest.approx(eb, rel=1e-3)
     assert p["overhead_s"] == pytest.approx(t0, rel=1e-2)
+
+
+def test_a_timing_outlier_does_not_steer_the_fit():
+    """Huber on log time: one GEMM timed 3× too slow (a preempted run) moves e_c and e_b by under 1 %, where
+    plain least squares would let it pull the whole curve (it sits 1.1 log units off)."""
+    m = np.array([1, 16, 64, 256, 1024, 4096, 16384] * 3, float)
+    flops, nbytes = K.gemm_work(m, np.repeat([1024.0, 4096.0, 16384.0], 7), 4096)
+    times = K.roofline_time_s(flops, nbytes, 989e12, 3.35e12, 0.7, 0.8, 5e-6, smooth=4)
+    times[10] *= 3
+    p = K.fit_roofline(flops, nbytes, 989e12, 3.35e12, times, smooth=4)
+    assert p["compute_fraction"] == pytest.approx(0.7, rel=0.01)
+    assert p["bandwidth_fraction"] == pytest.approx(0.8, rel=0.01)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,8 +175,8 @@ def test_the_gemm_model_predicts_shapes_it_was_not_fitted_on():
 
 
 def test_the_fit_is_deterministic():
-    a = K.fit_group("prefill", "b200", "sglang")
-    b = K.fit_group("prefill", "b200", "sglang")
+    a = K.score_fit(K.kernel_samples("prefill", "b200", "sglang"), smooth=1)
+    b = K.score_fit(K.kernel_samples("prefill", "b200", "sglang"), smooth=1)
     assert a == b
 
 
@@ -233,8 +250,8 @@ def test_sourced_numbers_name_their_csv_row_and_assumptions(gpu):
     assert f"achievable_bandwidth.csv row {gpu} " in p["source"] or f"rows {gpu} -> " in p["source"]
     named = [w.rstrip(";,") for w in p["source"].split() if w.rstrip(";,") in ASSUMPTIONS]
     assert {n.split("_")[0] for n in named} == {"gemm", "attention", "kernel"}, p["source"]
-    for n in named:  # each assumption the source names is the one whose value was used
-        assert ASSUMPTIONS[n].used_by == "engines.kernels (issue 19)"
+    for n in named:  # each assumption the source names says the kernel numbers use it
+        assert "kernels" in ASSUMPTIONS[n].used_by
     assert p["gemm_overhead_s"] == ASSUMPTIONS[named[-1]].value
 
 
@@ -296,9 +313,10 @@ def test_bad_bandwidth_rows_are_refused_with_the_file_named(tmp_path, rows, says
 
 
 def test_frozen_kernel_table_is_what_the_kernel_fits_give():
-    from roofline.calibration.kernel_table import kernel_rows, kernel_table_csv
+    """Every number of data/calibration_kernels.csv within 0.1 % of a refit; every source and error alike."""
+    from roofline.calibration.kernel_table import kernel_rows, kernel_table_csv, table_differences
     from roofline.data import table_path
     from roofline.engines.params import KERNEL_TABLE_FILE
 
     stored = table_path(KERNEL_TABLE_FILE).read_text()
-    assert stored == kernel_table_csv(kernel_rows()), "refreeze: uv run python tools/fit_calibration.py"
+    assert table_differences(stored, kernel_table_csv(kernel_rows()), rtol=1e-3) == []

@@ -17,6 +17,7 @@ import json
 import math
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -54,11 +55,22 @@ def validation():
 
 
 def test_stored_fit_matches_the_tool():
+    """Every fitted number of data/calibration.toml within 0.1 % of a refit, over the same rows."""
     stored, fresh = engines.load_calibration(), fitting.fit()
-    assert _tool().compare(stored, fresh) == []
+    assert _tool().compare(stored, fresh, rtol=1e-3) == []
     assert set(stored.ranges) == set(fresh.ranges)
     for key, rng in fresh.ranges.items():
         assert stored.ranges[key]["rows"] == rng["rows"]
+
+
+def test_the_writer_gives_back_the_stored_files_data():
+    """calibration.toml written from the stored fit parses (tomllib) to exactly the stored file's data."""
+    from roofline.calibration.store import calibration_toml
+    from roofline.engines.params import parse_calibration
+
+    stored = tomllib.loads((ROOT / "data" / "calibration.toml").read_text())
+    cal = parse_calibration(stored)
+    assert tomllib.loads(calibration_toml(cal, cal.provenance)) == stored
 
 
 def test_provenance_names_datasets_rows_and_split():
@@ -148,13 +160,14 @@ def test_gap_budget_parts_are_non_negative_and_add_up(gpu, engine, batch, ctx):
 
 
 def test_stored_held_out_predictions_are_todays(validation):
-    """The validation notebook reads data/calibration_held_out.csv: it must be what a refit gives now. One
-    fold is refitted (the others are the same code on other rows); stale measurements fail on loading."""
+    """The validation notebook reads data/calibration_held_out.csv: it must be what a refit gives now, within
+    0.1 %. One fold is refitted (the others are the same code on other rows); stale measurements fail on
+    loading."""
     ms, ok = val.load_measurements(), val.usable_rows()
     fresh = val.held_out_predictions(fold=1)[ok]
     held = validation.fold == 1
     assert held.sum() > 100
-    np.testing.assert_allclose(validation.predicted_s[held], fresh[held], rtol=1e-6)
+    np.testing.assert_allclose(validation.predicted_s[held], fresh[held], rtol=1e-3)
     assert (validation.fold == val.group_folds(ms.group)[ok]).all()
 
 
@@ -170,7 +183,7 @@ def _row(validation, name, by="regime"):
 
 def test_held_out_errors(validation):
     """Held-out errors by group (each group predicted by a fit that never saw it). End-to-end and throughput
-    meet issue 19's 12 %. Batch-1 decode and prefill rest on Splitwise's two groups (A100 and H100 of one
+    meet the 12 % goal. Batch-1 decode and prefill rest on Splitwise's two groups (A100 and H100 of one
     2023 stack): holding one out predicts it from the other family, hence the wider bounds."""
     assert _row(validation, "end-to-end")["median_abs_pct"] <= 12.0
     assert _row(validation, "throughput")["median_abs_pct"] <= 12.0
@@ -472,7 +485,7 @@ def test_no_module_builds_a_path_to_data_by_hand():
 
 
 def test_the_engine_family_regime_table_partitions_the_rows(validation):
-    """Issue 19: the validation reports each engine × GPU family × regime; every row lands in exactly one."""
+    """The validation reports each engine × GPU family × regime; every row lands in exactly one."""
     rows = validation.table("engine-family-regime")
     assert sum(r["rows"] for r in rows) == len(validation.measurements)
     assert len({(r["engine"], r["family"], r["regime"]) for r in rows}) == len(rows)
@@ -483,9 +496,7 @@ def test_the_engine_family_regime_table_partitions_the_rows(validation):
 def test_kernel_origins_name_where_the_numbers_come_from():
     from roofline.lessons.calibration_validation import kernel_table
 
-    origin = {
-        r["gpu"]: r["origin"] for r in kernel_table(["h100-sxm", "gh200", "mi300x", "m4-max"])
-    }
+    origin = {r["gpu"]: r["origin"] for r in kernel_table(["h100-sxm", "gh200", "mi300x", "m4-max"])}
     assert origin == {
         "h100-sxm": "timed",
         "gh200": "borrowed from h100-sxm",

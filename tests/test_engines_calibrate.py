@@ -1,11 +1,11 @@
-"""Calibrating an engine to your own measurements (issue 19): `roofline.calibration.calibrate` and
-`roofline calibrate`."""
+"""Calibrating an engine to your own measurements: `roofline.calibration.calibrate`, `roofline calibrate`."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import tomllib
 
 import pytest
 
@@ -13,18 +13,24 @@ import roofline as rl
 from roofline import engines
 from roofline.apps.cli import main
 from roofline.calibration import calibrate
+from roofline.engines.params import forget_frozen_tables
 
 M, G = "llama-3-8b", "h100-sxm"
+
+
+def _reread() -> None:
+    rl.data.clear_cache()
+    forget_frozen_tables()
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A learner's own tables in a fresh folder, forgotten afterwards."""
     monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
-    calibrate._forget()
+    _reread()
     yield tmp_path
     monkeypatch.undo()  # the session's own home again, then re-read the tables
-    calibrate._forget()
+    _reread()
 
 
 def _engine_points(costs: dict) -> list[calibrate.Point]:
@@ -77,9 +83,34 @@ def test_a_saved_engine_is_used_by_name_everywhere(home):
     assert (home / "engines.toml").read_text().count('id = "my-vllm"') == 1
     costs = "".join(f"{k} = 0.001\n" for k in cal.overheads["my-vllm"])
     (home / "calibration.toml").write_text(f'[engine."vllm"]\n{costs}')
-    calibrate._forget()
+    _reread()
     with pytest.raises(rl.DataTableError, match="project engine"):
         engines.load_calibration()
+
+
+def test_saved_tables_hold_every_engine_and_its_exact_costs(home):
+    """The user's TOML files parse to one [[engine]] row and one [engine.<id>] table per calibrated engine:
+    a second calibration adds its own, a recalibration replaces its own, and the costs read back exactly."""
+    points = _engine_points({"step_overhead_s": 2e-3})
+    first = calibrate.fit_points(points, "mine-a")
+    calibrate.save(first, "mine-a", "vllm", points)
+    calibrate.save(calibrate.fit_points(points[:2], "mine-b", base="sglang"), "mine-b", "sglang", points[:2])
+    calibrate.save(first, "mine-a", "vllm", points)
+    rows = tomllib.loads((home / "engines.toml").read_text())["engine"]
+    assert [r["id"] for r in rows] == ["mine-b", "mine-a"]
+    assert rows[0]["kernels"] == "sglang" and rows[0]["kind"] == "calibrated" and rows[0]["aliases"] == []
+    costs = tomllib.loads((home / "calibration.toml").read_text())["engine"]
+    assert set(costs) == {"mine-a", "mine-b"} and costs["mine-a"] == first.overheads["mine-a"]
+    assert engines.get_engine("mine-b").parallel == engines.get_engine("sglang").parallel
+
+
+def test_a_broken_user_file_is_named_not_overwritten(home):
+    points = _engine_points({"step_overhead_s": 2e-3})
+    cal = calibrate.fit_points(points, "mine")
+    (home / "engines.toml").write_text("[[engine]\nid = ")
+    with pytest.raises(rl.DataTableError, match="engines.toml: not valid TOML"):
+        calibrate.save(cal, "mine", "vllm", points)
+    assert (home / "engines.toml").read_text() == "[[engine]\nid = "
 
 
 def test_a_calibrated_engine_does_not_stop_saving_a_machine_beside_it(home):

@@ -92,7 +92,7 @@ def test_jupyterlab_starts_as_the_readme_says_and_quietly(tmp_path):
     assert "Skipped non-installed server" not in output
 
 
-# --- argument parsing: the README's `uv run instructor --port 8870` used to serve the repository root ---
+# --- argument parsing: `uv run instructor --port 8870` serves the lessons, not the current directory ----
 
 
 @pytest.mark.parametrize("args", [["--port", "8870"], ["--port=8870"]])
@@ -149,7 +149,7 @@ def test_a_setting_from_a_config_file_that_breaks_a_promise_is_named():
         auto_token=False,
         identity_provider_class=instructor_server.PasswordIdentityProvider,
         authorizer_class=instructor_server.AllowAllAuthorizer,
-        tornado_settings=instructor.tornado_settings(),
+        tornado_settings=instructor_server.tornado_settings(),
     )
     assert instructor_server.broken_promises(kept, plan) == []
     public = SimpleNamespace(**{**vars(kept), "ip": "0.0.0.0", "tornado_settings": {}})
@@ -219,21 +219,21 @@ def test_named_lessons_and_only_those_get_a_preheated_kernel():
 
 
 def test_policy_keeps_websockets_and_forms_on_this_server():
-    directives = dict(d.strip().split(" ", 1) for d in instructor.CONTENT_SECURITY_POLICY.split(";"))
+    directives = dict(d.strip().split(" ", 1) for d in instructor_server.CONTENT_SECURITY_POLICY.split(";"))
     assert directives["connect-src"] == "'self'"  # no `ws: wss:`: those allow websockets to any host
     assert directives["form-action"] == "'self'"
-    assert "http" not in instructor.CONTENT_SECURITY_POLICY
+    assert "http" not in instructor_server.CONTENT_SECURITY_POLICY
 
 
 def test_the_course_template_is_found_by_voila():
     from voila.paths import collect_template_paths
 
-    instructor_env = {"JUPYTER_PATH": str(instructor.JUPYTER_DATA)}
+    instructor_env = {"JUPYTER_PATH": str(instructor_server.JUPYTER_DATA)}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", instructor_env["JUPYTER_PATH"])
-        paths = collect_template_paths(["voila", "nbconvert"], instructor.TEMPLATE)
+        paths = collect_template_paths(["voila", "nbconvert"], instructor_server.TEMPLATE)
     found = [p for p in paths if (Path(p) / "index.html.j2").exists()]
-    assert Path(found[0]) == instructor.JUPYTER_DATA / "voila/templates" / instructor.TEMPLATE
+    assert Path(found[0]) == instructor_server.JUPYTER_DATA / "voila/templates" / instructor_server.TEMPLATE
     assert any(Path(p).name == "lab" for p in found)  # it builds on Voilà's lab template
 
 
@@ -318,14 +318,14 @@ def test_a_spare_kernel_with_the_lessons_imports_goes_to_the_next_new_page():
     manager = _capped(4)
 
     async def session():
-        await manager._start_spare()
-        spare = manager._spare
+        await manager.start_spare()
+        spare = manager.spare_id
         warm_up = manager.start_arguments["extra_arguments"]
         assert warm_up == [f"--IPKernelApp.exec_lines={instructor_server.SPARE_WARM_UP}"]
         await manager.cull_kernel_if_idle(spare)  # waiting idle and unconnected is its job
         assert not hasattr(manager, "culled")
         assert await manager.start_kernel(kernel_name="python3", path="") == spare
-        assert manager._spare is None  # the next one starts spare_delay_s later
+        assert manager.spare_id is None  # the next one starts spare_delay_s later
         assert await manager.start_kernel(kernel_name="python3", path="") != spare
 
     _run(session())
@@ -335,8 +335,8 @@ def test_no_spare_kernel_in_the_caps_last_place():
     manager = _capped(3)
     manager.add("a")
     manager.add("b")
-    _run(manager._start_spare())
-    assert manager._spare is None and set(manager.kernels) == {"a", "b"}
+    _run(manager.start_spare())
+    assert manager.spare_id is None and set(manager.kernels) == {"a", "b"}
 
 
 def test_no_cap_when_max_kernels_is_zero():
@@ -348,7 +348,7 @@ def test_no_cap_when_max_kernels_is_zero():
 
 def test_a_preheated_kernel_taken_by_a_page_starts_its_idle_time_afresh():
     """The culler must not shut down a pool kernel in the seconds between a page taking it and the page's
-    websocket connecting (its idle time used to run from the end of preheating); and taking it (which
+    websocket connecting (its idle time must not run from the end of preheating); and taking it (which
     starts the pool's refill) first makes room under the cap."""
 
     class Ready:  # a finished pool task, as Voilà keeps them
@@ -521,7 +521,7 @@ def test_app_wants_the_token(app):
     assert _get(f"{url}/?token=wrong")[0] in (302, 403)
     status, headers, _ = _get(f"{url}/?token={token}")
     assert status == 200
-    assert headers["Content-Security-Policy"] == instructor.CONTENT_SECURITY_POLICY
+    assert headers["Content-Security-Policy"] == instructor_server.CONTENT_SECURITY_POLICY
 
 
 # One path per kind of route: pages, the file list, a notebook's files, the contents API, Voilà's and the
@@ -585,8 +585,8 @@ def test_the_request_info_route_wants_the_token_and_a_local_host(app, lesson):
 
 
 def test_closing_a_page_shuts_its_kernel_down(app, lesson):
-    """Voilà's page sends its _xsrf cookie back when it closes (navigator.sendBeacon): the server used to
-    refuse it (no such cookie was ever set: 403), and the kernel stayed until the culler came."""
+    """Voilà's page sends its _xsrf cookie back when it closes (navigator.sendBeacon): without that cookie
+    set, the server would refuse it (403) and the kernel would stay until the culler came."""
     url, _, token, _ = app
     _, kernel_id, cookies = lesson
     assert "_xsrf" in cookies
@@ -643,7 +643,7 @@ def test_kernels_beyond_the_cap_replace_the_least_recently_used(tmp_path):
 
 def test_a_config_file_that_breaks_a_promise_stops_the_app(tmp_path):
     """Voilà reads voila.json from the current directory (and Jupyter's config directories) after the
-    command line: one that sets another interface used to make the app listen on every network."""
+    command line: one that sets another interface would make the app listen on every network."""
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "lesson.ipynb")
     (tmp_path / "voila.json").write_text(json.dumps({"Voila": {"ip": "0.0.0.0"}}))
     run = subprocess.run(

@@ -3,8 +3,8 @@
     uv run python tools/api_docs.py          # rewrite docs/api.md
     uv run python tools/api_docs.py --check  # exit 1 if docs/api.md is stale (the tests run this)
 
-One section per public module, in layer order (numbers first, then views, UI and apps): the module's
-summary, then each public function and class defined there with its signature and the first paragraph
+One section per public module, in layer order (the core, the machinery, the course, the lessons, the apps):
+the module's summary, then each public function and class defined there with its signature and the first paragraph
 of its docstring. Nothing is typed by hand, so the page cannot drift from the code.
 """
 
@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
 LAYERS = [
     ("The public API: `import roofline as rl`", ["roofline"]),
-    ("Data, assumptions, errors, units",
-     ["roofline.data", "roofline.assumptions", "roofline.errors", "roofline.units"]),
-    ("Physics (formulas, numpy only)", ["roofline.physics"]),
-    ("Lesson models (numbers, numpy only)", ["roofline.lessons"]),
-    ("Engines, simulation, measurement (numbers)",
-     ["roofline.engines", "roofline.sim", "roofline.measure"]),
-    ("Self-check cards", ["roofline.selfcheck"]),
-    ("Views (figures, readouts)", ["roofline.views"]),
-    ("UI (widgets)", ["roofline.ui"]),
+    ("The core: tables, units, checks, the scenario",
+     ["roofline.data", "roofline.assumptions", "roofline.errors", "roofline.units", "roofline.checks",
+      "roofline.results", "roofline.scenario"]),
+    ("The core: physics (formulas, numpy only)", ["roofline.physics"]),
+    ("The core: a good engine, read from the frozen tables", ["roofline.engines"]),
+    ("The machinery: calibration, serving simulator, measure lab",
+     ["roofline.calibration", "roofline.sim", "roofline.measure"]),
+    ("The course: figures, explorers, readouts, self-check cards", ["roofline.course"]),
+    ("The lessons, one package per notebook", ["roofline.lessons"]),
     ("Apps (CLI, instructor)", ["roofline.apps"]),
 ]  # fmt: skip
 

@@ -10,8 +10,16 @@ teaches it.
 4.48
 >>> round(rl.decode_floor_s(16e9, 3.35e12) * 1e3, 1)   # the study card's round figure: 16 GB ÷ 3.35 TB/s
 4.8
+
+A good engine is part of the core too (``roofline.engines``): the same step at the efficiencies real kernels
+reach, with a real engine's own costs, read from the frozen calibration tables in ``data/``.
+
+>>> t = rl.engines.decode_step_times("llama-3-8b", "h100-sxm", batch=1)
+>>> round(float(t["total"]) * 1e3, 2) > round(float(t["floor"]) * 1e3, 2)
+True
 """
 
+from roofline import engines  # "a good engine": the same step at real kernels' efficiencies, frozen tables
 from roofline.assumptions import ASSUMPTIONS, Assumption, assumption
 from roofline.data import GPU, Model, Price, get_gpu, get_model, get_price, gpus, models, prices
 from roofline.errors import (

@@ -11,9 +11,6 @@ The fit starts from ``--base``'s fitted costs (default vLLM) and keeps its kerne
 (``roofline.calibration.calibrate``); the engine is saved in your own tables (``roofline list engines``
 shows it) unless ``--dry-run``, and then ``--engine NAME`` works in every command and explorer. A
 measurement below the ideal floor, or two of one configuration more than 2x apart, is refused with why.
-
-    roofline calibrate --name NAME --model M --gpu G --point tpot=6.4,context=1000 [--point ...]
-                       [--base ENGINE] [--gpus N] [--weights P] [--kv P] [--dry-run] [--json]
 """
 
 from __future__ import annotations

@@ -8,9 +8,6 @@ sits in. A measurement below the floor is impossible at the precision given: it 
 precisions whose floor would allow it, both from ``roofline.engines.diagnose_measurement`` (a prompt: one
 request alone, no queueing). docs/cli.md lists the JSON fields.
 
-    roofline diagnose --model M --gpu G [--gpus N] (--tokens-per-s X | --tpot-ms X | --ttft-ms X --prompt P)
-                      [--batch B] [--context T] [--weights P] [--kv P] [--engine E] [--json]
-
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
 >>> buf = io.StringIO()
@@ -31,7 +28,7 @@ from roofline.apps.cli_figures import coverage_fields, decode_times, prefill_tim
 from roofline.apps.cli_options import (
     BATCH,
     CONTEXT,
-    MAX_MS,
+    MILLISECONDS,
     TOKENS,
     add_common_arguments,
     add_engine_argument,
@@ -71,9 +68,12 @@ def add_parser(subparsers) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--tokens-per-s", type=real_number(0, 1e9, "tokens/s", above=True), metavar="X",
                       help="one user's decode rate (1 ÷ time per output token), tokens/s")  # fmt: skip
-    ms = real_number(0, MAX_MS, "ms", above=True)
-    what.add_argument("--tpot-ms", type=ms, metavar="MS", help="time per output token (one decode step), ms")
-    what.add_argument("--ttft-ms", type=ms, metavar="MS", help="time to first token of one request alone, ms")
+    what.add_argument(
+        "--tpot-ms", type=MILLISECONDS, metavar="MS", help="time per output token (one decode step), ms"
+    )
+    what.add_argument(
+        "--ttft-ms", type=MILLISECONDS, metavar="MS", help="time to first token of one request alone, ms"
+    )
     p.add_argument("--batch", type=BATCH, default=1, metavar="B",
                    help="users decoding together when you measured (default 1)")  # fmt: skip
     p.add_argument("--context", type=CONTEXT, default=0, metavar="T",
@@ -104,19 +104,19 @@ def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
 def run(args) -> int:
     """Diagnose one measurement; print the verdict."""
     check_tensor_parallel(args.model, args.gpus, args.engine)
-    if args.ttft_ms is not None:
-        if args.prompt is None:
-            raise usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
-        check_window(args.model, args.prompt, "a prompt of --prompt tokens")
-        phase, measured_s, measured = "prefill", args.ttft_ms / 1000, {"ttft_s": args.ttft_ms / 1000}
-    else:
+    decode = args.ttft_ms is None
+    if decode:
         if args.prompt is not None:
             raise usage_error("diagnose", "--prompt goes with --ttft-ms; a decode step has --context")
         check_window(args.model, args.context, "a decode step at --context tokens")
         measured_s = 1 / args.tokens_per_s if args.tokens_per_s is not None else args.tpot_ms / 1000
-        phase = "decode"
         measured = {"tokens_per_s": args.tokens_per_s} if args.tokens_per_s else {"tpot_s": measured_s}
-    decode = phase == "decode"
+    else:
+        if args.prompt is None:
+            raise usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
+        check_window(args.model, args.prompt, "a prompt of --prompt tokens")
+        measured_s, measured = args.ttft_ms / 1000, {"ttft_s": args.ttft_ms / 1000}
+    phase = "decode" if decode else "prefill"
     d = engines.diagnose_measurement(
         args.model, args.gpu, measured_s, args.batch, args.context, num_gpus=args.gpus,
         weight_precision=args.weights, kv_precision=args.kv, engine=args.engine,

@@ -42,8 +42,7 @@ def price_fields(row) -> dict:
     return {"price_id": row.id if row else None, "price_kind": row.kind if row else None}
 
 
-def coverage_fields(args, batch, *, gpu=None, input_tokens=None, output_tokens=None, context_tokens=None
-                    ) -> dict:  # fmt: skip
+def coverage_fields(args, batch, *, gpu=None, input_tokens=None, output_tokens=None, context_tokens=None):
     """``extrapolated`` and ``extrapolation_reasons`` of the engine's figure (``roofline.engines.coverage``),
     plus a tensor-parallel size the engine would refuse (the figure then splits the work evenly)."""
     m, g = rl.get_model(args.model), rl.get_gpu(gpu or args.gpu)
@@ -92,9 +91,8 @@ def _calibration_file() -> str:
 def achievable_decode(args, batch: int, context: int, *, gpu=None) -> dict:
     """The engine's decode step next to the ideal one: the ``achievable`` JSON object (SI units)."""
     gpu = gpu or args.gpu
-    launch_s = (
-        getattr(args, "launch_overhead_ms", 0.0) * MS
-    )  # a CPU that cannot hide launches slows any engine
+    # A CPU that cannot hide its kernel launches slows any engine.
+    launch_s = getattr(args, "launch_overhead_ms", 0.0) * MS
     step = float(decode_times(args, batch, context, gpu=gpu, launch_overhead_s=launch_s)["total"])
     return {
         "engine": engines.get_engine(args.engine).id,
@@ -127,8 +125,7 @@ def available_text(have: float, gpu, num_gpus: int, memory: str, hint: str = "")
     )
 
 
-def does_not_fit(args, command: str, batch: int, context: int, *, gpu=None, why: str = "", json_extra=None
-                 ) -> int:  # fmt: skip
+def does_not_fit(args, command: str, batch: int, context: int, *, gpu=None, why="", json_extra=None) -> int:
     """Report weights plus KV cache beyond the GPUs' memory (exit code 2): the explanation on stderr and,
     with --json, the memory numbers and the error object on stdout (``json_extra`` first: the masked step
     of ``step``)."""

@@ -1,14 +1,10 @@
 """``roofline generate``: a static batch, the ideal floor and the achievable (calibrated) figures.
 
-    roofline generate --model M --gpu G [--gpus N] [--parallel tensor|pipeline] --batch B \\
-        --input I --output O [--weights P] [--kv P] [--engine E] [--json]
-
 B requests, each with I prompt tokens and O output tokens, run together: one prefill of the B × I prompt
 tokens (TTFT), then O decode steps with each request's context growing from I to I + O. The numbers come
 from ``roofline.engines.generate``; this module only parses, checks what a real engine would refuse (a
 request longer than the model's window, a tensor-parallel size that does not divide the heads, more
-pipeline stages than layers) and formats. docs/cli.md lists every field. Errors go through
-``roofline.apps.cli.main``: one ``error:`` line on stderr, and with ``--json`` the JSON error object.
+pipeline stages than layers) and formats. docs/cli.md lists every field.
 
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main

@@ -31,8 +31,15 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Run ``list`` from parsed ``args``; return the exit code."""
     rl.get_precision(args.precision)
-    show = {"gpus": _list_gpus, "models": _list_models, "prices": _list_prices, "engines": _list_engines}
-    return show[args.what](args)
+    tables = {"gpus": _gpus, "models": _models, "prices": _prices, "engines": _engines}
+    items, headers, rows, right, note = tables[args.what](args.precision)
+    if args.json:
+        precision = {"precision": args.precision} if args.what == "models" else {}
+        print_json({"command": "list", "what": args.what, **precision, "items": items})
+    else:
+        print(table(headers, rows, right))
+        print(note)
+    return EXIT_OK
 
 
 def _ridge(gpu, precision: str):
@@ -43,122 +50,82 @@ def _ridge(gpu, precision: str):
     return peak, rl.ridge_point_flop_per_byte(peak, gpu.memory_bandwidth_bytes_per_s)
 
 
-def _list_gpus(args) -> int:
+def _gpus(prec: str):
     """`roofline list gpus`: each GPU with its ridge points and default price."""
-    prec = args.precision
-    items = []
+    items, rows = [], []
     for g in rl.gpus().values():
-        item = asdict(g)
-        item["ridge_point_flop_per_byte"] = {
-            k: rl.ridge_point_flop_per_byte(v, g.memory_bandwidth_bytes_per_s)
-            for k, v in g.dense_flops_per_s.items()
-        }
         usd, row = price_of(g)
-        item.update(usd_per_gpu_hour=usd, **price_fields(row))
-        items.append(item)
-    if args.json:
-        print_json({"command": "list", "what": "gpus", "items": items})
-        return EXIT_OK
-    rows = []
-    for g, item in zip(rl.gpus().values(), items, strict=True):
+        ridges = {k: rl.ridge_point_flop_per_byte(v, g.memory_bandwidth_bytes_per_s)
+                  for k, v in g.dense_flops_per_s.items()}  # fmt: skip
+        items.append({**asdict(g), "ridge_point_flop_per_byte": ridges, "usd_per_gpu_hour": usd,
+                      **price_fields(row)})  # fmt: skip
         peak, ridge = _ridge(g, prec)
-        usd = item["usd_per_gpu_hour"]
-        rows.append(
-            [
-                g.id,
-                fmt_capacity(g),  # as the data sheet prints it (80 GiB of HBM), and in decimal bytes
-                f"{g.memory_bandwidth_bytes_per_s / TB:g}",
-                "-" if peak is None else f"{peak / TFLOPS:g}",
-                "-" if ridge is None else f"{ridge:.0f}",
-                f"{g.interconnect_bytes_per_s / GB:g}",
-                f"{g.power_w:g}",
-                "-" if usd is None else f"{usd:.2f}" + (" own" if item["price_kind"] == "own" else ""),
-                g.source,
-            ]
-        )
+        rows.append([
+            g.id,
+            fmt_capacity(g),  # as the data sheet prints it (80 GiB of HBM), and in decimal bytes
+            f"{g.memory_bandwidth_bytes_per_s / TB:g}",
+            "-" if peak is None else f"{peak / TFLOPS:g}",
+            "-" if ridge is None else f"{ridge:.0f}",
+            f"{g.interconnect_bytes_per_s / GB:g}",
+            f"{g.power_w:g}",
+            "-" if usd is None else f"{usd:.2f}" + (" own" if row.kind == "own" else ""),
+            g.source,
+        ])  # fmt: skip
     headers = ["id", "memory", "bandwidth TB/s", f"{prec} TFLOPS", "ridge FLOP/byte", "link GB/s",
                "power W", "$/GPU-hour", "source"]  # fmt: skip
-    print(table(headers, rows, right={1, 2, 3, 4, 5, 6, 7}))
-    print(
+    note = (
         f"(dense peaks; ridge point = {prec} peak ÷ memory bandwidth, computed; memory as the data sheet "
         "prints it, binary-sized for HBM and GDDR (80 GB = 80 GiB), with decimal GB in brackets; "
         "$/GPU-hour: the GPU's default price, a listed rental or, marked own, purchase and power spread "
         "over its life: `roofline list prices`)"
     )
-    return EXIT_OK
+    return items, headers, rows, {1, 2, 3, 4, 5, 6, 7}, note
 
 
-def _list_models(args) -> int:
+def _models(prec: str):
     """`roofline list models`: each model with its derived parameter counts and bytes."""
-    prec = args.precision
-    items = []
-    for m in rl.models().values():
-        item = asdict(m)
-        item.update(
-            parameter_count=rl.parameter_count(m),
-            active_parameter_count=rl.active_parameter_count(m),
-            weight_bytes=rl.weight_bytes(m, prec),
-            kv_bytes_per_token=rl.kv_bytes_per_token(m, prec),
-        )
-        items.append(item)
-    if args.json:
-        print_json({"command": "list", "what": "models", "precision": prec, "items": items})
-        return EXIT_OK
+    items = [
+        {**asdict(m), "parameter_count": rl.parameter_count(m),
+         "active_parameter_count": rl.active_parameter_count(m), "weight_bytes": rl.weight_bytes(m, prec),
+         "kv_bytes_per_token": rl.kv_bytes_per_token(m, prec)}
+        for m in rl.models().values()
+    ]  # fmt: skip
     rows = [
-        [
-            i["id"],
-            f"{i['parameter_count'] / 1e9:.2f}",
-            f"{i['active_parameter_count'] / 1e9:.2f}",
-            f"{i['published_parameters'] / 1e9:.2f}",
-            str(i["layers"]),
-            f"{i['attention_heads']}/{i['kv_heads']}",
-            f"{i['kv_bytes_per_token'] / KiB:g}",
-            f"{i['weight_bytes'] / GB:.1f}",
-            f"{i['max_context_tokens']:,}",
-            i["source"],
-        ]
+        [i["id"], f"{i['parameter_count'] / 1e9:.2f}", f"{i['active_parameter_count'] / 1e9:.2f}",
+         f"{i['published_parameters'] / 1e9:.2f}", str(i["layers"]),
+         f"{i['attention_heads']}/{i['kv_heads']}", f"{i['kv_bytes_per_token'] / KiB:g}",
+         f"{i['weight_bytes'] / GB:.1f}", f"{i['max_context_tokens']:,}", i["source"]]
         for i in items
-    ]
+    ]  # fmt: skip
     headers = ["id", "params B", "active B", "published B", "layers", "heads/kv", f"KV KiB/token {prec}",
                f"weights GB {prec}", "max context", "source"]  # fmt: skip
-    print(table(headers, rows, right={1, 2, 3, 4, 6, 7, 8}))
-    print("(params and active params derived from the architecture; published = the publisher's count)")
-    return EXIT_OK
+    note = "(params and active params derived from the architecture; published = the publisher's count)"
+    return items, headers, rows, {1, 2, 3, 4, 6, 7, 8}, note
 
 
-def _list_prices(args) -> int:
+def _prices(prec: str):
     """`roofline list prices`: the price rows, each dated and sourced."""
     items = [asdict(p) for p in rl.prices().values()]
-    if args.json:
-        print_json({"command": "list", "what": "prices", "items": items})
-        return EXIT_OK
     rows = [
         [p["id"], p["gpu"], f"{p['usd_per_gpu_hour']:.2f}", p["kind"], p["provider"], p["date"], p["source"]]
         for p in items
     ]
-    print(table(["id", "gpu", "$/GPU-hour", "kind", "provider", "date", "source"], rows, right={2}))
-    print(
+    note = (
         "(dated examples, not quotes: check the source before relying on one; kind own: a GPU people buy, "
         "its purchase price and power spread over its life, data/assumptions.toml; a GPU's first row is its "
         "default)"
     )
-    return EXIT_OK
+    return items, ["id", "gpu", "$/GPU-hour", "kind", "provider", "date", "source"], rows, {2}, note
 
 
-def _list_engines(args) -> int:
+def _engines(prec: str):
     """`roofline list engines`: the engines of data/engines.toml (and yours), each with its release."""
-    items = []
-    for e in engine_ids():
-        row = asdict(get_engine(e))
-        row["kernels_timed"] = bool(row.get("kernels"))
-        items.append(row)
-    if args.json:
-        print_json({"command": "list", "what": "engines", "items": items})
-        return EXIT_OK
+    items = [
+        {**e, "kernels_timed": bool(e["kernels"])} for e in (asdict(get_engine(i)) for i in engine_ids())
+    ]
     rows = [[i["id"], i["kind"], i["parallel"], i["kernels"] or "-", i["version"]] for i in items]
     headers = ["id", "kind", "splits a model", "kernels timed", "release its numbers describe"]
-    print(table(headers, rows, right=set()))
-    print(
+    note = (
         "(`--engine ID` in step, prefill, cost, generate, serve, speculate, diagnose; the ideal is the floor)"
     )
-    return EXIT_OK
+    return items, headers, rows, set(), note

@@ -21,9 +21,6 @@ from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 MAX_BATCH = 10**7  # users
 MAX_GPUS = 100_000
 MAX_TOKENS = 10**8  # context or prompt length
-MAX_REQUESTS = 1_000_000  # simulated requests (and closed-loop clients): memory and time stay bounded
-MAX_REPLICAS = 1_000  # simulated workers: each is an object with its own queues
-MAX_RATE_PER_S = 1e6  # requests per second
 MAX_MS = 1e9  # an SLO or a measured time, in ms (11.6 days)
 MAX_USD_PER_HOUR = 1e6
 
@@ -100,8 +97,7 @@ def whole_number(least: int, most: int, unit: str = "") -> _Bounded:
     return _Bounded(int, least, most, unit)
 
 
-def real_number(least: float, most: float, unit: str = "", *, above: bool = False, below: bool = False
-                ) -> _Bounded:  # fmt: skip
+def real_number(least: float, most: float, unit: str = "", *, above=False, below=False) -> _Bounded:
     """An argparse type for a finite float option in [least, most] (``above``: strictly more than least;
     ``below``: strictly less than most).
 
@@ -126,6 +122,7 @@ BATCH = whole_number(1, MAX_BATCH, "users")
 GPUS = whole_number(1, MAX_GPUS, "GPUs")
 CONTEXT = whole_number(0, MAX_TOKENS, "tokens")
 TOKENS = whole_number(1, MAX_TOKENS, "tokens")  # a prompt, or a context that must hold something
+MILLISECONDS = real_number(0, MAX_MS, "ms", above=True)  # an SLO or a measured time
 
 
 def add_json_argument(p) -> None:

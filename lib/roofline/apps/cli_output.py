@@ -139,8 +139,9 @@ def picked(result, names: tuple[str, ...], counts: tuple[str, ...] = ()) -> dict
     return {**out, **{name: int(out[name]) for name in counts}}
 
 
-def report_error(kind: str, message: str, *, json_mode: bool, command: str | None, detail: str = "",
-                 fields=None, extra=None) -> int:  # fmt: skip
+def report_error(
+    kind: str, message: str, *, json_mode: bool, command, detail="", fields=None, extra=None
+) -> int:
     """An error on stderr (``error: ...``) and, with --json, as a JSON object on stdout; exit code 2.
     ``fields`` go beside ``error`` (the memory numbers of a does-not-fit), ``extra`` inside it."""
     print(f"error: {message}" + (f"\n{detail}" if detail else ""), file=sys.stderr)

@@ -7,9 +7,6 @@ same search with every step at the roofline floor is shown beside it (the fewest
 Each GPU is priced with its own price unless ``--usd-per-hour`` or ``--price`` says otherwise. docs/cli.md
 lists every JSON field.
 
-    roofline plan --model M --gpu G [--gpus N] --rate R --input I --output O [--slo-ttft-ms MS]
-                  [--slo-tpot-ms MS] [--requests K] [--max-replicas R] [--engine E] [--json]
-
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
 >>> buf = io.StringIO()
@@ -27,7 +24,6 @@ import roofline as rl
 from roofline import sim
 from roofline.apps.cli_figures import coverage_fields, price_fields, price_of, setup_fields
 from roofline.apps.cli_options import (
-    MAX_REPLICAS,
     add_common_arguments,
     add_engine_argument,
     add_price_arguments,
@@ -43,7 +39,14 @@ from roofline.apps.cli_output import (
     rows_text,
     weights_text,
 )
-from roofline.apps.cli_serve import SEED, add_load_arguments, add_slo_arguments, slo_targets, workload
+from roofline.apps.cli_serve import (
+    MAX_REPLICAS,
+    SEED,
+    add_load_arguments,
+    add_slo_arguments,
+    slo_targets,
+    workload,
+)
 from roofline.assumptions import assumption
 from roofline.engines import get_engine
 from roofline.sim import validation

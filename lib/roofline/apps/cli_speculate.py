@@ -3,13 +3,8 @@
 Taught in notebooks/speculative_decoding.ipynb; the numbers are ``roofline.physics.speculative``. docs/cli.md
 documents the command and every JSON field.
 
-    roofline speculate --model M --gpu G [--gpus N] [--draft D | --draft-cost-ratio r] --draft-tokens k
-                       --acceptance a [--batch B] [--context T] [--weights P] [--kv P] [--engine E] [--json]
-
 Beside the ideal, the same cycle on a real engine (``--engine``, default ``vllm``): the draft, verify and
 plain steps each timed by the engine (``roofline.engines.StepTimer``) on the same FLOPs and bytes.
-Errors (unknown names, out-of-range numbers, a configuration that does not fit) go through the framework
-in ``roofline.apps.cli``: exit code 2 and, with ``--json``, ``{"command", "error": {"type", "message"}}``.
 
 >>> import contextlib, io, json
 >>> buf = io.StringIO()

@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
     add_engine_argument(p)
 
 
-def step_fields(s: rl.Step, args) -> dict:
+def _step_fields(s: rl.Step, args) -> dict:
     """The JSON object of a decode step (SI units), without the engine's figure."""
     gpu = rl.get_gpu(s.gpu_id)
     ridge = rl.ridge_point_flop_per_byte(
@@ -75,9 +75,9 @@ def run(args) -> int:
         extra = None
         if args.json:  # the step's other numbers still exist: give them to scripts
             masked = ideal_step(args, args.batch, args.context, on_overflow="mask", **options)
-            extra = {**step_fields(masked, args), "binding": None}  # no step runs, so nothing binds
+            extra = {**_step_fields(masked, args), "binding": None}  # no step runs, so nothing binds
         return does_not_fit(args, "step", args.batch, args.context, json_extra=extra)
-    d = {**step_fields(s, args), "achievable": achievable_decode(args, args.batch, args.context)}
+    d = {**_step_fields(s, args), "achievable": achievable_decode(args, args.batch, args.context)}
     if args.json:
         print_json(d)
         return EXIT_OK

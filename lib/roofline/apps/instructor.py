@@ -5,30 +5,25 @@
     uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated, listed on the start page
     uv run instructor --port=8870 --scale 1.5 --presenter
 
-It prints the URLs to open, each with its access token. The app (``roofline.apps.instructor_server``)
+It prints the URLs to open, each with its access token (random per start; ``--no-token`` for none), and
+starts the app (``roofline.apps.instructor_server``, which says how it keeps these promises): it listens on
+127.0.0.1 only, answers only to loopback host names (a web page using DNS rebinding cannot reach it), asks
+for the token on every route but the public scripts and styles, hides the code cells and keeps the page on
+this machine (its Content-Security-Policy). A page opened with the token keeps it in a login cookie and
+takes it out of the address bar (a projector shows the address bar to the room). This module reads the
+command line into a ``Plan`` and refuses the Voilà options that would undo those promises (``REFUSED``);
+any other Voilà option passes through in ``--name=value`` form.
 
-- binds to 127.0.0.1 only, refuses requests whose Host header is not 127.0.0.1/localhost on every route
-  (a web page using DNS rebinding cannot reach it), and asks for a token (random per start; ``--no-token``
-  for none) on every route but the public scripts and styles; a page opened with the token keeps it in a
-  login cookie and takes it out of the address bar (a projector shows the address bar to the room);
-- refuses the options that would undo that (``--Voila.ip``, ``--Voila.token``, ``--Voila.tornado_settings``,
-  ...: ``REFUSED``), and refuses to start when a Jupyter config file sets them;
-- hides the code cells and sends a Content-Security-Policy that keeps the page on this machine
-  (``connect-src 'self'``: websockets only back to this server; ``form-action 'self'``);
-- starts a kernel for each named lesson in advance (Voilà's preheated kernels, one per lesson, ~125 MB
-  each), so the server sends the rendered page at once and the explorer is live in about 1.6 s (the
-  browser loading Voilà's scripts and drawing the widgets; benchmarks/instructor_switch.py); other
-  lessons run on a spare kernel started in advance with their modules imported (about 3.2 s);
-- shuts a page's kernel down when the page is closed, culls kernels left idle and disconnected for
-  ``--cull-idle-seconds`` (300 by default), and keeps at most ``--max-kernels`` (12) alive: one more
-  page first shuts down the least recently used idle kernel (30 page loads held 4.1 GB, now 1.5 GB);
-- adds the instructor's kit to every page (template ``speed-physics``): a projector scale (A+ / A-, or
-  ``?scale=1.5``) that enlarges the text, the widgets and the figures, and a presenter view (button or
-  key ``P``, or ``?view=presenter``): one question with its explorer below it per screen, PageDown /
-  PageUp (a clicker) or the arrow keys to move between them. Both settings are remembered across lessons.
-
-Widget messages go out without Nagle's delay (``roofline.apps.server_latency``), so sliders answer in
-about half the time. Any other Voilà option passes through in ``--name=value`` form.
+Each named lesson gets a kernel started in advance (Voilà's preheated kernels, ~125 MB each), so its page
+arrives rendered and its explorer is live in about 1.6 s (benchmarks/instructor_switch.py); other lessons
+take a spare kernel started with their modules imported (about 3.2 s). A page's kernel stops when the page
+closes; kernels left idle and disconnected are culled after ``--cull-idle-seconds`` (300), and at most
+``--max-kernels`` (12) stay alive. Every page carries the instructor's kit (template ``speed-physics``): a
+projector scale (A+ / A-, or ``?scale=1.5``) that enlarges the text, the widgets and the figures, and a
+presenter view (button or key ``P``, or ``?view=presenter``): one question with its explorer below it per
+screen, PageDown / PageUp (a clicker) or the arrow keys to move between them; both settings are remembered
+across lessons. Widget messages go out without Nagle's delay (``roofline.apps.server_latency``), so
+sliders answer in about half the time.
 """
 
 from __future__ import annotations
@@ -37,16 +32,13 @@ import argparse
 import os
 import secrets
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from roofline.apps.instructor_server import JUPYTER_DATA, TEMPLATE, Plan, launch
 from roofline.apps.server_latency import enable_tcp_nodelay
 from roofline.data import notebooks_dir
 from roofline.errors import RooflineError
 
-# Jupyter data directory holding the course's Voilà template (voila/templates/speed-physics).
-JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
-TEMPLATE = "speed-physics"
 DEFAULT_PORT = 8866
 CULL_IDLE_SECONDS = 300
 CULL_INTERVAL_SECONDS = 60
@@ -56,15 +48,6 @@ MAX_KERNELS = 12
 # Seconds between a page taking a lesson's preheated kernel and the pool starting its next one: starting
 # a kernel and running the lesson takes both cores for seconds, which slowed the very page that took it.
 POOL_REFILL_DELAY_S = 10
-
-# Only this machine: inline styles and scripts as Voilà's page uses them; data:/blob: images; network
-# connections (XHR, websockets) only back to the page's own origin; forms post only to it.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; connect-src 'self'; "
-    "form-action 'self'; frame-ancestors 'self'; base-uri 'self'"
-)
-# Host names the server answers to (an IP address is accepted when it is a loopback address).
-LOCAL_HOSTNAMES = ["localhost"]
 
 # Voilà options that would undo what instructor mode promises (where it listens, the token, the Host check,
 # the Content-Security-Policy), each with what to use instead. Matched on the option's name, any case.
@@ -89,42 +72,6 @@ REFUSED = {
     "serverapp.allow_remote_access": "instructor mode answers to 127.0.0.1 and localhost only",
     "serverapp.tornado_settings": "it would replace the Host check and the Content-Security-Policy",
 }
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What ``instructor`` will start: the directory served, the lessons preheated, the Voilà argv.
-
-    root : directory whose notebooks are served (``/voila/render/NAME.ipynb``).
-    lessons : notebook paths relative to ``root``, each given one preheated kernel.
-    port : TCP port on 127.0.0.1.
-    token : the access token ("" when switched off).
-    config : Voilà's settings (traitlets config); options given on the command line override them.
-    argv : Voilà's command line: the directory, then the options passed through.
-    query : added to every printed URL (``scale=1.5``, ``view=presenter``).
-    """
-
-    root: Path
-    lessons: list[str]
-    port: int
-    token: str
-    config: dict = field(repr=False)
-    argv: list[str] = field(repr=False)
-    query: str = ""
-
-    def urls(self) -> list[str]:
-        """The URLs to open: the lesson list, then each named lesson (with the token, if any).
-
-        >>> plan = build_plan(["16", "--port", "8870", "--token", "abc"])
-        >>> plan.urls()[0]
-        'http://127.0.0.1:8870/?token=abc'
-        >>> plan.urls()[1]
-        'http://127.0.0.1:8870/voila/render/16_step_time.ipynb?token=abc'
-        """
-        base = f"http://127.0.0.1:{self.port}"
-        params = "&".join(p for p in (f"token={self.token}" if self.token else "", self.query) if p)
-        suffix = f"?{params}" if params else ""
-        return [f"{base}/{suffix}", *(f"{base}/voila/render/{name}{suffix}" for name in self.lessons)]
 
 
 def course_notebooks() -> Path:
@@ -305,18 +252,6 @@ def _root_and_lessons(names: list[str]) -> tuple[Path, list[str]]:
     return course_notebooks().resolve(), []
 
 
-def tornado_settings() -> dict:
-    """Headers, the Host check and caching for every response (applied over Voilà's own settings)."""
-    return {
-        "headers": {"Content-Security-Policy": CONTENT_SECURITY_POLICY},
-        "allow_remote_access": False,  # Jupyter's handlers then check the Host header ...
-        "local_hostnames": LOCAL_HOSTNAMES,  # ... against these names and loopback addresses
-        # The lab extensions' files are named by their content's hash: the browser may keep them rather
-        # than ask again on every page (Voilà marks them no-cache; the round trips slowed every switch).
-        "static_immutable_cache": ["/voila/labextensions/"],
-    }
-
-
 def main(argv: list[str] | None = None) -> None:
     """Start Voilà with the course's settings; ``argv`` as on the command line (default: sys.argv[1:])."""
     plan = build_plan(sys.argv[1:] if argv is None else argv)
@@ -324,8 +259,6 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         p for p in (str(JUPYTER_DATA), os.environ.get("JUPYTER_PATH", "")) if p
     )
-    from roofline.apps.instructor_server import launch
-
     enable_tcp_nodelay()
     urls = plan.urls()
     print("Speed Physics, instructor mode. Open:", *(f"    {u}" for u in urls), sep="\n", flush=True)

@@ -1,6 +1,6 @@
 """The instructor app's server: Voilà, with the promises ``instructor`` prints kept on every route.
 
-``roofline.apps.instructor`` parses the command line into a ``Plan``; this module runs it
+``roofline.apps.instructor`` reads the command line into a ``Plan``; this module runs it
 (``launch(plan)``). Over plain Voilà it
 
 - checks the Host header on every route (loopback names only, so a web page cannot reach the app by DNS
@@ -11,14 +11,14 @@
   and reloads need no token in the URL, and the page takes the token out of the address bar;
 - refuses to start when a setting read after the command line (a Jupyter config file such as
   ``voila.json``) breaks a promise: another interface, token, Host check or Content-Security-Policy;
-- serves a start page listing the lessons by title (``roofline.lessons.course_map``);
+- serves a start page listing the lessons by title (``roofline.course.course_map``);
 - sets the ``_xsrf`` cookie on lesson pages: Voilà's page sends it back in its "page closed" request,
   which shuts the page's kernel down at once (without the cookie the server refused the request, 403,
   and the kernel waited for the culler);
 - caps the live kernels (``max_kernels``): one more page first shuts down the least recently active idle
   kernel, a closed page's before an open one's; with nothing to shut down, the page says so (HTTP 503);
 - keeps a spare kernel, started in advance with the lessons' modules imported, for the next lesson
-  opened without a preheated kernel of its own (a switch to such a lesson took 3.8 s, now 3.2 s);
+  opened without a preheated kernel of its own (a switch to such a lesson takes about 3.2 s);
 - lets the browser keep the lab extensions' scripts (their file names carry a content hash) instead of
   asking the server again on every page, which took 0.1-0.3 s of every lesson switch.
 """
@@ -30,7 +30,7 @@ import html
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -49,15 +49,19 @@ from voila.static_file_handler import AllowListFileHandler, MultiStaticFileHandl
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.treehandler import TornadoVoilaTreeHandler
 
-from roofline.apps.instructor import (
-    CONTENT_SECURITY_POLICY,
-    JUPYTER_DATA,
-    LOCAL_HOSTNAMES,
-    TEMPLATE,
-    Plan,
-    tornado_settings,
-)
 from roofline.course.course_map import course_map
+
+# Jupyter data directory holding the course's Voilà template (voila/templates/speed-physics).
+JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
+TEMPLATE = "speed-physics"
+# Only this machine: inline styles and scripts as Voilà's page uses them; data:/blob: images; network
+# connections (XHR, websockets) only back to the page's own origin; forms post only to it.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'self'; base-uri 'self'"
+)
+# Host names the server answers to (an IP address is accepted when it is a loopback address).
+LOCAL_HOSTNAMES = ["localhost"]
 
 # A kernel active this recently may belong to a page that is still loading (a page connects to its kernel
 # a few seconds after the server rendered it): never shut down to make room (CourseKernelManager's
@@ -355,8 +359,8 @@ class _KernelCap:
 
 # What every lesson imports first (the notebooks' import cell): a spare kernel imports it in advance.
 SPARE_WARM_UP = (
-    "import matplotlib.pyplot, ipywidgets; "
-    "from roofline import engines, lessons, measure, selfcheck, sim, ui, views"
+    "import matplotlib.pyplot, ipywidgets; from roofline import engines, measure, sim; "
+    "from roofline.course import figures, readouts, widgets"
 )
 
 
@@ -367,7 +371,7 @@ class _SpareKernel:
     The next spare starts ``spare_delay_s`` later, never in the cap's last place. A page on a spare
     kernel does not see Voilà's request variables (``QUERY_STRING``, ...); no lesson reads them."""
 
-    _spare: str | None = None
+    spare_id: str | None = None
 
     def _is_spare_request(self, kwargs) -> bool:
         return kwargs.get("path") in ("", None) and kwargs.get("kernel_name") in (
@@ -376,9 +380,9 @@ class _SpareKernel:
         )
 
     async def start_kernel(self, *args, **kwargs):
-        spare = self._spare
+        spare = self.spare_id
         if spare is not None and self._is_spare_request(kwargs):
-            self._spare = None
+            self.spare_id = None
             self.schedule_spare()
             if spare in self:  # (the cap may have shut it down to make room)
                 self.get_kernel(spare).last_activity = datetime.now(UTC)
@@ -388,16 +392,16 @@ class _SpareKernel:
     def schedule_spare(self, delay_s: float | None = None) -> None:
         """Start the next spare kernel after ``delay_s`` (default ``spare_delay_s``)."""
         delay_s = self.spare_delay_s if delay_s is None else delay_s
-        asyncio.get_event_loop().call_later(delay_s, lambda: asyncio.ensure_future(self._start_spare()))
+        asyncio.get_event_loop().call_later(delay_s, lambda: asyncio.ensure_future(self.start_spare()))
 
-    async def _start_spare(self) -> None:
-        if self._spare is not None or (self.max_kernels and self.live_kernels() + 1 >= self.max_kernels):
+    async def start_spare(self) -> None:
+        if self.spare_id is not None or (self.max_kernels and self.live_kernels() + 1 >= self.max_kernels):
             return  # one already waits, or it would take the cap's last place, which is a page's
         warm_up = f"--IPKernelApp.exec_lines={SPARE_WARM_UP}"
-        self._spare = await ensure_async(super().start_kernel(path="", extra_arguments=[warm_up]))
+        self.spare_id = await ensure_async(super().start_kernel(path="", extra_arguments=[warm_up]))
 
     async def cull_kernel_if_idle(self, kernel_id: str):
-        if kernel_id != self._spare:  # the spare waits, idle and unconnected, by design
+        if kernel_id != self.spare_id:  # the spare waits, idle and unconnected, by design
             return await ensure_async(super().cull_kernel_if_idle(kernel_id))
 
 
@@ -452,6 +456,55 @@ def course_kernel_manager_factory(factory):
 
 
 # --- the app ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the app will serve (``roofline.apps.instructor.build_plan`` reads it from the command line):
+    the directory served, the lessons preheated, the Voilà argv.
+
+    root : directory whose notebooks are served (``/voila/render/NAME.ipynb``).
+    lessons : notebook paths relative to ``root``, each given one preheated kernel.
+    port : TCP port on 127.0.0.1.
+    token : the access token ("" when switched off).
+    config : Voilà's settings (traitlets config); options given on the command line override them.
+    argv : Voilà's command line: the directory, then the options passed through.
+    query : added to every printed URL (``scale=1.5``, ``view=presenter``).
+    """
+
+    root: Path
+    lessons: list[str]
+    port: int
+    token: str
+    config: dict = field(repr=False)
+    argv: list[str] = field(repr=False)
+    query: str = ""
+
+    def urls(self) -> list[str]:
+        """The URLs to open: the lesson list, then each named lesson (with the token, if any).
+
+        >>> plan = Plan(Path("."), ["16_step_time.ipynb"], port=8870, token="abc", config={}, argv=[])
+        >>> plan.urls()[0]
+        'http://127.0.0.1:8870/?token=abc'
+        >>> plan.urls()[1]
+        'http://127.0.0.1:8870/voila/render/16_step_time.ipynb?token=abc'
+        """
+        base = f"http://127.0.0.1:{self.port}"
+        params = "&".join(p for p in (f"token={self.token}" if self.token else "", self.query) if p)
+        suffix = f"?{params}" if params else ""
+        return [f"{base}/{suffix}", *(f"{base}/voila/render/{name}{suffix}" for name in self.lessons)]
+
+
+def tornado_settings() -> dict:
+    """Headers, the Host check and caching for every response (applied over Voilà's own settings)."""
+    return {
+        "headers": {"Content-Security-Policy": CONTENT_SECURITY_POLICY},
+        "allow_remote_access": False,  # Jupyter's handlers then check the Host header ...
+        "local_hostnames": LOCAL_HOSTNAMES,  # ... against these names and loopback addresses
+        # The lab extensions' files are named by their content's hash: the browser may keep them rather
+        # than ask again on every page (Voilà marks them no-cache; the round trips slowed every switch).
+        "static_immutable_cache": ["/voila/labextensions/"],
+    }
 
 
 def broken_promises(app: Voila, plan: Plan) -> list[str]:

@@ -20,25 +20,31 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
+import tomllib
 from dataclasses import dataclass
 
 import numpy as np
+import tomli_w
 
 from roofline.calibration.fit import fit_terms
 from roofline.calibration.measurements import Measurements
-from roofline.calibration.store import toml_value
 from roofline.calibration.terms import terms_for
-from roofline.data import get_gpu, get_model, user_data_dir
-from roofline.engines.params import OVERHEADS, Calibration, load_calibration
+from roofline.data import clear_cache, get_gpu, get_model, user_data_dir
+from roofline.engines.params import OVERHEADS, Calibration, forget_frozen_tables, load_calibration
 from roofline.engines.registry import get_engine
-from roofline.errors import InvalidConfigurationError
+from roofline.errors import DataTableError, InvalidConfigurationError
 
-KINDS = {"tpot": "tpot", "ttft": "ttft", "latency": "latency"}  # what a point measures
+KINDS = ("tpot", "ttft", "latency")  # what a point measures
 # How hard the base engine's costs pull (the project's fit uses 0.3 over thousands of rows): a tenth of a
 # log unit of a point's error outweighs the pull of a cost moved by a factor of e.
 PRIOR_WEIGHT = 0.01
+# What a calibrated engine takes from its base engine's row (those it has) besides its kernels' timings.
+INHERITED = ("parallel", "scheduler", "token_budget", "max_sequences", "chunk_tokens", "scheduler_source",
+             "kernels", "chunked_prefill", "whole_prompt_must_fit", "kv_reservation",
+             "pass_tokens")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,63 +66,42 @@ class Point:
 
 
 def _measurements(points: list[Point], name: str) -> Measurements:
+    """``points`` as measured rows of engine ``name``, each checked (a known kind, a positive time)."""
     rows = []
     for i, p in enumerate(points, start=1):
         if p.kind not in KINDS:
             raise InvalidConfigurationError(
                 f"measurement {i}: kind must be one of {', '.join(KINDS)}, got {p.kind!r}"
             )
-        t = float(p.measured_s)
-        if not (math.isfinite(t) and t > 0):
+        if not (math.isfinite(t := float(p.measured_s)) and t > 0):
             raise InvalidConfigurationError(
                 f"measurement {i}: the time must be a positive number of seconds, got {p.measured_s!r}"
             )
-        rows.append(
-            dict(
-                source="yours",
-                kind=KINDS[p.kind],
-                model=get_model(p.model).id,
-                gpu=get_gpu(p.gpu).id,
-                engine=name,
-                num_gpus=int(p.num_gpus),
-                batch=int(p.batch),
-                input_tokens=int(p.input_tokens),
-                output_tokens=int(p.output_tokens),
-                weight_precision=p.weight_precision,
-                kv_precision=p.kv_precision,
-                measured_s=t,
-                measured_throughput=math.nan,
-                prefill_chunk=0,
-            )
-        )
-    return Measurements(**{k: np.array([r[k] for r in rows]) for k in rows[0]})
+        counts = {k: int(getattr(p, k)) for k in ("num_gpus", "batch", "input_tokens", "output_tokens")}
+        rows.append({**dataclasses.asdict(p), **counts, "source": "yours", "model": get_model(p.model).id,
+                     "gpu": get_gpu(p.gpu).id, "engine": name, "measured_s": t})  # fmt: skip
+    return Measurements.from_rows(rows)
 
 
-def _check(ms: Measurements, floors: np.ndarray) -> None:
-    """Refuse measurements no engine can produce, and contradictory ones."""
-    for i in np.flatnonzero(ms.measured_s < floors):
+def _check(ms: Measurements, floors_s: np.ndarray) -> None:
+    """Refuse measurements no engine can produce (faster than the floors, s), and contradictory ones."""
+    for i in np.flatnonzero(ms.measured_s < floors_s):
         raise InvalidConfigurationError(
             f"measurement {i + 1} ({ms.kind[i]} {ms.measured_s[i] * 1e3:.3g} ms) is faster than the ideal "
-            "floor "
-            f"({floors[i] * 1e3:.3g} ms) for {ms.model[i]} on {ms.num_gpus[i]}x {ms.gpu[i]} at "
+            f"floor ({floors_s[i] * 1e3:.3g} ms) for {ms.model[i]} on {ms.num_gpus[i]}x {ms.gpu[i]} at "
             f"{ms.weight_precision[i]}: check the precision, the GPU count and the units"
         )
-    keys = [
-        tuple(
-            getattr(ms, f)[i]
-            for f in (
-                "kind",
-                "model",
-                "gpu",
-                "num_gpus",
-                "batch",
-                "input_tokens",
-                "output_tokens",
-                "weight_precision",
-            )
-        )
-        for i in range(len(ms))
-    ]
+    fields = (
+        "kind",
+        "model",
+        "gpu",
+        "num_gpus",
+        "batch",
+        "input_tokens",
+        "output_tokens",
+        "weight_precision",
+    )
+    keys = [tuple(getattr(ms, f)[i] for f in fields) for i in range(len(ms))]
     for key in set(keys):
         same = ms.measured_s[[k == key for k in keys]]
         if same.size > 1 and same.max() > 2 * same.min():
@@ -127,8 +112,9 @@ def _check(ms: Measurements, floors: np.ndarray) -> None:
 
 
 def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibration:
-    """Fit engine ``name`` (running ``base``'s kernels) to ``points``: its costs start from ``base``'s fitted
-    ones and move where the points say. Returns the calibration of that one engine."""
+    """Fit engine ``name`` (running ``base``'s kernels) to ``points``: its costs (s) start from ``base``'s
+    fitted ones and move where the points say. Returns the calibration of that one engine (see the module
+    docstring's example)."""
     if not points:
         raise InvalidConfigurationError("give at least one measurement")
     b = get_engine(base)
@@ -140,66 +126,50 @@ def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibratio
     terms = terms_for(ms, kernels_of={name: b.id})
     _check(ms, terms.total_s(np.maximum(terms.work.compute_s, terms.work.memory_s)))
     base_costs, _ = load_calibration().overheads_for(b.id)
+    train = np.ones(len(ms), bool)
     return fit_terms(
-        ms,
-        terms,
-        np.ones(len(ms), bool),
-        cost_prior={name: base_costs},
-        fitted_fractions=False,
-        prior_weight=PRIOR_WEIGHT,
+        ms, terms, train, cost_prior={name: base_costs}, fitted_fractions=False, prior_weight=PRIOR_WEIGHT
     )
 
 
 def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[str]:
-    """Write engine ``name`` into the user's ``engines.toml`` and its costs into the user's
-    ``calibration.toml`` (replacing an earlier calibration of that name); returns the two paths."""
+    """Write engine ``name`` (running ``base``'s kernels) into the user's ``engines.toml`` and its fitted
+    costs (s) from ``cal`` into the user's ``calibration.toml`` (``roofline.data.user_data_dir()``),
+    replacing an earlier calibration of that name; ``points`` are recorded by number. Returns the two
+    paths. The test suite saves into a temporary folder (``tests/test_engines_calibrate.py``)."""
     b = get_engine(base)
-    folder = user_data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     today = datetime.date.today().isoformat()
     row = {
         "id": name,
         "name": f"{name} (your calibration of {b.name})",
         "kind": "calibrated",
-        "parallel": b.parallel,
-        "version": f"your measurements of {today} ({len(points)} points), on {b.name}'s kernels",
         "aliases": [],
-        "scheduler": b.scheduler,
-        "token_budget": b.token_budget,
-        "max_sequences": b.max_sequences,
-        "chunk_tokens": b.chunk_tokens,
-        "scheduler_source": b.scheduler_source,
+        "version": f"your measurements of {today} ({len(points)} points), on {b.name}'s kernels",
         "source": f"roofline calibrate, {today}",
         "note": f"Fitted on {len(points)} of your measurements.",
-        "kernels": b.kernels,
     }
-    for field in ("chunked_prefill", "whole_prompt_must_fit", "kv_reservation", "pass_tokens"):
+    for field in INHERITED:
         if hasattr(b, field):
             row[field] = getattr(b, field)
-    engine_lines = ["[[engine]]"] + [f"{k} = {toml_value(v)}" for k, v in row.items()]
-    costs = cal.overheads[name]
-    cal_lines = [f'[engine."{name}"]'] + [f"{k} = {toml_value(costs[k])}" for k in OVERHEADS]
-    paths = []
-    for file, block in (("engines.toml", engine_lines), ("calibration.toml", cal_lines)):
-        path = folder / file
-        kept = _without(path.read_text() if path.is_file() else "", name)
-        path.write_text(kept + ("\n" if kept else "") + "\n".join(block) + "\n")
-        paths.append(str(path))
-    _forget()
-    return paths
+    costs = {k: cal.overheads[name][k] for k in OVERHEADS}
+    folder = user_data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    engines_path, cal_path = folder / "engines.toml", folder / "calibration.toml"
+    mine = _read_user_toml(engines_path)
+    mine["engine"] = [e for e in mine.get("engine", []) if e.get("id") != name] + [row]
+    engines_path.write_text(tomli_w.dumps(mine))
+    mine = _read_user_toml(cal_path)
+    mine["engine"] = {**{e: v for e, v in mine.get("engine", {}).items() if e != name}, name: costs}
+    cal_path.write_text(tomli_w.dumps(mine))
+    clear_cache()  # every table and engine is re-read with the new one
+    forget_frozen_tables()
+    return [str(engines_path), str(cal_path)]
 
 
-def _without(text: str, name: str) -> str:
-    """The TOML ``text`` minus the block about engine ``name`` (an earlier calibration)."""
-    blocks = [b for b in ("\n" + text).split("\n[") if b.strip()]
-    keep = [b for b in blocks if f'id = "{name}"' not in b and not b.startswith(f'engine."{name}"]')]
-    return "\n".join("[" + b.strip("\n") if not b.startswith("[") else b for b in keep).strip("\n")
-
-
-def _forget() -> None:
-    """Re-read the engines and calibrations after a save."""
-    from roofline.data import clear_cache
-    from roofline.engines import params
-
-    clear_cache()
-    params.forget_frozen_tables()
+def _read_user_toml(path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except tomllib.TOMLDecodeError as exc:
+        raise DataTableError(
+            f"{path}: not valid TOML ({exc}); fix or remove it, then calibrate again"
+        ) from None

@@ -3,7 +3,8 @@
 Taught in notebooks/calibration_validation.ipynb; ``tools/fit_calibration.py`` runs it and writes
 ``data/calibration.toml``. A row's prediction is ``roofline.engines.model.assemble`` over its steps
 (``roofline.calibration.terms``), with the parameters as arrays: the fit times steps exactly as every figure
-of the course does. Levenberg–Marquardt with a forward-difference Jacobian, deterministic.
+of the course does. ``scipy.optimize.least_squares``' Levenberg–Marquardt (MINPACK) with a forward-difference
+Jacobian, deterministic.
 
 What is fitted, and what is not:
 
@@ -14,7 +15,7 @@ What is fitted, and what is not:
 - per GPU family, for an engine whose kernels were never timed (an older vintage), the bandwidth
   fractions its weight-streaming GEMMs and its decode attention reach (logit space), starting from the
   family's timed kernels. Compute fractions are never fitted end to end: the end-to-end rows cannot tell a
-  slow GEMM from a preemption or a scheduling stall, and the fitted number absorbed those (issue 19).
+  slow GEMM from a preemption or a scheduling stall, and a fitted compute fraction would absorb those.
 
 A weak prior (a pseudo-observation (θ − μ) / sd × ``PRIOR_WEIGHT``) holds each parameter the data cannot
 see; ``provenance["prior_dominated"]`` lists them.
@@ -28,11 +29,13 @@ see; ``provenance["prior_dominated"]`` lists them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
+from scipy.optimize import least_squares
 
-from roofline.calibration.measurements import load_measurements
+from roofline.calibration.measurements import Measurements, load_measurements
 from roofline.calibration.terms import Terms, measured_terms
 from roofline.engines.model import assemble
 from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration, gpu_families
@@ -47,105 +50,107 @@ PRIOR = {
     "allreduce_overhead_s": (2e-6, 2.0),
 }
 FRACTION_PRIOR_SD = 1.0  # logit units around the family's timed kernels
-F = len(FITTED_FRACTIONS)
 PRIOR_WEIGHT = 0.3
+F = len(FITTED_FRACTIONS)
 
 
 @dataclass
 class Layout:
-    """Which parameter sits where in θ: the fitted fractions per (family, engine) pair, then the costs per
-    engine."""
+    """Which parameter sits where in θ: the fitted fractions (logit) per (family, engine) pair, then the
+    costs (log s) per engine."""
 
     pairs: list
     engines: list
     fraction_prior: np.ndarray  # (pairs, fractions): the timed kernels' fractions the pairs start from
-    cost_prior: dict = None  # engine -> {cost name: centre (s)} where not ``PRIOR``'s (a base engine's fit)
+    cost_prior: dict = field(default_factory=dict)  # engine -> {cost: centre (s)} where not ``PRIOR``'s
 
     @property
     def names(self) -> list[str]:
-        """One name per entry of θ (as in ``calibration.toml``)."""
+        """One name per entry of θ (as in ``calibration.toml``).
+
+        >>> Layout([("hopper", "vllm-2024")], ["vllm-2024"], np.full((1, F), 0.8)).names[-4:-2]
+        ['engine.vllm-2024.step_overhead_s', 'engine.vllm-2024.layer_overhead_s']
+        """
         return [f"fraction.{f}.{e}.{k}" for k in FITTED_FRACTIONS for f, e in self.pairs] + [
             f"engine.{e}.{k}" for k in OVERHEADS for e in self.engines
         ]
 
     def prior(self) -> tuple[np.ndarray, np.ndarray]:
-        """(μ, sd) of every entry of θ."""
+        """(μ, sd) of every entry of θ: logits of the timed fractions, logs of the cost centres (s).
+
+        >>> mu, sd = Layout([], ["vllm"], np.zeros((0, F))).prior()
+        >>> round(math.exp(mu[0]), 6), sd.tolist()          # 1 ms per step, give or take e^2.5
+        (0.001, [2.5, 1.5, 2.5, 2.0])
+        """
         p = np.clip(self.fraction_prior.T.ravel(), 1e-3, 1 - 1e-3)
-        mu = list(np.log(p / (1 - p)))
-        sd = [FRACTION_PRIOR_SD] * p.size
-        for name in OVERHEADS:
-            mu += [
-                math.log((self.cost_prior or {}).get(e, {}).get(name, PRIOR[name][0])) for e in self.engines
-            ]
-            sd += [PRIOR[name][1]] * len(self.engines)
+        centre = {
+            e: {k: self.cost_prior.get(e, {}).get(k, PRIOR[k][0]) for k in OVERHEADS} for e in self.engines
+        }
+        mu = [*np.log(p / (1 - p)), *(math.log(centre[e][k]) for k in OVERHEADS for e in self.engines)]
+        sd = [FRACTION_PRIOR_SD] * p.size + [PRIOR[k][1] for k in OVERHEADS for _ in self.engines]
         return np.array(mu), np.array(sd)
 
+    def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(fractions: (fraction, pair), costs in s: (cost, engine)) of θ.
 
-@dataclass
-class ArrayParams:
-    """Engine numbers as arrays, one value per step: what ``assemble`` reads while the fit runs."""
-
-    gemm_compute_fraction: np.ndarray
-    gemm_bandwidth_fraction: np.ndarray
-    gemm_kernel_s: np.ndarray
-    attention_compute_fraction: np.ndarray
-    attention_token_fraction: np.ndarray
-    kv_bandwidth_fraction: np.ndarray
-    prefill_attention_kernel_s: np.ndarray
-    decode_attention_kernel_s: np.ndarray
-    moe_compute_fraction: np.ndarray
-    moe_bandwidth_fraction: np.ndarray
-    moe_kernel_s: np.ndarray
-    step_overhead_s: np.ndarray
-    layer_overhead_s: np.ndarray
-    sequence_overhead_s: np.ndarray
-    hop_latency_s: np.ndarray
-    collective_latency_s: np.ndarray
-    roofline: bool = False
+        >>> costs_s = Layout([], ["vllm"], np.zeros((0, F))).unpack(np.log([1e-3, 1e-5, 2e-5, 1e-6]))[1]
+        >>> costs_s.shape, round(float(costs_s[0, 0]), 9)
+        ((4, 1), 0.001)
+        """
+        k = len(self.pairs)
+        frac = 1 / (1 + np.exp(-theta[: F * k]))
+        return frac.reshape(F, k), np.exp(theta[F * k :]).reshape(len(OVERHEADS), len(self.engines))
 
 
-class _Model:
-    """The training steps and how θ maps onto their parameters."""
+def engine_numbers(kernels: dict, costs: dict) -> SimpleNamespace:
+    """The numbers ``assemble`` reads (one value or array per name) from the kernels' and link's numbers
+    (``Terms.kernels`` names) and the engine's costs (``OVERHEADS``, s): an all-reduce costs the link's
+    latency plus the engine's own.
 
-    def __init__(self, terms: Terms, train_rows: np.ndarray, lay: Layout):
-        use = train_rows[terms.row]
-        self.rows = np.flatnonzero(train_rows)
-        self.row = np.searchsorted(self.rows, terms.row[use])
-        self.weight = terms.weight[use]
-        self.work = type(terms.work)(
-            **{
-                k: np.broadcast_to(getattr(terms.work, k), use.shape)[use]
-                for k in terms.work.__dataclass_fields__
-            }
-        )
-        self.kernels = {k: v[use] for k, v in terms.kernels.items()}
-        pair_idx = {p: j for j, p in enumerate(lay.pairs)}
-        self.pair = np.array(
-            [pair_idx.get((f, e), -1) for f, e in zip(terms.family[use], terms.engine[use], strict=True)]
-        )
-        eng_idx = {x: j for j, x in enumerate(lay.engines)}
-        self.eng = np.array([eng_idx[x] for x in terms.engine[use]])
-        self.lay = lay
+    >>> k = {"collective_latency_s": 5e-6, "hop_latency_s": 1e-6}
+    >>> engine_numbers(k, {"step_overhead_s": 1e-3, "allreduce_overhead_s": 2e-6}).collective_latency_s
+    7e-06
+    """
+    costs = dict(costs)
+    collective = kernels["collective_latency_s"] + costs.pop("allreduce_overhead_s")
+    return SimpleNamespace(**{**kernels, "collective_latency_s": collective}, **costs, roofline=False)
 
-    def params(self, theta) -> ArrayParams:
-        k, e = len(self.lay.pairs), len(self.lay.engines)
-        frac = 1 / (1 + np.exp(-theta[: F * k])).reshape(F, k) if k else np.zeros((F, 0))
-        kern = dict(self.kernels)
-        fitted = self.pair >= 0
-        for i, name in enumerate(FITTED_FRACTIONS):
-            kern[name] = np.where(fitted, frac[i][np.maximum(self.pair, 0)] if k else 0.0, kern[name])
-        costs = dict(
-            zip(OVERHEADS, np.exp(theta[F * k :]).reshape(len(OVERHEADS), e)[:, self.eng], strict=True)
-        )
-        return _with_costs(kern, costs)
 
-    def predict(self, theta) -> np.ndarray:
-        per_step = assemble(self.work, self.params(theta)).total_s
-        return np.bincount(self.row, weights=self.weight * per_step, minlength=self.rows.size)
+def _predictor(terms: Terms, train_rows: np.ndarray, lay: Layout):
+    """θ → predicted time (s) of each training row: the training steps, with θ's fractions for the
+    (family, engine) pairs of ``lay`` and θ's costs for every step's engine."""
+    use = train_rows[terms.row]
+    rows = np.flatnonzero(train_rows)
+    row, weight = np.searchsorted(rows, terms.row[use]), terms.weight[use]
+    work = type(terms.work)(**{k: np.broadcast_to(getattr(terms.work, k), use.shape)[use]
+                               for k in terms.work.__dataclass_fields__})  # fmt: skip
+    kernels = {k: v[use] for k, v in terms.kernels.items()}
+    pair_of = {p: j for j, p in enumerate(lay.pairs)}
+    pair = np.array([pair_of.get(p, -1) for p in zip(terms.family[use], terms.engine[use], strict=True)])
+    eng = np.searchsorted(lay.engines, terms.engine[use])
+
+    def predict(theta):
+        frac, costs = lay.unpack(theta)
+        kern = dict(kernels)
+        if lay.pairs:
+            for i, name in enumerate(FITTED_FRACTIONS):
+                kern[name] = np.where(pair >= 0, frac[i][np.maximum(pair, 0)], kern[name])
+        step_costs = dict(zip(OVERHEADS, costs[:, eng], strict=True))
+        per_step = assemble(work, engine_numbers(kern, step_costs)).total_s
+        return np.bincount(row, weights=weight * per_step, minlength=rows.size)
+
+    return predict
 
 
 def predict_rows(terms: Terms, cal: Calibration) -> np.ndarray:
-    """Predicted time (s) of every measured row under the calibration ``cal``."""
+    """Predicted time (s) of every measured row of ``terms`` under the calibration ``cal``.
+
+    >>> from roofline.engines.params import load_calibration
+    >>> t = measured_terms()
+    >>> p = predict_rows(t, load_calibration())
+    >>> p.shape == (t.n_rows,), bool((p > 0).all())
+    (True, True)
+    """
     kern = {k: v.copy() for k, v in terms.kernels.items()}
     costs = {k: np.empty(terms.row.size) for k in OVERHEADS}
     keys = np.char.add(np.char.add(terms.family.astype(str), "|"), terms.engine.astype(str))
@@ -159,122 +164,56 @@ def predict_rows(terms: Terms, cal: Calibration) -> np.ndarray:
         oh, _ = cal.overheads_for(eng)
         for name in OVERHEADS:
             costs[name][sel] = oh[name]
-    return terms.total_s(assemble(terms.work, _with_costs(kern, costs)).total_s)
+    return terms.total_s(assemble(terms.work, engine_numbers(kern, costs)).total_s)
 
 
-def _with_costs(kernels: dict, costs: dict) -> ArrayParams:
-    """Per-step parameters from the kernels' and link's numbers and the engine's costs (arrays)."""
-    costs = dict(costs)
-    collective = kernels["collective_latency_s"] + costs.pop("allreduce_overhead_s")
-    return ArrayParams(**{**kernels, "collective_latency_s": collective}, **costs)
-
-
-def _layout(terms: Terms, train_rows: np.ndarray, fitted_fractions: bool = True) -> Layout:
+def _layout(terms: Terms, train_rows: np.ndarray, fitted_fractions: bool) -> Layout:
     use = train_rows[terms.row]
-    pairs = sorted(
-        {
-            (f, e)
-            for f, e in zip(terms.family[use], terms.engine[use], strict=True)
-            if fitted_fractions and not get_engine(e).kernels
-        }
-    )
-    prior = np.array(
-        [
-            [
-                np.median(terms.kernels[n][use & (terms.family == f) & (terms.engine == e)])
-                for n in FITTED_FRACTIONS
-            ]
-            for f, e in pairs
-        ]
-    ).reshape(len(pairs), F)
-    return Layout(pairs, sorted(set(terms.engine[use].tolist())), prior)
-
-
-def spd_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve a x = b for a small symmetric positive-definite ``a`` by Gaussian elimination (no pivoting
-    needed), in plain numpy.
-
-    >>> spd_solve(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([2.0, 1.0])).tolist()
-    [0.5, 0.0]
-    """
-    m, x = np.array(a, dtype=float), np.array(b, dtype=float)
-    n = len(x)
-    for k in range(n):
-        f = m[k + 1 :, k] / m[k, k]
-        m[k + 1 :, k:] -= f[:, None] * m[k, k:]
-        x[k + 1 :] -= f * x[k]
-    for k in range(n - 1, -1, -1):
-        x[k] = (x[k] - m[k, k + 1 :] @ x[k + 1 :]) / m[k, k]
-    return x
-
-
-def _fit_theta(model: _Model, logy: np.ndarray, iters: int = 60, prior_weight: float = PRIOR_WEIGHT):
-    """Levenberg–Marquardt on the residuals log(pred ÷ measured) plus the priors. Returns θ and, per
-    parameter, whether its prior outweighs the data (curvature at the optimum)."""
-    mu, sd = model.lay.prior()
-    w_prior = prior_weight / sd
-
-    def residuals(th):
-        return np.log(model.predict(th)) - logy
-
-    def jacobian(th, r):  # forward differences: the model is assemble() itself, no derivative to keep
-        cols = []
-        for i in range(th.size):
-            step = th.copy()
-            step[i] += 1e-6
-            cols.append((residuals(step) - r) / 1e-6)
-        return np.stack(cols) if cols else np.zeros((0, r.size))
-
-    theta, lam = mu.copy(), 1e-2
-    r = residuals(theta)
-    cost = float(r @ r + np.sum((w_prior * (theta - mu)) ** 2))
-    jac = jacobian(theta, r)
-    for _ in range(iters):
-        # einsum's own loops, not BLAS/LAPACK: threaded BLAS stalls on a busy machine at these small sizes
-        a = np.einsum("ij,kj->ik", jac, jac) + np.diag(w_prior**2)
-        g = np.einsum("ij,j->i", jac, r) + w_prior**2 * (theta - mu)
-        cand = theta + spd_solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
-        r2 = residuals(cand)
-        c2 = float(r2 @ r2 + np.sum((w_prior * (cand - mu)) ** 2))
-        if c2 < cost:
-            improved, theta, r, cost = cost - c2, cand, r2, c2
-            jac = jacobian(theta, r)
-            lam = max(lam / 3, 1e-6)
-            if improved < 1e-10 * max(cost, 1e-12):
-                break
-        else:
-            lam *= 4
-            if lam > 1e8:
-                break
-    return theta, (jac**2).sum(axis=1) < w_prior**2
+    pairs = sorted({(str(f), str(e)) for f, e in zip(terms.family[use], terms.engine[use], strict=True)
+                    if fitted_fractions and not get_engine(e).kernels})  # fmt: skip
+    prior = [[np.median(terms.kernels[n][use & (terms.family == f) & (terms.engine == e)])
+              for n in FITTED_FRACTIONS] for f, e in pairs]  # fmt: skip
+    return Layout(pairs, sorted(set(terms.engine[use].tolist())), np.array(prior).reshape(len(pairs), F))
 
 
 def ideal_times() -> np.ndarray:
-    """The floor of every measured row (s): each step at max(math time, memory time), nothing else."""
+    """The floor of every measured row (s): each step at max(math time, memory time), nothing else.
+
+    >>> bool((ideal_times() > 0).all())
+    True
+    """
     t = measured_terms()
     return t.total_s(np.maximum(t.work.compute_s, t.work.memory_s))
 
 
 def usable_rows() -> np.ndarray:
     """Rows the fit and the validation use: all but those measured faster than the ideal floor, which no
-    real run can be (a data error, e.g. Splitwise's batch-64 prefills at TP 2)."""
+    real run can be (a data error, e.g. Splitwise's batch-64 prefills at TP 2).
+
+    >>> ok = usable_rows()
+    >>> bool(ok.sum() > 0.9 * ok.size)
+    True
+    """
     return load_measurements().measured_s >= ideal_times()
 
 
-def measured_ranges(train_rows: np.ndarray, ms=None) -> dict:
-    """(family, engine) → the measured range of the training rows of ``ms`` (default: the project's
-    measurements): sizes, models, GPUs, precisions."""
+def measured_ranges(train_rows: np.ndarray, ms: Measurements | None = None) -> dict:
+    """(family, engine) → the measured range of the training rows ``train_rows`` (bool mask) of ``ms``
+    (default: the project's measurements): sizes (sequences, tokens, GPUs), models, GPUs, precisions.
+
+    >>> r = measured_ranges(load_measurements().engine == "sglang")
+    >>> list(r), r[("hopper", "sglang")]["gpus"]
+    ([('hopper', 'sglang')], ['h200'])
+    """
     ms, fams = (load_measurements() if ms is None else ms), gpu_families()
     rows = np.flatnonzero(train_rows)
     fam = np.array([fams.get(g, "unknown") for g in ms.gpu])
     ranges = {}
-    for f, e in sorted({(fam[r], ms.engine[r]) for r in rows}):
+    for f, e in sorted({(str(fam[r]), str(ms.engine[r])) for r in rows}):
         sel = rows[(fam[rows] == f) & (ms.engine[rows] == e)]
+        sizes = ("batch", "input_tokens", "output_tokens", "num_gpus")
         ranges[(f, e)] = {
-            **{
-                k: [int(getattr(ms, k)[sel].min()), int(getattr(ms, k)[sel].max())]
-                for k in ("batch", "input_tokens", "output_tokens", "num_gpus")
-            },
+            **{k: [int(getattr(ms, k)[sel].min()), int(getattr(ms, k)[sel].max())] for k in sizes},
             "models": sorted(set(ms.model[sel].tolist())),
             "gpus": sorted(set(ms.gpu[sel].tolist())),
             "weight_precisions": sorted(set(ms.weight_precision[sel].tolist())),
@@ -285,40 +224,46 @@ def measured_ranges(train_rows: np.ndarray, ms=None) -> dict:
 
 def fit(train_rows=None) -> Calibration:
     """Fit the engines' costs (and an untimed engine's bandwidth fractions) to the measured rows
-    ``train_rows`` (bool mask; default all usable rows)."""
+    ``train_rows`` (bool mask; default all usable rows). See the module docstring's example."""
     ms, terms = load_measurements(), measured_terms()
     train = usable_rows() if train_rows is None else np.asarray(train_rows, bool) & usable_rows()
     return fit_terms(ms, terms, train)
 
 
-def fit_terms(
-    ms,
-    terms: Terms,
-    train: np.ndarray,
-    *,
-    cost_prior: dict | None = None,
-    fitted_fractions: bool = True,
-    prior_weight: float = PRIOR_WEIGHT,
-) -> Calibration:
-    """The fit of ``fit`` on any measured rows ``ms`` and their ``terms``; ``cost_prior`` centres some
-    engines' cost priors (a learner's engine starts from its base engine's fitted costs),
-    ``fitted_fractions`` False fits the costs only, and ``prior_weight`` sets how hard the priors pull
-    (a few points of one learner's need a lighter pull than the project's thousands of rows)."""
+def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: dict | None = None,
+              fitted_fractions: bool = True, prior_weight: float = PRIOR_WEIGHT) -> Calibration:  # fmt: skip
+    """The fit of ``fit`` on any measured rows ``ms`` and their ``terms``, training on the rows ``train``
+    (bool mask): θ minimises Σ log(predicted ÷ measured)² + Σ ((θ − μ) × ``prior_weight`` ÷ sd)².
+    ``cost_prior`` centres some engines' cost priors (engine → {cost: s}; a learner's engine starts from
+    its base engine's fitted costs), ``fitted_fractions`` False fits the costs only, and ``prior_weight``
+    sets how hard the priors pull (a few points of one learner's need a lighter pull than the project's
+    thousands of rows). A parameter whose prior weighs more than the data's curvature at the optimum is
+    named in ``provenance["prior_dominated"]``.
+
+    >>> from roofline.calibration.terms import terms_for
+    >>> mine = load_measurements().subset(np.flatnonzero(load_measurements().engine == "sglang")[:3])
+    >>> cal = fit_terms(mine, terms_for(mine), np.ones(3, bool), fitted_fractions=False)
+    >>> sorted(cal.overheads), 0 < cal.overheads["sglang"]["step_overhead_s"] < 0.01
+    (['sglang'], True)
+    """
     lay = _layout(terms, train, fitted_fractions)
-    lay.cost_prior = cost_prior
-    model = _Model(terms, train, lay)
-    theta, weak = _fit_theta(model, np.log(ms.measured_s[train]), prior_weight=prior_weight)
-    k = len(lay.pairs)
-    frac = 1 / (1 + np.exp(-theta[: F * k])).reshape(F, k) if k else np.zeros((F, 0))
-    costs = np.exp(theta[F * k :]).reshape(len(OVERHEADS), len(lay.engines))
+    lay.cost_prior = cost_prior or {}
+    predict, logy = _predictor(terms, train, lay), np.log(ms.measured_s[train])
+    mu, sd = lay.prior()
+    w = prior_weight / sd
+    # MINPACK's Levenberg–Marquardt: its own QR, not threaded BLAS (which stalls on a busy machine)
+    residuals = lambda th: np.concatenate([np.log(predict(th)) - logy, w * (th - mu)])  # noqa: E731
+    solved = least_squares(residuals, mu, method="lm")
+    weak = (solved.jac[: logy.size] ** 2).sum(axis=0) < w**2  # the data's curvature below the prior's
+    frac, costs = lay.unpack(solved.x)
     return Calibration(
         overheads={
-            e: {n: float(costs[i, j]) for i, n in enumerate(OVERHEADS)} for j, e in enumerate(lay.engines)
+            e: dict(zip(OVERHEADS, costs[:, j].tolist(), strict=True)) for j, e in enumerate(lay.engines)
         },
         fractions={
-            p: {n: float(frac[i, j]) for i, n in enumerate(FITTED_FRACTIONS)} for j, p in enumerate(lay.pairs)
+            p: dict(zip(FITTED_FRACTIONS, frac[:, j].tolist(), strict=True)) for j, p in enumerate(lay.pairs)
         },
         gpu_family=gpu_families(),
         ranges=measured_ranges(train, ms),
-        provenance={"prior_dominated": [n for n, w in zip(lay.names, weak, strict=True) if w]},
+        provenance={"prior_dominated": [n for n, x in zip(lay.names, weak, strict=True) if x]},
     )

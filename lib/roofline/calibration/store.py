@@ -1,10 +1,10 @@
 """Writing a fit to ``data/calibration.toml``, with its provenance (datasets, date, split, errors).
 
 Taught in notebooks/calibration_validation.ipynb; ``tools/fit_calibration.py`` calls it. The file is read
-back by ``roofline.engines.params.load_calibration``.
+back by ``roofline.engines.params.load_calibration``; ``tomli_w`` writes it.
 
->>> toml_value([1, 0.5, "a"])
-'[1, 0.5, "a"]'
+>>> rounded({"a": [0.123456789, 2], "b": "x"})
+{'a': [0.123457, 2], 'b': 'x'}
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 
 import numpy as np
+import tomli_w
 
 from roofline.calibration.fit import usable_rows
 from roofline.calibration.measurements import load_measurements
@@ -19,50 +20,62 @@ from roofline.calibration.validation import Validation, in_sample_table
 from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration
 from roofline.engines.registry import get_engine
 
+HEADER = (
+    "# Achievable-performance calibration: fitted by tools/fit_calibration.py. Do not edit by hand;\n"
+    "# rerun the tool. Units: fractions 0-1, seconds. See lib/roofline/engines/.\n"
+    "# Per engine, in seconds: " + "; ".join(f"{k}: {v}" for k, v in OVERHEADS.items()) + ".\n"
+    "# [fraction.<family>.<engine>]: engines without kernel timings, per GPU family: fractions of peak\n"
+    "# bandwidth, fitted.\n\n"
+)
 
-def toml_value(v) -> str:
-    """A Python value as TOML text (bool, int, float to 6 significant digits, str, list)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(float(f"{v:.6g}"))
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    raise TypeError(type(v))
+
+def rounded(value):
+    """``value`` with every float rounded to 6 significant digits (lists, tuples and dicts walked; numpy
+    scalars as Python numbers), as ``data/calibration.toml`` stores it.
+
+    >>> rounded((np.float64(2.0000004e-06), np.int64(3)))
+    [2e-06, 3]
+    """
+    if isinstance(value, dict):
+        return {str(k): rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    return float(f"{value:.6g}") if isinstance(value, float) else value
 
 
 def calibration_toml(cal: Calibration, provenance: dict) -> str:
-    """The text of ``data/calibration.toml`` for ``cal`` with ``provenance`` (a flat dict + tables)."""
-    lines = [
-        "# Achievable-performance calibration: fitted by tools/fit_calibration.py. Do not edit by hand;",
-        "# rerun the tool. Units: fractions 0-1, seconds. See lib/roofline/engines/.",
-        "",
-        "[provenance]",
-    ]
-    tables = {k: v for k, v in provenance.items() if isinstance(v, dict)}
-    lines += [f"{k} = {toml_value(v)}" for k, v in provenance.items() if not isinstance(v, dict)]
-    for name, tab in tables.items():
-        lines += ["", f"[provenance.{name}]"] + [f'"{k}" = {toml_value(v)}' for k, v in tab.items()]
-    lines += ["", "# Per engine, in seconds: " + "; ".join(f"{k}: {v}" for k, v in OVERHEADS.items()) + "."]
-    for eng in sorted(cal.overheads):
-        lines += ["", f'[engine."{eng}"]']
-        lines += [f"{k} = {toml_value(cal.overheads[eng][k])}" for k in OVERHEADS]
-        lines.append(f"parallel = {toml_value(get_engine(eng).parallel)}")
-    if cal.fractions:
-        lines += [
-            "",
-            "# Engines without kernel timings, per GPU family: fractions of peak bandwidth, fitted.",
-        ]
-    for (fam, eng), fr in sorted(cal.fractions.items()):
-        lines += ["", f'[fraction.{fam}."{eng}"]'] + [f"{k} = {toml_value(fr[k])}" for k in FITTED_FRACTIONS]
-    for (fam, eng), rng in sorted(cal.ranges.items()):
-        lines += ["", f'[range.{fam}."{eng}"]'] + [f"{k} = {toml_value(v)}" for k, v in rng.items()]
-    lines += ["", "[gpu_family]"] + [f'"{g}" = {toml_value(f)}' for g, f in sorted(cal.gpu_family.items())]
-    return "\n".join(lines) + "\n"
+    """The text of ``data/calibration.toml`` for ``cal`` with ``provenance`` (values and tables): per engine
+    its costs (s) and parallelism, per (family, engine) its fitted fractions and measured range, the GPU
+    families; every float to 6 significant digits.
+
+    >>> import tomllib
+    >>> cal = Calibration({"vllm": dict.fromkeys(OVERHEADS, 1e-3)}, gpu_family={"h100-sxm": "hopper"})
+    >>> tomllib.loads(calibration_toml(cal, {"tool": "x"}))["engine"]["vllm"]["parallel"]
+    'tensor'
+    """
+    doc = {
+        "provenance": provenance,
+        "engine": {
+            e: {**{k: cal.overheads[e][k] for k in OVERHEADS}, "parallel": get_engine(e).parallel}
+            for e in sorted(cal.overheads)
+        },  # fmt: skip
+        "fraction": _by_family(
+            {key: {k: v[k] for k in FITTED_FRACTIONS} for key, v in cal.fractions.items()}
+        ),
+        "range": _by_family(cal.ranges),
+        "gpu_family": dict(sorted(cal.gpu_family.items())),
+    }
+    return HEADER + tomli_w.dumps(rounded({k: v for k, v in doc.items() if v}))
+
+
+def _by_family(table: dict) -> dict:
+    """{(family, engine): v} as {family: {engine: v}}, sorted."""
+    out: dict = {}
+    for (family, engine), v in sorted(table.items()):
+        out.setdefault(family, {})[engine] = v
+    return out
 
 
 def _pct_table(rows: list[dict]) -> dict:
@@ -70,7 +83,14 @@ def _pct_table(rows: list[dict]) -> dict:
 
 
 def fit_provenance(cal: Calibration, validation: Validation | None, tool: str) -> dict:
-    """Provenance of a fit: datasets, rows, date, tool, split, and residual summaries."""
+    """Provenance of the fit ``cal``: datasets, rows, date, ``tool``, split, and residual summaries (median
+    and p90 absolute % errors, in sample and, with a ``validation``, held out).
+
+    >>> from roofline.engines.params import load_calibration
+    >>> prov = fit_provenance(load_calibration(), None, "a test")
+    >>> prov["tool"], prov["rows_used"] > 1000, "held_out_median_p90_pct" in prov
+    ('a test', True, False)
+    """
     ms, ok = load_measurements(), usable_rows()
     prov = {
         "tool": tool,
@@ -80,7 +100,8 @@ def fit_provenance(cal: Calibration, validation: Validation | None, tool: str) -
         "rows_used": int(ok.sum()),
         "rows_dropped_faster_than_ideal": int((~ok).sum()),
         "groups": int(np.unique(ms.group).size),
-        "objective": "least squares on log(predicted / measured), Levenberg-Marquardt, weak priors",
+        "objective": "least squares on log(predicted / measured), weak priors; scipy.optimize.least_squares "
+        "(Levenberg-Marquardt)",
         "fitted": "per engine: step, layer and sequence costs; per GPU family, for engines without kernel "
         "timings: the bandwidth fractions of their GEMMs and decode attention. Everything else comes from "
         "kernel timings (data/measured/kernels/) and NCCL's latencies",

@@ -53,7 +53,12 @@ class Terms:
     n_rows: int
 
     def total_s(self, step_times_s: np.ndarray) -> np.ndarray:
-        """Each row's time (s) from one time per step: Σ weight × step time."""
+        """Each row's time (s) from one time (s) per step: Σ weight × step time.
+
+        >>> t = measured_terms()
+        >>> t.total_s(np.ones(t.row.size)).shape == (t.n_rows,)
+        True
+        """
         return np.bincount(self.row, weights=self.weight * step_times_s, minlength=self.n_rows)
 
 
@@ -112,14 +117,24 @@ def _closed_loop_step(mdl, gpu, c, b_run, i, o, ctx, kw) -> dict:
 
 @functools.cache
 def measured_terms() -> Terms:
-    """The steps of every row of ``load_measurements()`` (computed once per process)."""
+    """The steps of every row of ``load_measurements()`` (computed once per process).
+
+    >>> measured_terms().n_rows == len(load_measurements())
+    True
+    """
     return terms_for(load_measurements())
 
 
 def terms_for(ms: Measurements, kernels_of: dict | None = None) -> Terms:
     """The steps of every row of ``ms``, with the kernel and link numbers of each row's GPU, engine and
-    precisions (``kernels``: one array per name). ``kernels_of`` maps an engine id to the engine whose
-    kernel timings it runs (a learner's calibrated engine runs its base engine's kernels)."""
+    precisions (``kernels``: one array per name; fractions 0–1, times in s). ``kernels_of`` maps an engine
+    id to the engine whose kernel timings it runs (a learner's calibrated engine runs its base engine's
+    kernels).
+
+    >>> t = terms_for(load_measurements().subset([0]))
+    >>> t.n_rows, bool(np.all(t.row == 0)), bool((t.kernels["gemm_compute_fraction"] <= 1).all())
+    (1, True, True)
+    """
     names = [f.name for f in dataclasses.fields(StepWork)]
     fixed = (*KERNEL_NAMES.values(), *MOE_NAMES, "hop_latency_s", "collective_latency_s")
     parts = {k: [] for k in ("row", "weight", *names, *fixed)}

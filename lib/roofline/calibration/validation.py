@@ -10,29 +10,22 @@ are held out together, so a group's rows are predicted by a fit that never saw t
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 import numpy as np
 
 from roofline.calibration.fit import fit, predict_rows, usable_rows
-from roofline.calibration.measurements import Measurements, load_measurements
+from roofline.calibration.measurements import Measurements, load_measurements, read_csv
 from roofline.calibration.terms import measured_terms, terms_for
 from roofline.data import MEASURED_DIR, DataTableError, table_path
 from roofline.engines.params import Calibration, load_calibration
 from roofline.engines.registry import get_engine
 
 REGIMES = ("batch-1 decode", "batched decode", "prefill/TTFT", "end-to-end", "throughput")
-# Goals of the held-out median absolute error, per regime (fractions): issue 19's (decode and end-to-end
-# within 12 %, TTFT and prefill within 20 %).
-GOALS = {
-    "batch-1 decode": 0.12,
-    "batched decode": 0.12,
-    "prefill/TTFT": 0.20,
-    "end-to-end": 0.12,
-    "throughput": 0.12,
-}
+# Goals of the held-out median absolute error, per regime (fractions): decode, end-to-end and throughput
+# within 12 %, TTFT and prefill within 20 %.
+GOALS = {"batch-1 decode": 0.12, "batched decode": 0.12, "prefill/TTFT": 0.20, "end-to-end": 0.12,
+         "throughput": 0.12}  # fmt: skip
 
 
 def group_folds(groups: np.ndarray, k: int = 5) -> np.ndarray:
@@ -115,7 +108,13 @@ class Validation:
 
 
 def summary(name: str, err: np.ndarray, groups: np.ndarray) -> dict:
-    """Rows, groups, median and p90 absolute % error of ``err`` (fractions), and the regime's goal."""
+    """Rows, groups, median and p90 absolute % error of ``err`` (fractions, one per row of ``groups``), and
+    the goal of the regime ``name`` (%; None if it has none).
+
+    >>> r = summary("end-to-end", np.array([0.1, 0.2, 0.3]), np.array(["a", "a", "b"]))
+    >>> r["rows"], r["groups"], round(r["median_abs_pct"], 6), r["goal_pct"]
+    (3, 2, 20.0, 12.0)
+    """
     return {
         "name": name,
         "rows": int(err.size),
@@ -137,7 +136,8 @@ def held_out_predictions(fold: int, k: int = 5) -> np.ndarray:
 
 
 def validate(k: int = 5) -> Validation:
-    """k-fold cross-validation by configuration group (model × GPU × engine)."""
+    """``k``-fold cross-validation by configuration group (model × GPU × engine): ``k`` fits, seconds each
+    (``stored_validation`` reads what ``tools/fit_calibration.py`` stored)."""
     ms, ok = load_measurements(), usable_rows()
     folds = group_folds(ms.group, k)
     pred = np.full(len(ms), np.nan)
@@ -148,28 +148,17 @@ def validate(k: int = 5) -> Validation:
 
 
 PUBLISHED = "published_checks.csv"  # in data/measured/: figures no fit sees, with their engine versions
-HELD_OUT = (
-    "calibration_held_out.csv"  # in data/: every usable row's held-out prediction (tools/fit_calibration.py)
-)
-HELD_OUT_COLUMNS = (
-    "source",
-    "kind",
-    "model",
-    "gpu",
-    "engine",
-    "num_gpus",
-    "batch",
-    "input_tokens",
-    "output_tokens",
-    "weight_precision",
-    "measured_s",
-    "predicted_s",
-    "fold",
-)
+HELD_OUT = "calibration_held_out.csv"  # in data/: every usable row's held-out prediction (s)
+HELD_OUT_COLUMNS = ("source", "kind", "model", "gpu", "engine", "num_gpus", "batch", "input_tokens",
+                    "output_tokens", "weight_precision", "measured_s", "predicted_s", "fold")  # fmt: skip
 
 
 def held_out_csv(v: Validation) -> str:
-    """The text of ``data/calibration_held_out.csv``: one line per usable row, its held-out prediction (s)."""
+    """The text of ``data/calibration_held_out.csv``: one line per usable row, its held-out prediction (s).
+
+    >>> held_out_csv(stored_validation()).splitlines()[0].split(",")[-3:]
+    ['measured_s', 'predicted_s', 'fold']
+    """
     ms = v.measurements
     lines = [",".join(HELD_OUT_COLUMNS)]
     for i in range(len(ms)):
@@ -188,62 +177,39 @@ def stored_validation() -> Validation:
     >>> len(v.predicted_s) == int(usable_rows().sum())
     True
     """
-    text = table_path(HELD_OUT).read_text(encoding="utf-8")
-    rows = list(csv.DictReader(io.StringIO(text)))
+    rows = read_csv(table_path(HELD_OUT), required=("model", "predicted_s", "fold"))
     ms = load_measurements().subset(usable_rows())
     if len(rows) != len(ms) or any(r["model"] != m for r, m in zip(rows, ms.model, strict=True)):
         raise DataTableError(
             f"{table_path(HELD_OUT)}: stale (the measurements changed): rerun tools/fit_calibration.py"
         )
-    pred = np.array([float(r["predicted_s"]) for r in rows])
-    return Validation(
-        ms, pred, np.array([int(r["fold"]) for r in rows]), int(max(r["fold"] for r in rows)) + 1
-    )
+    folds = np.array([int(r["fold"]) for r in rows])
+    return Validation(ms, np.array([float(r["predicted_s"]) for r in rows]), folds, int(folds.max()) + 1)
 
 
 def published_checks(calibration: Calibration | None = None) -> list[dict]:
     """Published serving figures that no fit uses (``data/measured/published_checks.csv``), each with this
-    library's prediction of the same closed loop: a TPOT at a concurrency, the mean step of ``concurrency``
-    clients with prompts mixed in (``roofline.calibration.terms``). ``error`` is predicted ÷ published − 1; the
-    row's ``engine_version`` says which release was measured (compare it with the engine's ``version``).
+    library's prediction (s) of the same closed loop: a TPOT at a concurrency, the mean step of
+    ``concurrency`` clients with prompts mixed in (``roofline.calibration.terms``). ``error`` is predicted ÷
+    published − 1; the row's ``engine_version`` says which release was measured (compare it with the
+    engine's ``version``).
 
     >>> checks = published_checks()
     >>> all(c["predicted_tpot_s"] > 0 for c in checks)
     True
     """
-    text = (table_path(MEASURED_DIR) / PUBLISHED).read_text(encoding="utf-8")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    ms = Measurements(
-        **{
-            k: np.array(v)
-            for k, v in {
-                "source": [r["source"] for r in rows],
-                "kind": ["tpot_serving"] * len(rows),
-                "model": [r["model"] for r in rows],
-                "gpu": [r["gpu"] for r in rows],
-                "engine": [get_engine(r["engine"]).id for r in rows],
-                "num_gpus": [int(r["num_gpus"]) for r in rows],
-                "batch": [int(r["concurrency"]) for r in rows],
-                "input_tokens": [int(r["input_tokens"]) for r in rows],
-                "output_tokens": [int(r["output_tokens"]) for r in rows],
-                "weight_precision": [r["weight_precision"] for r in rows],
-                "kv_precision": [r["kv_precision"] for r in rows],
-                "measured_s": [float(r["tpot_s"]) for r in rows],
-                "measured_throughput": [np.nan] * len(rows),
-                "prefill_chunk": [0] * len(rows),
-            }.items()
-        }
-    )
+    rows = read_csv(table_path(MEASURED_DIR) / PUBLISHED, required=("model", "gpu", "engine", "tpot_s"))
+    ms = Measurements.from_rows([
+        dict(source=r["source"], kind="tpot_serving", model=r["model"], gpu=r["gpu"],
+             engine=get_engine(r["engine"]).id, num_gpus=int(r["num_gpus"]), batch=int(r["concurrency"]),
+             input_tokens=int(r["input_tokens"]), output_tokens=int(r["output_tokens"]),
+             weight_precision=r["weight_precision"], kv_precision=r["kv_precision"],
+             measured_s=float(r["tpot_s"]))
+        for r in rows
+    ])  # fmt: skip
     predicted = predict_rows(terms_for(ms), calibration or load_calibration())
-    return [
-        {
-            **r,
-            "tpot_s": float(r["tpot_s"]),
-            "predicted_tpot_s": float(p),
-            "error": float(p / float(r["tpot_s"]) - 1),
-        }
-        for r, p in zip(rows, predicted, strict=True)
-    ]
+    return [{**r, "tpot_s": m, "predicted_tpot_s": float(p), "error": float(p / m - 1)}
+            for r, m, p in zip(rows, ms.measured_s.tolist(), predicted, strict=True)]  # fmt: skip
 
 
 def predict(calibration: Calibration | None = None) -> np.ndarray:
@@ -256,7 +222,11 @@ def predict(calibration: Calibration | None = None) -> np.ndarray:
 
 
 def in_sample_table(calibration: Calibration | None = None) -> list[dict]:
-    """Median and p90 absolute % error per regime of ``calibration`` (default: the stored fit), all rows."""
+    """Median and p90 absolute % error per regime of ``calibration`` (default: the stored fit), all rows.
+
+    >>> [r["name"] for r in in_sample_table()][:2]
+    ['batch-1 decode', 'batch-1 end-to-end']
+    """
     ms, ok = load_measurements(), usable_rows()
     v = Validation(ms.subset(ok), predict(calibration)[ok], np.zeros(ok.sum(), int), 1)
     return v.table("regime")

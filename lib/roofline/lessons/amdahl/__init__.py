@@ -5,6 +5,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.amdahl.cards import Q7
 from roofline.lessons.amdahl.lab import AmdahlBars, amdahl_bars_figure, amdahl_explorer, amdahl_readout
 from roofline.lessons.amdahl.numbers import (
     PART_COLORS,
@@ -16,4 +17,3 @@ from roofline.lessons.amdahl.numbers import (
     profile_fractions,
     speedup_of_each_part,
 )
-from roofline.lessons.amdahl.cards import Q7

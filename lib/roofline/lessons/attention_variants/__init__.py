@@ -6,6 +6,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 
 from roofline.course.figures import show
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.attention_variants.cards import ATTN
 from roofline.lessons.attention_variants.lab import (
     ATTENTION_MODELS,
     CONTEXT_SWEEP,
@@ -16,4 +17,3 @@ from roofline.lessons.attention_variants.lab import (
     attention_readout,
     kv_per_token_figure,
 )
-from roofline.lessons.attention_variants.cards import ATTN

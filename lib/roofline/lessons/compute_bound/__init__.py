@@ -5,6 +5,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.compute_bound.cards import Q4
 from roofline.lessons.compute_bound.lab import (
     PER_KERNEL_CONTEXTS,
     FlipBatchVsContext,
@@ -28,4 +29,3 @@ from roofline.lessons.compute_bound.numbers import (
     simulated_saturation,
     throughput_ceiling_tokens_per_s,
 )
-from roofline.lessons.compute_bound.cards import Q4

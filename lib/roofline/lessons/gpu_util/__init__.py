@@ -6,6 +6,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 
 from roofline.course.widgets import Prediction, Reveal
 from roofline.engines import card_server_params
+from roofline.lessons.gpu_util.cards import Q5
 from roofline.lessons.gpu_util.lab import UtilTimeline, utilization_explorer, utilization_readout
 from roofline.lessons.gpu_util.numbers import (
     Timeline,
@@ -16,4 +17,3 @@ from roofline.lessons.gpu_util.numbers import (
     sample_busy,
     timeline_metrics,
 )
-from roofline.lessons.gpu_util.cards import Q5

@@ -5,6 +5,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.prefill_vs_decode.cards import Q2
 from roofline.lessons.prefill_vs_decode.lab import (
     PrefillVsPrompt,
     StallTimeline,
@@ -26,4 +27,3 @@ from roofline.lessons.prefill_vs_decode.numbers import (
     paste_freeze,
     prefill_stall,
 )
-from roofline.lessons.prefill_vs_decode.cards import Q2

@@ -5,6 +5,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.quantization.cards import QUANT
 from roofline.lessons.quantization.lab import (
     PALETTE,
     QUANT_PRECISIONS,
@@ -13,4 +14,3 @@ from roofline.lessons.quantization.lab import (
     quantization_readout,
     supported_precisions,
 )
-from roofline.lessons.quantization.cards import QUANT

@@ -5,6 +5,7 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
+from roofline.lessons.speculative_decoding.cards import SPEC
 from roofline.lessons.speculative_decoding.lab import (
     ACCEPTANCES,
     SPECULATIVE_DEFAULTS,
@@ -15,4 +16,3 @@ from roofline.lessons.speculative_decoding.lab import (
     speculative_knobs,
     speculative_readout,
 )
-from roofline.lessons.speculative_decoding.cards import SPEC

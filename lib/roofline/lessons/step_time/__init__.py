@@ -6,6 +6,6 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 
 from roofline.course.widgets import Prediction, Reveal
 from roofline.lessons.roofline.numbers import throughput_tokens_per_s
+from roofline.lessons.step_time.cards import Q3
 from roofline.lessons.step_time.lab import MemoryUse, StepTimeVsBatch, ThroughputVsBatch, step_time_explorer
 from roofline.lessons.step_time.numbers import batching_gain, per_user_slowdown
-from roofline.lessons.step_time.cards import Q3

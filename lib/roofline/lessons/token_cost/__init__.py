@@ -5,5 +5,5 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
-from roofline.lessons.token_cost.lab import CostVsBatch, cost_explorer
 from roofline.lessons.token_cost.cards import Q6
+from roofline.lessons.token_cost.lab import CostVsBatch, cost_explorer
