@@ -178,9 +178,9 @@ def test_figures_and_explorer_render():
     s = ChunkScenario(batch=30, prompt_tokens=8000, chunk_tokens=512)
     for fig_cls in (PrefillTimeline, ChunkTradeoffChart):
         fig = fig_cls(s)
-        assert len(fig.png()) > 10_000
+        assert len(fig.png()) > 5_000
         fig.update(s.with_(batch=1000, context_tokens=4096))  # does not fit: still draws, with the label
-        assert len(fig.png()) > 10_000
+        assert len(fig.png()) > 5_000
     assert (
         "TTFT" in chunk_readout(s)
         and "does not fit" in chunk_readout(s.with_(batch=1000, context_tokens=4096)).lower()

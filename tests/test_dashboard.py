@@ -132,9 +132,9 @@ def test_dashboard_invariants(u, t):
 
 def test_figure_readout_explorer():
     fig = DashboardFigure(Scenario(batch=64, context_tokens=4096))
-    assert len(fig.png()) > 10_000 and fig.dashboard.running == 64
+    assert len(fig.png()) > 5_000 and fig.dashboard.running == 64
     fig.update(Scenario(model="llama-3-70b"))
-    assert not fig.dashboard.fits and len(fig.png()) > 10_000
+    assert not fig.dashboard.fits and len(fig.png()) > 5_000
     assert "healthy" in dashboard_readout(Scenario(batch=64, context_tokens=4096))
     assert dashboard_for(Scenario(batch=64, context_tokens=4096)) == dashboard(M, G, 64, 4096)
     ex = dashboard_explorer()

@@ -125,7 +125,7 @@ def test_batched_time_to_first_token_includes_the_prefill():
 
 def test_figure_and_explorer():
     fig = QueueVsBatching(Scenario(context_tokens=32768), users=20, output_tokens=400)
-    assert len(fig.png()) > 10_000
+    assert len(fig.png()) > 5_000
     ex = serving_explorer()
     ex.set(users=64, output_tokens=100, context_tokens=500)
     assert ex.live.options == {"users": 64, "output_tokens": 100}

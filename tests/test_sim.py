@@ -385,14 +385,18 @@ def test_closed_loop_ramp_spreads_the_first_requests():
 
 
 def test_lesson_25_under_arrivals_batching_beats_the_queue():
-    r = sim.batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=0.4, output_tokens=400, requests=80)
+    from roofline.lessons.batching import batching_under_arrivals
+
+    r = batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=0.4, output_tokens=400, requests=80)
     one, batched = r["one at a time"], r["continuous batching"]
     assert batched["ttft_p99_s"] < one["ttft_p99_s"]
     assert batched["e2e_p99_s"] < one["e2e_p99_s"]
 
 
 def test_lesson_44_chunk_trade_off_under_arrivals():
-    s = sim.chunk_size_sweep("llama-3-8b", "h100-sxm", (0, 128, 2048), requests=150)
+    from roofline.lessons.chunked_prefill import chunk_size_sweep
+
+    s = chunk_size_sweep("llama-3-8b", "h100-sxm", (0, 128, 2048), requests=150)
     # whole 8,000-token prompts stall the decoders; chunks bound the gap
     assert s.tpot_p99_s[1] < s.tpot_p99_s[0] and s.tpot_p99_s[2] < s.tpot_p99_s[0]
     # 128-token chunks are below the ridge (~295): every chunk re-reads the weights, so prompts take longer
@@ -400,7 +404,9 @@ def test_lesson_44_chunk_trade_off_under_arrivals():
 
 
 def test_lesson_59_dashboard_reuses_the_conversation():
-    warm = sim.dashboard_load("llama-3-8b", "h100-sxm", 16, context_tokens=4000, prompt_tokens=200)
+    from roofline.lessons.dashboard import dashboard_load
+
+    warm = dashboard_load("llama-3-8b", "h100-sxm", 16, context_tokens=4000, prompt_tokens=200)
     cold = sim.simulate(
         "llama-3-8b", "h100-sxm", concurrency=16, requests=64, input_tokens=4200, output_tokens=200
     )

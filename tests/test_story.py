@@ -1,4 +1,4 @@
-"""One story across the lessons (issue 10): the same quantity has the same value wherever the course shows it.
+"""One story across the lessons: the same quantity has the same value wherever the course shows it.
 
 Golden values are hand-derived from the H100 SXM data sheet (989e12 FLOP/s dense BF16, 3.35e12 B/s) and
 Llama 3 8B's config (32 layers × 8 KV heads × 128 dims × 2 (K and V) × 2 bytes = 131,072 bytes of KV
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import roofline as rl
-from roofline import lessons, views
+from roofline.lessons import decode_floor, gpu_util, launch_overhead, prefill_vs_decode
 from roofline.lessons import pack01_speed_physics as sc
 from roofline.scenario import Scenario
 
@@ -55,9 +55,9 @@ def test_one_set_of_lever_numbers_from_the_librarys_weight_formats(precision):
     # one embedding row).
     body, wide = 6_979_321_856, 525_606_912
     read = body * (1.0 if precision == "fp8" else 0.515625) + 2 * wide
-    table = lessons.ceilings.batch1_ceiling_table("llama-3-8b", ["h100-sxm"], [precision])
+    table = decode_floor.ceiling_table("llama-3-8b", ["h100-sxm"], [precision])
     step = rl.decode_step("llama-3-8b", "h100-sxm", 1, 0, weight_precision=precision)
-    launch = lessons.launch.launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, weight_precision=precision)
+    launch = launch_overhead.launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, weight_precision=precision)
     assert table.floor("h100-sxm", precision) == pytest.approx(read / 3.35e12, rel=1e-6)
     assert step.step_time_s == pytest.approx(read / 3.35e12, rel=1e-6)
     assert launch.roofline_time_s == pytest.approx(read / 3.35e12, rel=1e-6)
@@ -67,8 +67,8 @@ def test_one_mbu_for_the_cards_6_ms_step_in_lessons_09_16_59_and_the_card():
     # The card's 6 ms step on an H100: 15.01e9 bytes read / (6e-3 s × 3.35e12 B/s) = 74.7 % (the card's
     # round 16 GB gives 79.6 %). Lesson 09's timeline, lesson 16's mbu and card Q5's exact answer agree.
     exact = (8_030_261_248 - 128_256 * 4096 + 4096) * 2 / (6e-3 * 3.35e12)
-    timeline = lessons.utilization.decode_timeline("llama-3-8b", "h100-sxm", step_time_s=6e-3, n_steps=4)
-    assert lessons.utilization.timeline_metrics(timeline, 1e-3).mbu == pytest.approx(exact, rel=1e-6)
+    timeline = gpu_util.decode_timeline(Scenario(context_tokens=0), step_time_s=6e-3, n_steps=4)
+    assert gpu_util.timeline_metrics(timeline, 1e-3).mbu == pytest.approx(exact, rel=1e-6)
     read = Scenario(batch=1, context_tokens=0).decode().bytes_read
     assert rl.mbu(read, 6e-3, 3.35e12) == pytest.approx(exact, rel=1e-6)
     assert sc.card("Q5").answer("mbu_pct").exact == pytest.approx(exact * 100, rel=1e-6)
@@ -78,7 +78,7 @@ def test_one_mbu_for_the_cards_6_ms_step_in_lessons_09_16_59_and_the_card():
 def test_lesson_15s_prefill_rows_say_what_they_count():
     # 500 tokens on an H100: the card's 2·N·P = 2 × 8.03e9 × 500 / 989e12 = 8.12 ms; the layers' matmuls
     # (2·N'·P) and the full prefill are the library's; each row's label names what it counts, once.
-    text = html.unescape(views.phases.prefill_readout(Scenario(prompt_tokens=500)))
+    text = html.unescape(prefill_vs_decode.prefill_readout(Scenario(prompt_tokens=500)))
     rows = dict(re.findall(r'<td class="k">([^<]+)</td><td data-key="[^"]+"><b>([^<]+)</b>', text))
     card = 2 * 8_030_261_248 * 500 / 989e12
     assert rows["the card's 2·N·P (all N × 500 tokens)"] == f"{card * 1e3:.2f} ms"

@@ -17,18 +17,27 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lesson_registry import lesson_explorers
 
 import roofline as rl
 from roofline import engines
 from roofline.course.figures import alt_text
 from roofline.course.readouts import combine_readouts, decode_readout
 from roofline.course.widgets import RUN_HINT, Explorer, NumberControl, Prediction, Reveal
+from roofline.lessons import (
+    batching,
+    chunked_prefill,
+    compute_bound,
+    gpu_util,
+    speculative_decoding,
+    step_time,
+    tensor_parallel,
+)
 from roofline.lessons.step_time.lab import StepTimeVsBatch
 from roofline.lessons.token_cost.lab import CostVsBatch
 from roofline.measure import userdata
 from roofline.measure.bench import Measurement
 from roofline.scenario import Scenario, listed_price
-from roofline.ui import explorers
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 OTHERS_NOTEBOOKS = {"slos_and_capacity"}  # owned by others: their cells may differ
@@ -403,14 +412,14 @@ def _engine_ms(s, *parts, communication=None):
 
 def test_the_engine_column_describes_each_lessons_case():
     # lesson 25: the batched server's step of all U users, not the scenario's batch of 1
-    ex = explorers.serving_explorer()
+    ex = batching.serving_explorer()
     s = ex.scenario
     assert s.batch == 1 and "one decode step of 20 users" in ex.readout.value
     want = _engine_ms(s, (rl.decode_step(s.model, s.gpu, 20, s.context_tokens), 1))
     assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
 
     # lesson 24: the step on G GPUs with its all-reduces, or without them when the knob is off
-    ex = explorers.tensor_parallel_explorer()
+    ex = tensor_parallel.tensor_parallel_explorer()
     s = ex.scenario
     with_comm = rl.decode_step(
         s.model, s.gpu, 1, 0, num_gpus=2, weight_precision="fp8", include_communication=True
@@ -425,7 +434,7 @@ def test_the_engine_column_describes_each_lessons_case():
     assert want_off < want  # the all-reduces cost a real engine time too
 
     # lesson 44: the mixed step (the decoders plus one prompt chunk), not plain decode
-    ex = explorers.chunk_explorer()
+    ex = chunked_prefill.chunk_explorer()
     s = ex.scenario
     mixed = rl.mixed_step(s.model, s.gpu, s.batch, s.context_tokens, s.chunk_tokens)
     assert "the mixed step" in ex.readout.value
@@ -434,7 +443,7 @@ def test_the_engine_column_describes_each_lessons_case():
     assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
 
     # the speculative lesson: a cycle of k drafts at r plain steps each, then the verify step of k + 1 tokens
-    ex = explorers.speculative_explorer()
+    ex = speculative_decoding.speculative_explorer()
     s, o = ex.scenario, ex.live.options
     k, r = o["draft_tokens"], o["draft_cost_ratio"]
     verify = rl.forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=k + 1)
@@ -444,13 +453,13 @@ def test_the_engine_column_describes_each_lessons_case():
     assert ms(cell(ex.readout.value, "step time (achievable)")) == pytest.approx(want, abs=0.006)
 
     # lesson 61: its own batch, past the flip (compute-bound), not batch 1
-    ex = explorers.saturation_explorer()
+    ex = compute_bound.saturation_explorer()
     assert ex.scenario.batch > rl.compute_bound_batch("llama-3-8b", "h100-sxm", ex.scenario.context_tokens)
     assert "(compute-bound)" in cell(ex.readout.value, "step time")
 
 
 def test_an_impossible_choice_leaves_no_stale_number_under_the_message():
-    ex = explorers.utilization_explorer()  # lesson 09, where the reviewer found stale numbers
+    ex = gpu_util.utilization_explorer()  # lesson 09, where the reviewer found stale numbers
     ex.controls["gpu"].value = "a100-80gb-sxm"
     ex.controls["weight_precision"].value = "fp8"  # no FP8 math on an A100
     assert "Not possible" in ex.message.value
@@ -490,7 +499,7 @@ def test_a_prediction_must_be_written_before_the_answer_opens(explorer):
 
 
 def test_figures_carry_alt_text_and_controls_mark_the_four_axes():
-    ex = explorers.step_time_explorer()
+    ex = step_time.step_time_explorer()
     assert alt_text(ex.live).startswith("Figure (StepTimeVsBatch):") and "B=32" in alt_text(ex.live)
     assert html.escape(alt_text(ex.live)) in ex.alt.value
     ex.set(batch=64)
@@ -503,15 +512,15 @@ def test_figures_carry_alt_text_and_controls_mark_the_four_axes():
     assert bundle["text/html"].startswith('<img alt="Figure (StepTimeVsBatch):')
 
 
-def test_every_lesson_notebook_builds_its_explorers_from_the_registry():
-    for lesson, makers in explorers.LESSON_EXPLORERS.items():
+def test_every_lesson_notebook_shows_the_explorers_its_lesson_offers():
+    for lesson, makers in lesson_explorers().items():
         source = "".join(
             "".join(c["source"]) for c in json.loads((NOTEBOOKS / f"{lesson}.ipynb").read_text())["cells"]
         )
-        called = set(re.findall(r"ui\.(\w+_explorer)\(", source))
+        called = set(re.findall(r"lesson\.(\w+_explorer)\(", source))
         assert called == {m.__name__ for m in makers}, lesson
         if lesson not in OTHERS_NOTEBOOKS:
-            assert "ui.Explorer(" not in source, f"{lesson} builds an explorer inline"
+            assert "lesson.Explorer(" not in source, f"{lesson} builds an explorer inline"
 
 
 def test_the_dashboards_latency_gauges_are_colour_blind_safe():

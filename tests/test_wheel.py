@@ -94,7 +94,7 @@ def test_installed_wheel_says_where_the_lessons_are_not(installed, tmp_path):
     say how to point at them (never an empty course), and do find them once told."""
     env = {k: v for k, v in os.environ.items() if k not in ("SPEED_PHYSICS_NOTEBOOKS", "PYTHONPATH")}
     python = installed.parent / "python"
-    code = "from roofline.lessons.course_map import course_map; print(len(course_map()))"
+    code = "from roofline.course.course_map import course_map; print(len(course_map()))"
     p = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert p.returncode != 0 and "SPEED_PHYSICS_NOTEBOOKS" in p.stderr and "Traceback" in p.stderr
     p = subprocess.run([str(installed.parent / "instructor"), "16"], cwd=tmp_path, env=env,
@@ -103,3 +103,19 @@ def test_installed_wheel_says_where_the_lessons_are_not(installed, tmp_path):
     told = {**env, "SPEED_PHYSICS_NOTEBOOKS": str(ROOT / "notebooks")}
     p = _run([str(python), "-c", code], tmp_path, env=told)
     assert int(p.stdout) >= 20
+
+
+def test_installed_wheel_carries_every_lesson_with_its_cards_and_figure_style(installed, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
+    code = (
+        "import importlib, pkgutil, roofline.lessons as L\n"
+        "names = [m.name for m in pkgutil.iter_modules(L.__path__)]\n"
+        "for n in names: importlib.import_module(f'roofline.lessons.{n}')\n"
+        "from roofline.lessons import pack01_speed_physics as p, step_time as s\n"
+        "from roofline.scenario import Scenario\n"
+        "print(len(names), p.card('Q1').title, s.StepTimeVsBatch(Scenario()).png()[:4])\n"
+    )
+    p = _run([str(installed.parent / "python"), "-c", code], tmp_path, env=env, timeout=120)
+    count, rest = p.stdout.split(" ", 1)
+    assert int(count) == len(list((ROOT / "notebooks").glob("*.ipynb")))
+    assert rest.startswith("Can we advertise 300 tokens/s?") and "PNG" in rest

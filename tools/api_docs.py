@@ -4,8 +4,8 @@
     uv run python tools/api_docs.py --check  # exit 1 if docs/api.md is stale (the tests run this)
 
 One section per public module, in layer order (the core, the machinery, the course, the lessons, the apps):
-the module's summary, then each public function and class defined there with its signature and the first paragraph
-of its docstring. Nothing is typed by hand, so the page cannot drift from the code.
+the module's summary, then each public function and class defined there with its signature and the first
+paragraph of its docstring. Nothing is typed by hand, so the page cannot drift from the code.
 """
 
 from __future__ import annotations
