@@ -256,9 +256,11 @@ def test_sourced_numbers_name_their_csv_row_and_assumptions(gpu):
 
 
 def test_a_decode_on_a_sourced_gpu_reads_the_kv_at_the_measured_bandwidth():
-    """e_kv × data-sheet bandwidth is the measured bandwidth, so a 4 MB KV read on an RTX 4090 takes
-    4.096e6 B ÷ 912 GB/s (chsasank/device-benchmarks' copy) plus one launch (1 µs): 5.49 µs."""
-    t = K.decode_attention_time_s(1, 1000, 32, 8, 128, "rtx-4090")
+    """e_kv × data-sheet bandwidth (1008 GB/s) is the measured bandwidth, so a 4 MB KV read on an RTX 4090
+    takes 4.096e6 B ÷ 912 GB/s (chsasank/device-benchmarks' copy) plus one launch (1 µs): 5.49 µs."""
+    p = K.sourced_parameters("rtx-4090")
+    e_kv, t0 = p["decode_attention_bandwidth_fraction"], p["decode_attention_overhead_s"]
+    t = K.roofline_time_s(*K.decode_attention_work(1, 1000, 32, 8, 128), 165.2e12, 1008e9, 1.0, e_kv, t0)
     assert t == pytest.approx(4.096e6 / 0.912e12 + 1e-6, rel=1e-9)
 
 

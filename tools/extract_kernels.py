@@ -64,7 +64,8 @@ DECODE_CONTEXT = (128, 512, 2048, 8192, 32768)
 ALLREDUCE_ELEMENTS = tuple(4**i * 256 for i in range(11))  # 256 ... 268 M elements
 
 
-def _package_root() -> Path:
+def package_root() -> Path:
+    """The folder of the installed ``aiconfigurator_core`` package; exits saying how to get it if missing."""
     spec = importlib.util.find_spec("aiconfigurator_core")
     if spec is None or not spec.submodule_search_locations:
         sys.exit(
@@ -75,7 +76,8 @@ def _package_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _version_key(v: str):
+def version_key(v: str):
+    """A release folder's name as a comparable version (``packaging.version.Version``)."""
     from packaging.version import Version
 
     return Version(v)
@@ -85,7 +87,7 @@ def newest(system_dir: Path, op: str, framework: str, table: str) -> Path | None
     """The newest ``<op>/<framework>/<version>`` folder of ``system_dir`` that holds ``table``."""
     base = system_dir / op / framework
     found = [d for d in base.glob("*") if (d / table).is_file()] if base.is_dir() else []
-    return max(found, key=lambda d: _version_key(d.name)) if found else None
+    return max(found, key=lambda d: version_key(d.name)) if found else None
 
 
 def _pick_kernel(df, keys: list[str], sources: list, meta: dict):
@@ -191,7 +193,8 @@ def allreduce_rows(system_dir: Path, gpu: str, sources: list) -> list[dict]:
     return rows
 
 
-def _csv(rows: list[dict]) -> str:
+def csv_text(rows: list[dict]) -> str:
+    """``rows`` as the committed tables' CSV text: numbers to 4 significant digits, ``\n`` line ends."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -202,7 +205,7 @@ def _csv(rows: list[dict]) -> str:
 
 def extract() -> dict[str, str]:
     """{file name: CSV text} for every table this tool writes."""
-    systems = _package_root() / "systems" / "data"
+    systems = package_root() / "systems" / "data"
     known = {g["id"] for g in tomllib.loads((ROOT / "data" / "gpus.toml").read_text())["gpu"]}
     tables = {"gemm.csv": [], "context_attention.csv": [], "generation_attention.csv": [],
               "allreduce.csv": [], "sources.csv": []}  # fmt: skip
@@ -218,7 +221,7 @@ def extract() -> dict[str, str]:
         tables["context_attention.csv"] += attention_rows(sdir, gpu, src, "context")
         tables["generation_attention.csv"] += attention_rows(sdir, gpu, src, "generation")
         tables["allreduce.csv"] += allreduce_rows(sdir, gpu, src)
-    return {name: _csv(rows) for name, rows in tables.items()}
+    return {name: csv_text(rows) for name, rows in tables.items()}
 
 
 def write_or_check(extract_tables, description: str, argv=None) -> int:

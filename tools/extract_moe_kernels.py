@@ -34,9 +34,9 @@ from extract_kernels import (  # noqa: E402
     GPU_IDS,
     MS,
     ROOT,
-    _csv,
-    _package_root,
-    _version_key,
+    csv_text,
+    package_root,
+    version_key,
     write_or_check,
 )
 
@@ -80,7 +80,7 @@ def newest_with(system_dir: Path, op: str, framework: str, table: str, keep) -> 
 
     base = system_dir / op / framework
     found = [d for d in base.glob("*") if (d / table).is_file()] if base.is_dir() else []
-    for d in sorted(found, key=lambda d: _version_key(d.name), reverse=True):
+    for d in sorted(found, key=lambda d: version_key(d.name), reverse=True):
         sel = keep(pd.read_parquet(d / table))
         if len(sel):
             return d, sel
@@ -210,7 +210,7 @@ def mla_rows(system_dir: Path, gpu: str, sources: list) -> list[dict]:
 
 def extract() -> dict[str, str]:
     """{file name: CSV text} for every table this tool writes."""
-    systems = _package_root() / "systems" / "data"
+    systems = package_root() / "systems" / "data"
     tables = {"moe.csv": [], "mla.csv": [], "moe_mla_sources.csv": []}
     for system, gpu in GPU_IDS.items():
         sdir = systems / system
@@ -218,7 +218,7 @@ def extract() -> dict[str, str]:
             continue
         tables["moe.csv"] += moe_rows(sdir, gpu, tables["moe_mla_sources.csv"])
         tables["mla.csv"] += mla_rows(sdir, gpu, tables["moe_mla_sources.csv"])
-    return {name: _csv(rows) for name, rows in tables.items()}
+    return {name: csv_text(rows) for name, rows in tables.items()}
 
 
 def main(argv=None) -> int:

@@ -12,10 +12,8 @@ command can use it by name (``--engine my-vllm``).
 A measurement the physics cannot produce is refused with the reason: faster than the ideal floor (check
 the precision, the GPU count, the units), or two measurements of one configuration more than 2x apart.
 
->>> p = Point("llama-3-8b", "h100-sxm", "tpot", 6.4e-3, batch=1, input_tokens=1000, output_tokens=1)
->>> cal = fit_points([p], name="my-vllm", base="vllm")
->>> 0 < cal.overheads["my-vllm"]["step_overhead_s"] < 10e-3
-True
+>>> KINDS
+('tpot', 'ttft', 'latency')
 """
 
 from __future__ import annotations
@@ -51,7 +49,11 @@ INHERITED = ("parallel", "scheduler", "token_budget", "max_sequences", "chunk_to
 class Point:
     """One of your measurements (s). ``kind``: ``"tpot"`` (the time between tokens of ``batch`` sequences
     at a context of about ``input_tokens``), ``"ttft"`` (the prefill of ``batch`` prompts of
-    ``input_tokens``) or ``"latency"`` (a whole static batch: prefill then ``output_tokens`` steps)."""
+    ``input_tokens``) or ``"latency"`` (a whole static batch: prefill then ``output_tokens`` steps).
+
+    >>> Point("llama-3-8b", "h100-sxm", "tpot", 7e-3, batch=8).input_tokens     # tokens of context
+    128
+    """
 
     model: str
     gpu: str
@@ -113,8 +115,13 @@ def _check(ms: Measurements, floors_s: np.ndarray) -> None:
 
 def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibration:
     """Fit engine ``name`` (running ``base``'s kernels) to ``points``: its costs (s) start from ``base``'s
-    fitted ones and move where the points say. Returns the calibration of that one engine (see the module
-    docstring's example)."""
+    fitted ones and move where the points say. Returns the calibration of that one engine.
+
+    >>> p = Point("llama-3-8b", "h100-sxm", "tpot", 6.4e-3, batch=1, input_tokens=1000, output_tokens=1)
+    >>> cal = fit_points([p], name="my-vllm", base="vllm")
+    >>> 0 < cal.overheads["my-vllm"]["step_overhead_s"] < 10e-3
+    True
+    """
     if not points:
         raise InvalidConfigurationError("give at least one measurement")
     b = get_engine(base)

@@ -46,7 +46,13 @@ def _row(kind: str, kernels: str, gpu: str, fmt: str, kv: str, compute) -> dict:
 def kernel_rows(gpus=None, kernels=None) -> list[dict]:
     """Every frozen row for ``gpus`` (default: the project's GPU rows) and the engines' ``kernels`` (default:
     every engine with timings, and "" for the median over them), computed from the kernel fits: fractions
-    (0–1] and fixed costs (s) under ``FROZEN_COLUMNS``' names. See the module docstring's example."""
+    (0–1] and fixed costs (s) under ``FROZEN_COLUMNS``' names; a combination the timings cannot give keeps
+    its reason in ``error``.
+
+    >>> rows = kernel_rows(gpus=["mi300x"], kernels=["vllm"])
+    >>> sorted({r["kind"] for r in rows}), next(r for r in rows if r["kind"] == "moe")["error"]
+    (['dense', 'mla', 'moe'], 'no MoE timings for mi300x nor for its family (cdna3); ...')
+    """
     gpus = sorted(project_gpu_ids()) if gpus is None else gpus
     if kernels is None:  # each calibrated engine's timings ("" for those without: the median over them)
         kernels = sorted({e.kernels for e in engines().values() if e.kind == "calibrated"})

@@ -563,14 +563,6 @@ def sourced_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: st
     }  # fmt: skip
 
 
-def _time(kind, work, gpu_id, framework, dtype, kv_dtype="bf16"):
-    p, g = kernel_parameters(gpu_id, framework, dtype, kv_dtype), get_gpu(gpu_id)
-    names = ("compute_fraction", "bandwidth_fraction", "overhead_s")
-    fr = {n: p.get(f"{PREFIX[kind]}_{n}", 1.0) for n in names}
-    peak = peak_flops_per_s(g, dtype if kind == "gemm" else "bf16")
-    return roofline_time_s(*work, peak, g.memory_bandwidth_bytes_per_s, **fr, smooth=FORMS[kind][2])
-
-
 def gemm_time_s(m, n, k, gpu_id, framework=None, dtype: str = "bf16"):
     """An (m × k) · (k × n) GEMM's time (s) on ``gpu_id`` with ``framework``'s kernels (arrays broadcast).
 
@@ -578,16 +570,9 @@ def gemm_time_s(m, n, k, gpu_id, framework=None, dtype: str = "bf16"):
     >>> [round(x * 1e6) for x in t]
     [15, 351]
     """
-    return _time("gemm", gemm_work(m, n, k, dtype), gpu_id, framework, dtype)
-
-
-def decode_attention_time_s(batch, context, heads, kv_heads, head_dim, gpu_id, framework=None,
-                            kv_dtype: str = "bf16"):  # fmt: skip
-    """One layer's decode attention (s): ``batch`` new tokens, each over ``context`` cached tokens, with
-    ``heads`` query and ``kv_heads`` KV heads of ``head_dim`` values.
-
-    >>> round(decode_attention_time_s(8, 8192, 32, 8, 128, "h100-sxm", "vllm") * 1e6)   # measured 100 µs
-    108
-    """
-    work = decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_dtype)
-    return _time("decode", work, gpu_id, framework, "bf16", kv_dtype)
+    p, g = kernel_parameters(gpu_id, framework, dtype), get_gpu(gpu_id)
+    fractions = [p[f"gemm_{n}"] for n in ("compute_fraction", "bandwidth_fraction", "overhead_s")]
+    peak = peak_flops_per_s(g, dtype)
+    return roofline_time_s(
+        *gemm_work(m, n, k, dtype), peak, g.memory_bandwidth_bytes_per_s, *fractions, FORMS["gemm"][2]
+    )

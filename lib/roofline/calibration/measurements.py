@@ -71,7 +71,12 @@ def read_csv(path, required=()) -> list[dict]:
 
 @dataclass
 class Measurements:
-    """Measured rows, one entry per row in every array field."""
+    """Measured rows, one entry per row in every array field.
+
+    >>> m = load_measurements()
+    >>> str(m.kind[0]), str(m.regime[0]), str(m.group[0])
+    ('latency', 'end-to-end', 'llama-2-7b|a100-40gb|deepspeed-mii')
+    """
 
     source: np.ndarray  # dataset name
     kind: np.ndarray  # "latency", "ttft", "tpot", "tpot_serving"

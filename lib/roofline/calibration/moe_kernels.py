@@ -16,11 +16,11 @@ bandwidth, in SI units:
 
 One MoE layer on one GPU (rank 0 of ``moe_tp × moe_ep``) runs the router and the experts its tokens touch:
 ``pairs`` (token, local expert) products through each expert's three h × I/tp matrices (gate, up, down),
-whose weights are read once if any token touched the expert. ``routing`` counts them: "uniform" (a trained
-router: k of E at random, the expectation of ``roofline.physics.architecture.expected_experts_touched``),
-or the benchmark's own assignments, "balanced" and "grouped-8-4" (``benchmark_routing``), which the fit
-uses. f is ``roofline.physics.architecture.attention_flops_per_pair`` per layer and head: absorbed
-2(2r + d_r) = 2176 FLOP (decode; SGLang's prefill on Hopper and Ada), expanded 2(d_nope + d_r + d_v) = 640.
+whose weights are read once if any token touched the expert. ``benchmark_routing`` counts them under the
+benchmark's own assignments, "balanced" and "grouped-8-4" (a trained router's expectation is the engine
+model's: ``roofline.physics.architecture.expected_experts_touched``). f is
+``roofline.physics.architecture.attention_flops_per_pair`` per layer and head: absorbed 2(2r + d_r) = 2176
+FLOP (decode; SGLang's prefill on Hopper and Ada), expanded 2(d_nope + d_r + d_v) = 640.
 
 **The forms were chosen on held-out shapes** (a fit on half the shapes scoring the other half; median over
 the groups): an MoE layer's two GEMMs and activation run one after another, so loads and math overlap less
@@ -51,12 +51,11 @@ from roofline.calibration.kernels import (
     TABLES,
     load_kernel_table,
     nearest_in_rates,
-    roofline_time_s,
     scalar_or_array,
     score_fit,
 )
 from roofline.data import DataTableError, get_gpu, get_model
-from roofline.engines.params import CHECKPOINT_TO_MOE, gpu_families
+from roofline.engines.params import gpu_families
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import attention_flops_per_pair
@@ -68,7 +67,7 @@ MOE_FORMATS = {"bf16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "fp8-block128": 
 # A format a GPU was not timed in borrows the timed format whose kernel does the same work: aiconfigurator
 # times no MXFP4 MoE on the A100, where engines run MXFP4 experts with Marlin's W4A16 kernel, as INT4.
 FORMAT_PROXY = {"w4a16-mxfp4": "int4"}
-ROUTING_GROUPS = {"uniform": None, "balanced": (1, 1), "grouped-8-4": (8, 4)}
+ROUTING_GROUPS = {"balanced": (1, 1), "grouped-8-4": (8, 4)}  # routing -> (expert groups, groups kept)
 ACTIVATION_BYTES = 2.0  # token rows enter and leave the experts in BF16
 MOE_SMOOTH = 2  # a rounder max than a GEMM's: two GEMMs and the activation run one after another
 # kind -> (op in mla.csv, fractions fitted, smooth: 1 the sum, None the hard max)
@@ -137,31 +136,19 @@ def benchmark_routing(tokens: int, experts: int, topk: int, moe_ep: int = 1, rou
     return int(np.unique(chosen[local]).size), pairs, any_local
 
 
-def uniform_routing(tokens, experts, topk, moe_ep=1):
-    """(experts touched, token-expert pairs) expected on one of ``moe_ep`` GPUs when each of ``tokens``
-    tokens picks ``topk`` of ``experts`` at random (a trained router's traffic, load-balanced on average):
-    E_l (1 − (1 − k/E)^T) and T k ÷ ep, E_l = E ÷ ep.
-
-    >>> uniform_routing(1, 256, 8), uniform_routing(np.array([1.0, 4096.0]), 8, 2)[0]
-    ((8.0, 8.0), array([2., 8.]))
-    """
-    t = np.asarray(tokens, float)
-    touched = experts / moe_ep * (1 - (1 - topk / experts) ** t)
-    return scalar_or_array(touched), scalar_or_array(t * topk / moe_ep)
-
-
 # --------------------------------------------------------------------------------------------------
 # The work of an MoE layer and of MLA
 # --------------------------------------------------------------------------------------------------
 
 
 def moe_work(
-    tokens, hidden, inter, topk, experts, moe_tp=1, moe_ep=1, dtype="fp8-block128", routing="uniform"
+    tokens, hidden, inter, topk, experts, moe_tp=1, moe_ep=1, dtype="fp8-block128", routing="balanced"
 ):
-    """(FLOP, bytes) of one MoE layer's experts on rank 0 of ``moe_tp × moe_ep`` GPUs: each (token, local
-    expert) pair multiplies a token row by three h × I/tp matrices (2 FLOP per weight); each touched expert's
-    weights are read once in ``dtype``; each pair's input and output rows move in BF16. ``routing``:
-    "uniform" (a trained router, the expectation), "balanced" or "grouped-8-4" (aiconfigurator's benchmark).
+    """(FLOP, bytes) of one MoE layer's experts on rank 0 of ``moe_tp × moe_ep`` GPUs for ``tokens`` tokens,
+    ``experts`` experts of ``hidden`` × ``inter`` (the top ``topk`` per token, as ``benchmark_routing``'s
+    ``routing`` assigns them): each (token, local expert) pair multiplies a token row by three h × I/tp
+    matrices (2 FLOP per weight); each touched expert's weights are read once in ``dtype``; each pair's
+    input and output rows move in BF16. Arrays broadcast.
 
     >>> f, b = moe_work(1, 7168, 2048, 8, 256, dtype="fp8-block128")   # DeepSeek-V3, one token
     >>> round(f / 1e9, 3), round(b / 1e6, 1)                             # 8 experts x 44 MB
@@ -171,16 +158,11 @@ def moe_work(
         raise InvalidConfigurationError(
             f"routing must be one of {', '.join(ROUTING_GROUPS)}; got {routing!r}"
         )
-    args = np.broadcast_arrays(
-        *(np.asarray(x) for x in (tokens, hidden, inter, topk, experts, moe_tp, moe_ep))
-    )
-    t, h, i, k, e, tp, ep = (a.astype(float) for a in args)
-    if routing == "uniform":
-        touched, pairs = (np.asarray(x) for x in uniform_routing(t, e, k, ep))
-    else:
-        rows = zip(*(a.ravel() for a in (t, e, k, ep)), strict=True)
-        counts = [benchmark_routing(*map(int, row), routing) for row in rows]
-        touched, pairs = (np.reshape([c[n] for c in counts], t.shape) for n in (0, 1))
+    args = (tokens, hidden, inter, topk, experts, moe_tp, moe_ep)
+    t, h, i, k, e, tp, ep = (a.astype(float) for a in np.broadcast_arrays(*map(np.asarray, args)))
+    rows = zip(*(a.ravel() for a in (t, e, k, ep)), strict=True)
+    counts = [benchmark_routing(*map(int, row), routing) for row in rows]
+    touched, pairs = (np.reshape([c[n] for c in counts], t.shape) for n in (0, 1))
     per_expert = 3 * h * i / tp
     nbytes = touched * per_expert * _weight_bytes(dtype) + pairs * 2 * h * ACTIVATION_BYTES
     return scalar_or_array(2 * pairs * per_expert), scalar_or_array(nbytes)
@@ -536,57 +518,3 @@ def mla_parameters(gpu_id, framework=None, kv_dtype: str = "bf16") -> dict:
     out["missing"] = missing
     out["source"] = "; ".join(reasons) or ("fitted" if framework else "median over the timed engines")
     return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Times
-# --------------------------------------------------------------------------------------------------
-
-
-def moe_shape(model) -> tuple[int, int, int, int]:
-    """(hidden, expert intermediate, top-k, experts) of an MoE model (a ``models.toml`` id).
-
-    >>> moe_shape("deepseek-v3"), moe_shape("gpt-oss-120b")
-    ((7168, 2048, 8, 256), (2880, 2880, 4, 128))
-    """
-    m = get_model(model)
-    if not m.is_moe:
-        raise InvalidConfigurationError(f"{m.id} is not a mixture-of-experts model")
-    return m.hidden_size, m.moe_intermediate_size or m.intermediate_size, m.experts_per_token, m.experts
-
-
-def moe_time_s(tokens, model, gpu_id, framework=None, dtype=None, moe_tp=1, moe_ep=1, routing="uniform"):
-    """One MoE layer's routed experts on one GPU (rank 0 of ``moe_tp × moe_ep``) for ``tokens`` tokens (s),
-    with ``framework``'s fitted kernels; ``dtype`` defaults to the model's release format. Shared experts and
-    dense layers are GEMMs: ``roofline.calibration.kernels.gemm_time_s``. Arrays broadcast.
-
-    >>> t = moe_time_s([1, 64], "deepseek-v3", "h200", "sglang", moe_tp=8, routing="grouped-8-4")
-    >>> [round(x * 1e6) for x in t]                  # measured 36 µs and 249 µs (the benchmark's routing)
-    [37, 208]
-    >>> round(moe_time_s(64, "deepseek-v3", "h200", "sglang", moe_tp=8) * 1e6)   # a real router: 222 experts
-    340
-    """
-    m = get_model(model)
-    dtype = dtype or CHECKPOINT_TO_MOE.get(m.checkpoint_format)
-    if dtype is None:
-        raise InvalidConfigurationError(f"{m.id}'s {m.checkpoint_format} experts were not timed: pass dtype")
-    p, g = moe_parameters(gpu_id, framework, dtype), get_gpu(gpu_id)
-    f, b = moe_work(tokens, *moe_shape(m), moe_tp, moe_ep, dtype, routing)
-    fractions = (p["moe_compute_fraction"], p["moe_bandwidth_fraction"], p["moe_overhead_s"])
-    peak = peak_flops_per_s(g, MOE_FORMATS[dtype][1])
-    return roofline_time_s(f, b, peak, g.memory_bandwidth_bytes_per_s, *fractions, MOE_SMOOTH)
-
-
-def mla_decode_time_s(batch, context, heads, gpu_id, framework=None, kv_dtype="bf16"):
-    """One layer's MLA decode attention kernel (s): ``batch`` new tokens over ``context`` cached tokens, on
-    ``heads`` local heads (DeepSeek-V3: 128 ÷ TP). Arrays broadcast.
-
-    >>> round(mla_decode_time_s(1, 1024, 16, "h200", "sglang") * 1e6)       # measured 16 µs
-    16
-    """
-    p, g = mla_parameters(gpu_id, framework, kv_dtype), get_gpu(gpu_id)
-    if "mla_decode_overhead_s" not in p:
-        raise InvalidConfigurationError(f"no decode MLA timings for {gpu_id}: {'; '.join(p['missing'])}")
-    fractions = [p[f"mla_decode_{n}"] for n in ("compute_fraction", "bandwidth_fraction", "overhead_s")]
-    work = mla_decode_work(batch, context, heads, kv_dtype)
-    return roofline_time_s(*work, peak_flops_per_s(g, "bf16"), g.memory_bandwidth_bytes_per_s, *fractions)

@@ -41,7 +41,12 @@ def group_folds(groups: np.ndarray, k: int = 5) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Validation:
-    """Predictions for every usable row (each from a fit that never saw its group), and their errors."""
+    """Predictions (s) for every usable row (each from a fit that never saw its group), and their errors.
+
+    >>> v = stored_validation()
+    >>> bool((v.abs_error >= 0).all()), int(np.isfinite(v.throughput_abs_error()).sum()) > 100
+    (True, True)
+    """
 
     measurements: Measurements
     predicted_s: np.ndarray
@@ -127,7 +132,8 @@ def summary(name: str, err: np.ndarray, groups: np.ndarray) -> dict:
 
 def held_out_predictions(fold: int, k: int = 5) -> np.ndarray:
     """Predicted time (s) of every measured row of ``fold`` (of ``k``) by a fit on the other folds; NaN
-    elsewhere. One fifth of :func:`validate`, so a test can check the stored predictions cheaply."""
+    elsewhere. One fifth of :func:`validate`, so a test can check the stored predictions cheaply
+    (``tests/test_engines.py``; a refit takes seconds, so no example here)."""
     ms, terms = load_measurements(), measured_terms()
     held = group_folds(ms.group, k) == fold
     pred = np.full(len(ms), np.nan)
@@ -136,8 +142,8 @@ def held_out_predictions(fold: int, k: int = 5) -> np.ndarray:
 
 
 def validate(k: int = 5) -> Validation:
-    """``k``-fold cross-validation by configuration group (model × GPU × engine): ``k`` fits, seconds each
-    (``stored_validation`` reads what ``tools/fit_calibration.py`` stored)."""
+    """``k``-fold cross-validation by configuration group (model × GPU × engine): ``k`` fits, seconds each,
+    so no example here (``stored_validation`` reads what ``tools/fit_calibration.py`` stored)."""
     ms, ok = load_measurements(), usable_rows()
     folds = group_folds(ms.group, k)
     pred = np.full(len(ms), np.nan)
