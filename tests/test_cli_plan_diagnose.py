@@ -51,7 +51,7 @@ def test_90_tokens_per_s_on_an_a10g_is_above_the_bf16_floor(capsys):
 
 def test_a_measurement_inside_the_gap_names_its_part(capsys):
     # H100: floor 4.48 ms; vLLM's step is longer. A TPOT between them sits in one of the budget's parts.
-    budget = engines.gap_budget("llama-3-8b", "h100-sxm", engine="vllm")
+    budget = engines.gap_budget(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"))
     edge = budget["floor"] + budget["kernel efficiency"]
     t_ms = (edge + budget["per-step"] / 2) * 1e3  # halfway through the per-step costs
     code, d = run_json(
@@ -198,7 +198,7 @@ def test_speculate_on_a_real_engine_pays_its_per_step_costs_in_every_draft_step(
     code, d = run_json(capsys, *SPEC, "--draft", "llama-3.2-1b", "--draft-tokens", "4", "--acceptance", "0.8")
     a = d["achievable"]
     assert code == 0 and a["engine"] == "vllm"
-    step = engines.gap_budget("llama-3.2-1b", "h100-sxm", 1, 1000, engine="vllm")["per-step"]
+    step = engines.gap_budget(engines.StepTimer("vllm", "llama-3.2-1b", "h100-sxm"), 1, 1000)["per-step"]
     assert a["draft_time_s"] > d["draft_time_s"] + 4 * step * 0.99  # four draft steps, four overheads
     assert a["verify_time_s"] > d["verify_time_s"] and a["plain_step_time_s"] > d["plain_step_time_s"]
     assert a["tokens_per_s_per_user"] == pytest.approx(d["expected_tokens_per_step"] / a["step_time_s"])

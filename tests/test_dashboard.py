@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.engines import decode_step_times, engine_params
+from roofline.engines import StepTimer, decode_step_times, engine_params
 from roofline.lessons.dashboard.lab import DashboardFigure, dashboard_explorer, dashboard_readout
 from roofline.lessons.dashboard.numbers import dashboard, dashboard_for, diagnose, steady_state
 from roofline.scenario import Scenario
@@ -43,7 +43,7 @@ def test_steady_state_by_hand():
     free = AVAILABLE - rl.weight_bytes(M)
     assert s.kv_use_fraction == pytest.approx(102 * 4096 * KV / free, rel=1e-3)
     # With no prompts it is a plain decode step of 102 users, on the default engine (vLLM): the readout's.
-    step = float(decode_step_times(M, G, 102, 4096, engine="vllm")["total"])
+    step = float(decode_step_times(StepTimer("vllm", M, G), 102, 4096)["total"])
     assert s.step_time_s == pytest.approx(step)
     assert s.tokens_per_s == pytest.approx(102 / step)
 
@@ -185,7 +185,7 @@ def test_card_to_dashboard_explains_4300_against_3400():
     assert c.tokens_per_s[0] == pytest.approx(card)  # 4,252, "about 4,300" on the card
     assert c.usd_per_million[0] == pytest.approx(3 / (card * 3600) * 1e6)  # $0.196
     # 3. the same step on the default engine: 64 ÷ the readouts' vLLM step
-    step = float(decode_step_times(M, G, 64, 4096, engine="vllm")["total"])
+    step = float(decode_step_times(StepTimer("vllm", M, G), 64, 4096)["total"])
     assert c.tokens_per_s[2] == pytest.approx(64 / step)
     # 5. the last row is the dashboard's own number
     assert c.tokens_per_s[-1] == dashboard(M, G, 64, 4096).tokens_per_s

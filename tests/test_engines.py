@@ -107,7 +107,9 @@ def test_the_cards_real_kernels_come_out_of_a_current_engine():
     """Issue 19 goal: Llama 3 8B BF16 at batch 1 on an H100 with a current engine lands in the card's
     "150 to 180 tok/s" for real kernels, from kernel timings and fitted engine costs, not typed in."""
     for engine in ("vllm", "tensorrt-llm"):
-        step = float(engines.decode_step_times("llama-3-8b", "h100-sxm", 1, 1024, engine=engine)["total"])
+        step = float(
+            engines.decode_step_times(engines.StepTimer(engine, "llama-3-8b", "h100-sxm"), 1, 1024)["total"]
+        )
         assert 150 <= 1 / step <= 180, (engine, 1 / step)
 
 
@@ -129,7 +131,7 @@ GPUS = ["h100-sxm", "h200", "a100-80gb-sxm", "a100-40gb", "gh200", "l40s", "mi30
 )
 def test_achievable_never_beats_the_ideal(model, gpu, gpus, engine, batch, inp, outp):
     try:
-        r = engines.generate(model, gpu, batch, inp, outp, num_gpus=gpus, engine=engine)
+        r = engines.generate(engines.StepTimer(engine, model, gpu, num_gpus=gpus), batch, inp, outp)
     except rl.DoesNotFitError:
         assume(False)
     for f in ("ttft_s", "latency_s"):
@@ -150,10 +152,19 @@ def test_achievable_never_beats_the_ideal(model, gpu, gpus, engine, batch, inp, 
     ctx=st.integers(0, 4096),
 )
 def test_gap_budget_parts_are_non_negative_and_add_up(gpu, engine, batch, ctx):
-    b = engines.gap_budget("llama-3-8b", gpu, batch, ctx, engine=engine)
+    try:
+        b = engines.gap_budget(engines.StepTimer(engine, "llama-3-8b", gpu), batch, ctx)
+    except rl.DoesNotFitError:
+        assume(False)
     parts = [b["floor"], *(b[k] for k in BUDGET_PARTS)]
     assert all(x >= 0 for x in parts)
     assert math.isclose(sum(parts), b["total"], rel_tol=1e-12)
+
+
+def test_a_gap_budget_that_does_not_fit_says_so():
+    # 64 users at 4096 tokens hold 64 × 4096 × 128 KiB = 34 GB of KV beside 16 GB of weights: not on 40 GB
+    with pytest.raises(rl.DoesNotFitError, match="Does not fit"):
+        engines.gap_budget(engines.StepTimer("vllm", "llama-3-8b", "a100-40gb"), 64, 4096)
 
 
 # -- held-out validation by configuration group -----------------------------------------------------------
@@ -229,12 +240,14 @@ def test_unknown_engine_gets_a_suggestion():
 
 
 def test_measured_configuration_is_not_extrapolated():
-    r = engines.generate("llama-3-8b", "h100-sxm", 16, 512, 512, engine="vllm-2024", weight_precision="fp16")
+    r = engines.generate(
+        engines.StepTimer("vllm-2024", "llama-3-8b", "h100-sxm", weight_precision="fp16"), 16, 512, 512
+    )
     assert r.calibration["extrapolated"] is False
 
 
 def test_gpu_without_rows_uses_its_family_and_is_flagged():
-    r = engines.generate("llama-3-8b", "gh200", 1, 128, 128, engine="vllm")
+    r = engines.generate(engines.StepTimer("vllm", "llama-3-8b", "gh200"), 1, 128, 128)
     c = r.calibration
     assert c["gpu_family"] == "hopper"
     h100 = engines.engine_params("vllm", "h100-sxm")  # the GH200 borrows the H100's kernel timings
@@ -250,7 +263,9 @@ def test_gpu_without_rows_uses_its_family_and_is_flagged():
 
 
 def test_outside_the_measured_batch_is_flagged():
-    r = engines.generate("llama-3-8b", "h100-sxm", 200, 128, 128, engine="vllm", weight_precision="fp16")
+    r = engines.generate(
+        engines.StepTimer("vllm", "llama-3-8b", "h100-sxm", weight_precision="fp16"), 200, 128, 128
+    )
     assert r.calibration["extrapolated"] is True
     assert any("batch 200" in x for x in r.calibration["extrapolation_reasons"])
 
@@ -259,7 +274,7 @@ def test_outside_the_measured_batch_is_flagged():
 
 
 def test_ideal_of_one_token_is_the_weights_over_bandwidth():
-    r = engines.generate("llama-3-8b", "h100-sxm", 1, 1, 1)
+    r = engines.generate(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 1, 1, 1)
     # prefill of 1 token and one decode step at context 1: the matmul weights, the LM head and one row of
     # the embedding table (16,060,522,496 − 2 × 525,336,576 + 2 × 4,096 = 15,009,857,536 bytes) plus
     # 131,072 bytes of KV (written, then read), ÷ 3.35e12 bytes/s = 4.48 ms
@@ -271,8 +286,12 @@ def test_ideal_of_one_token_is_the_weights_over_bandwidth():
 
 def test_pipeline_sums_the_stages_tensor_divides():
     # 70B on 4 GPUs at batch 1: memory-bound, so tensor = bytes ÷ (4 × bw), pipeline = bytes ÷ bw.
-    t = engines.generate("llama-3.1-70b", "h100-sxm", 1, 128, 16, num_gpus=4, parallel="tensor")
-    p = engines.generate("llama-3.1-70b", "h100-sxm", 1, 128, 16, num_gpus=4, parallel="pipeline")
+    t = engines.generate(
+        engines.StepTimer("vllm", "llama-3.1-70b", "h100-sxm", num_gpus=4, parallel="tensor"), 1, 128, 16
+    )
+    p = engines.generate(
+        engines.StepTimer("vllm", "llama-3.1-70b", "h100-sxm", num_gpus=4, parallel="pipeline"), 1, 128, 16
+    )
     assert p.ideal.tpot_s / t.ideal.tpot_s == pytest.approx(4.0, rel=1e-3)
     assert p.achievable.tpot_s > t.achievable.tpot_s
     assert p.calibration["allreduce_latency_s"] == 0.0
@@ -284,7 +303,9 @@ def test_pipeline_sums_the_stages_tensor_divides():
 
 def test_llama_cpp_defaults_to_pipeline():
     assert (
-        engines.generate("llama-3-8b", "h100-sxm", 1, 8, 8, num_gpus=2, engine="llama.cpp").parallel
+        engines.generate(
+            engines.StepTimer("llama.cpp", "llama-3-8b", "h100-sxm", num_gpus=2), 1, 8, 8
+        ).parallel
         == "pipeline"
     )
 
@@ -300,12 +321,15 @@ def test_waves_when_the_kv_does_not_fit():
 
 def test_diagnose_measurement_mbu_and_region():
     # 15.01e9 bytes (the step's read: embedding gathered) in 6 ms on 3.35e12 bytes/s: MBU = 0.747
-    d = engines.diagnose_measurement("llama-3-8b", "h100-sxm", 6e-3)
+    d = engines.diagnose_measurement(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 6e-3)
     read = L8B_WEIGHTS - 2 * 128256 * 4096 + 2 * 4096
     assert d["mbu"] == pytest.approx(read / (6e-3 * H100_BW), rel=2e-3)
     assert d["sits_in"] in BUDGET_PARTS
-    assert "below the floor" in engines.diagnose_measurement("llama-3-8b", "h100-sxm", 4e-3)["sits_in"]
-    far = engines.diagnose_measurement("llama-3-8b", "h100-sxm", 1.0)
+    assert (
+        "below the floor"
+        in engines.diagnose_measurement(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 4e-3)["sits_in"]
+    )
+    far = engines.diagnose_measurement(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 1.0)
     assert far["sits_in"].startswith("beyond")
 
 
@@ -392,7 +416,9 @@ def test_simulator_and_readouts_agree_on_a_step(model, engine, num_gpus):
     if not rl.fits(model, gpu, batch, ctx, num_gpus=num_gpus):
         pytest.skip("does not fit: no step to compare")
     readout = float(
-        engines.decode_step_times(model, gpu, batch, ctx, num_gpus=num_gpus, engine=engine)["total"]
+        engines.decode_step_times(engines.StepTimer(engine, model, gpu, num_gpus=num_gpus), batch, ctx)[
+            "total"
+        ]
     )
     cost = sim.engine_cost_model(engine, model, gpu, num_gpus=num_gpus)
     assert cost.decode_time_s(batch, ctx) == pytest.approx(readout, rel=1e-12)
@@ -403,21 +429,23 @@ def test_dashboard_step_is_the_readouts_step():
     from roofline.lessons import dashboard
 
     s = dashboard.steady_state("llama-3-8b", "h100-sxm", 64, 4096, prompt_tokens=0, engine="vllm")
-    readout = engines.decode_step_times("llama-3-8b", "h100-sxm", 64, 4096, engine="vllm")["total"]
+    readout = engines.decode_step_times(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 64, 4096)[
+        "total"
+    ]
     assert float(s.step_time_s) == pytest.approx(float(readout), rel=1e-9)
 
 
 def test_ideal_engine_is_the_physics_floor():
     s = rl.decode_step("llama-3-8b", "h100-sxm", batch=[1, 32, 256], context_tokens=1000)
-    t = engines.decode_step_times("llama-3-8b", "h100-sxm", [1, 32, 256], 1000, engine="ideal")
+    t = engines.decode_step_times(engines.StepTimer("ideal", "llama-3-8b", "h100-sxm"), [1, 32, 256], 1000)
     np.testing.assert_allclose(t["total"], s.step_time_s, rtol=1e-12)
     np.testing.assert_allclose(t["floor"], s.step_time_s, rtol=1e-12)
 
 
 def test_launch_overhead_enters_every_engine():
     """A CPU that cannot hide its launches slows every engine alike: the floor stays below (issue 21)."""
-    plain = engines.gap_budget("llama-3-8b", "h100-sxm", engine="vllm")
-    slow = engines.gap_budget("llama-3-8b", "h100-sxm", engine="vllm", launch_overhead_s=10e-3)
+    plain = engines.gap_budget(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"))
+    slow = engines.gap_budget(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), launch_overhead_s=10e-3)
     assert slow["total"] == pytest.approx(plain["total"] + 10e-3)
     ideal = rl.decode_step("llama-3-8b", "h100-sxm", launch_overhead_s=10e-3).step_time_s
     assert ideal < slow["total"]

@@ -38,7 +38,7 @@ def _engine_points(costs: dict) -> list[calibrate.Point]:
     p = engines.engine_params("vllm", G).replace(**costs)
     points = []
     for batch in (1, 8, 64):
-        t = float(engines.decode_step_times(M, G, batch, 1000, params=p)["total"])
+        t = float(engines.decode_step_times(engines.StepTimer("vllm", M, G, params=p), batch, 1000)["total"])
         points.append(calibrate.Point(M, G, "tpot", t, batch=batch, input_tokens=1000, output_tokens=1))
     return points
 
@@ -76,7 +76,7 @@ def test_a_saved_engine_is_used_by_name_everywhere(home):
     cal = calibrate.fit_points(points, "my-vllm")
     calibrate.save(cal, "my-vllm", "vllm", points)
     assert engines.get_engine("my-vllm").kernels == "vllm"
-    step = float(engines.decode_step_times(M, G, 1, 1000, engine="my-vllm")["total"])
+    step = float(engines.decode_step_times(engines.StepTimer("my-vllm", M, G), 1, 1000)["total"])
     assert step == pytest.approx(points[0].measured_s, rel=0.05)
     # calibrating again under the same name replaces the first, and a project id is not a valid name
     calibrate.save(cal, "my-vllm", "vllm", points)

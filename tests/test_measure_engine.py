@@ -162,10 +162,10 @@ def test_predictions_are_the_achievable_layers_llama_cpp_figures():
     gpu = engine_roofline.machine_from_record(run["machine"]).as_gpu()
     decode, prompt = engine_roofline.place(run)
     model = TINY.as_model("random-llama-tiny")
-    d = achievable.decode_step_times(model, gpu, batch=1, context_tokens=8, engine="llama.cpp",
-                                     weight_precision="gguf-f16", kv_precision="fp16")  # fmt: skip
-    p = achievable.prefill_times(model, gpu, 64, engine="llama.cpp", weight_precision="gguf-q4_0",
-                                 kv_precision="fp16")  # fmt: skip
+    f16 = achievable.StepTimer("llama.cpp", model, gpu, weight_precision="gguf-f16", kv_precision="fp16")
+    q4_0 = achievable.StepTimer("llama.cpp", model, gpu, weight_precision="gguf-q4_0", kv_precision="fp16")
+    d = achievable.decode_step_times(f16, batch=1, context_tokens=8)
+    p = achievable.prefill_times(q4_0, 64)
     assert decode["predicted_s"] == pytest.approx(float(d["total"]))
     assert prompt["predicted_s"] == pytest.approx(float(p["total"]))
     for row in (decode, prompt):

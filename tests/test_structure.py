@@ -20,8 +20,9 @@ LIB = ROOT / "lib" / "roofline"
 NOTEBOOKS = ROOT / "notebooks"
 
 # The layers, from the bottom: what each may import from the project besides itself and the layers below.
-CORE = ("roofline", "roofline.units", "roofline.errors", "roofline.checks", "roofline.results", "roofline.data",
-        "roofline.assumptions", "roofline.scenario", "roofline.physics", "roofline.engines")  # fmt: skip
+CORE = ("roofline", "roofline.units", "roofline.errors", "roofline.checks", "roofline.results",
+        "roofline.data", "roofline.assumptions", "roofline.scenario", "roofline.physics",
+        "roofline.engines")  # fmt: skip
 MACHINERY = ("roofline.calibration", "roofline.sim", "roofline.measure")
 COURSE = ("roofline.course",)
 LESSONS = ("roofline.lessons",)
@@ -159,7 +160,8 @@ def test_a_lessons_numbers_never_import_plotting_or_widgets():
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
                 names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 bad = [n for n in names if n.split(".")[0] in ("matplotlib", "ipywidgets", "IPython")
-                       or n.endswith((".lab", ".widgets", ".figures")) or n == "roofline.lessons"]  # fmt: skip
+                       or n.endswith((".lab", ".widgets", ".figures"))
+                       or n == "roofline.lessons"]  # fmt: skip
                 offenders += [f"{module} imports {n}" for n in bad]
     assert not offenders, "\n".join(offenders)
 

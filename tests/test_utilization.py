@@ -52,10 +52,12 @@ def test_card_q5():
 def test_default_step_is_a_real_engines_step():
     # By default a step lasts what a good engine takes (the readouts' vLLM step), never less than the floor
     # 15,009,857,536 B ÷ 3.35e12 B/s = 4.48 ms; engine="ideal" gives the floor itself.
-    from roofline.engines import decode_step_times
+    from roofline.engines import StepTimer, decode_step_times
 
     t = decode_timeline(Scenario(context_tokens=0))
-    assert t.step_time_s == pytest.approx(float(decode_step_times("llama-3-8b", "h100-sxm")["total"]))
+    assert t.step_time_s == pytest.approx(
+        float(decode_step_times(StepTimer("vllm", "llama-3-8b", "h100-sxm"))["total"])
+    )
     assert t.step_time_s > 15_009_857_536 / 3.35e12
     floor = decode_timeline(Scenario(context_tokens=0), engine="ideal")
     assert floor.step_time_s == pytest.approx(15_009_857_536 / 3.35e12)

@@ -14,7 +14,7 @@ teaches it.
 A good engine is part of the core too (``roofline.engines``): the same step at the efficiencies real kernels
 reach, with a real engine's own costs, read from the frozen calibration tables in ``data/``.
 
->>> t = rl.engines.decode_step_times("llama-3-8b", "h100-sxm", batch=1)
+>>> t = rl.engines.decode_step_times(rl.engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), batch=1)
 >>> round(float(t["total"]) * 1e3, 2) > round(float(t["floor"]) * 1e3, 2)
 True
 """

@@ -24,7 +24,7 @@ import numpy as np
 
 import roofline as rl
 from roofline import engines
-from roofline.apps.cli_figures import coverage_fields, decode_times, prefill_times, setup_fields
+from roofline.apps.cli_figures import coverage_fields, decode_times, prefill_times, setup_fields, step_timer
 from roofline.apps.cli_options import (
     BATCH,
     CONTEXT,
@@ -118,10 +118,8 @@ def run(args) -> int:
         measured_s, measured = args.ttft_ms / 1000, {"ttft_s": args.ttft_ms / 1000}
     phase = "decode" if decode else "prefill"
     d = engines.diagnose_measurement(
-        args.model, args.gpu, measured_s, args.batch, args.context, num_gpus=args.gpus,
-        weight_precision=args.weights, kv_precision=args.kv, engine=args.engine,
-        prompt_tokens=None if decode else args.prompt,
-    )  # fmt: skip
+        step_timer(args), measured_s, args.batch, args.context, prompt_tokens=None if decode else args.prompt
+    )
     d["measured_s"] = d.pop("measured_step_s")
     below = d["sits_in"].startswith("below the floor")
     lengths = {"context_tokens": args.context} if decode else {"input_tokens": args.prompt}

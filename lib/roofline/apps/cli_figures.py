@@ -63,23 +63,32 @@ def ideal_step(args, batch: int, context: int, *, gpu=None, **options) -> rl.Ste
                           weight_precision=args.weights, kv_precision=args.kv, **options)  # fmt: skip
 
 
+def step_timer(args, *, model=None, gpu=None, weights=None, engine=None) -> engines.StepTimer:
+    """The command's deployment (``--engine``, ``--model``, ``--gpu``, ``--gpus``, ``--weights``, ``--kv``,
+    any ``--parallel``) as a ``roofline.engines.StepTimer``, with the model, GPU, weights or engine given
+    instead."""
+    return engines.StepTimer(
+        engine or args.engine,
+        model or args.model,
+        gpu or args.gpu,
+        num_gpus=args.gpus,
+        parallel=getattr(args, "parallel", None),
+        weight_precision=weights or args.weights,
+        kv_precision=args.kv,
+    )
+
+
 def decode_times(args, batch, context, *, model=None, gpu=None, weights=None, engine=None, **options) -> dict:
     """``roofline.engines.decode_step_times`` (seconds), the command's model, GPU, weights and engine unless
-    others are given."""
-    return engines.decode_step_times(
-        model or args.model, gpu or args.gpu, batch, context, num_gpus=args.gpus,
-        weight_precision=weights or args.weights, kv_precision=args.kv, engine=engine or args.engine,
-        **options,
-    )  # fmt: skip
+    others are given (``options``: its keywords)."""
+    timer = step_timer(args, model=model, gpu=gpu, weights=weights, engine=engine)
+    return engines.decode_step_times(timer, batch, context, **options)
 
 
 def prefill_times(args, *, weights=None, engine=None) -> dict:
     """``roofline.engines.prefill_times`` (seconds) of ``args.prompt``, the command's weights and engine
     unless others are given."""
-    return engines.prefill_times(
-        args.model, args.gpu, args.prompt, num_gpus=args.gpus, weight_precision=weights or args.weights,
-        kv_precision=args.kv, engine=engine or args.engine,
-    )  # fmt: skip
+    return engines.prefill_times(step_timer(args, weights=weights, engine=engine), args.prompt)
 
 
 def _calibration_file() -> str:

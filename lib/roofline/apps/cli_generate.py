@@ -19,6 +19,7 @@ pipeline stages than layers) and formats. docs/cli.md lists every field.
 from __future__ import annotations
 
 from roofline import engines
+from roofline.apps.cli_figures import step_timer
 from roofline.apps.cli_options import (
     BATCH,
     TOKENS,
@@ -77,16 +78,7 @@ def run(args) -> int:
         check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
     check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
     r = engines.generate(
-        args.model,
-        args.gpu,
-        batch=args.batch,
-        input_tokens=args.input,
-        output_tokens=args.output,
-        num_gpus=args.gpus,
-        parallel=args.parallel,
-        weight_precision=args.weights,
-        kv_precision=args.kv,
-        engine=args.engine,
+        step_timer(args), batch=args.batch, input_tokens=args.input, output_tokens=args.output
     )
     c = r.calibration  # where the engine's figure is extrapolated, the measured runs closest to it
     c["nearest_measured"] = (

@@ -125,7 +125,7 @@ def _predictor(terms: Terms, train_rows: np.ndarray, lay: Layout):
     rows = np.flatnonzero(train_rows)
     row, weight = np.searchsorted(rows, terms.row[use]), terms.weight[use]
     work = type(terms.work)(**{k: np.broadcast_to(getattr(terms.work, k), use.shape)[use]
-                               for k in terms.work.__dataclass_fields__})  # fmt: skip
+                               for k in terms.work._fields})  # fmt: skip
     kernels = {k: v[use] for k, v in terms.kernels.items()}
     pair_of = {p: j for j, p in enumerate(lay.pairs)}
     pair = np.array([pair_of.get(p, -1) for p in zip(terms.family[use], terms.engine[use], strict=True)])

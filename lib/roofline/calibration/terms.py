@@ -13,7 +13,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.calibration.measurements import Measurements, load_measurements
-from roofline.engines.figures import decode_work, prefill_work, serving_waves, users_that_fit_engine
+from roofline.engines.achievable import decode_work, prefill_work, serving_waves, users_that_fit_engine
 from roofline.engines.model import StepTimer, StepWork, step_load
 from roofline.engines.params import (
     KERNEL_NAMES,
@@ -140,7 +139,7 @@ def terms_for(ms: Measurements, kernels_of: dict | None = None) -> Terms:
     >>> t.n_rows, bool(np.all(t.row == 0)), bool((t.kernels["gemm_compute_fraction"] <= 1).all())
     (1, True, True)
     """
-    names = [f.name for f in dataclasses.fields(StepWork)]
+    names = StepWork._fields
     fixed = (*KERNEL_NAMES.values(), *MOE_NAMES, "hop_latency_s", "collective_latency_s")
     parts = {k: [] for k in ("row", "weight", *names, *fixed)}
     for r in range(len(ms)):

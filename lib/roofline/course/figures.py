@@ -379,11 +379,8 @@ class TwoPanelsVsBatch(LiveFigure):
         if not self.real:
             return
         try:
-            step_s = engines.decode_step_times(
-                s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
-                weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-                engine=self.options.get("engine", engines.DEFAULT_ENGINE),
-            )["total"]  # fmt: skip
+            timer = engines.StepTimer.of(s, self.options.get("engine", engines.DEFAULT_ENGINE))
+            step_s = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"]
         except RooflineError:
             step_s = np.full(BATCH_SWEEP.shape, np.nan)
         cost = np.full(BATCH_SWEEP.shape, np.nan)

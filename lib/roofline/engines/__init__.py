@@ -7,18 +7,18 @@ package, so they agree.
 - ``registry``: the engines of ``data/engines.toml`` (``get_engine``; ``"ideal"`` is an engine too);
 - ``params``: an engine's numbers on a GPU, and the stored calibration (``data/calibration.toml``);
 - ``model``: the only assembly of an achievable step time from a step's aggregates (``StepTimer``);
-- ``figures``: decode steps, prefills, static batches and a measurement judged, floor beside engine;
-- ``coverage``: whether a figure leaves the calibrated range;
-- ``measurements`` → ``terms`` → ``fit`` → ``validation`` → ``store``: the calibration pipeline.
+- ``achievable``: decode steps, prefills, static batches and a measurement judged, floor beside engine;
+- ``coverage``: whether a figure leaves the calibrated range.
+
+How the numbers were fitted and checked is ``roofline.calibration``'s (machinery above the course).
 
 >>> from roofline import engines
->>> t = engines.decode_step_times("llama-3-8b", "h100-sxm", batch=1, engine="ideal")
+>>> t = engines.decode_step_times(engines.StepTimer("ideal", "llama-3-8b", "h100-sxm"), batch=1)
 >>> round(float(t["total"]) * 1e3, 2)
 4.48
 """
 
-from .coverage import coverage
-from .figures import (
+from .achievable import (
     GenerateResult,
     Timing,
     decode_step_times,
@@ -29,7 +29,8 @@ from .figures import (
     prefill_times,
     serving_waves,
 )
-from .model import BUDGET_PARTS, StepTimer, StepWork, TimeBudget, assemble
+from .coverage import coverage
+from .model import BUDGET_PARTS, StepLoad, StepTimer, StepWork, TimeBudget, assemble
 from .params import (
     Calibration,
     EngineParams,
@@ -46,6 +47,7 @@ __all__ = [
     "Calibration",
     "EngineParams",
     "GenerateResult",
+    "StepLoad",
     "StepTimer",
     "StepWork",
     "TimeBudget",

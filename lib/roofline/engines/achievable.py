@@ -26,6 +26,7 @@ from roofline.engines.coverage import coverage
 from roofline.engines.model import BUDGET_PARTS, StepTimer, TimeBudget
 from roofline.engines.params import engine_params, load_calibration
 from roofline.engines.registry import DEFAULT_ENGINE
+from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import sequence_kv_bytes, weight_bytes
 from roofline.physics.memory import check_fits, memory_available_bytes
 from roofline.physics.metrics import mbu, mfu
@@ -89,9 +90,11 @@ def prefill_work(model, gpu, batch, prompt_tokens, *, num_gpus, parallel, weight
     )
 
 
-def _deployment(timer: StepTimer) -> dict:
-    return dict(num_gpus=timer.num_gpus, parallel=timer.parallel, weight_precision=timer.weight_precision,
-                kv_precision=timer.kv_precision)  # fmt: skip
+def _deployment(timer: StepTimer, parallel: bool = True) -> dict:
+    kw = dict(
+        num_gpus=timer.num_gpus, weight_precision=timer.weight_precision, kv_precision=timer.kv_precision
+    )
+    return {**kw, "parallel": timer.parallel} if parallel else kw
 
 
 def _parts(b: TimeBudget, convert=float) -> dict:
@@ -125,7 +128,8 @@ def gap_budget(timer: StepTimer, batch=1, context_tokens=0, *, launch_overhead_s
     """One decode step's time, itemised from the floor up (s): ``floor``, ``kernel efficiency`` (real
     kernels reach a fraction of peak bandwidth and math), ``per-step`` (scheduler, launches, per-sequence
     sampling), ``per-layer`` (each layer's small kernels), ``communication`` (tensor-parallel all-reduces)
-    and ``total``. Scalar inputs only; the parts add up to ``total``.
+    and ``total``. Scalar inputs only; the parts add up to ``total``. Raises ``DoesNotFitError`` where the
+    weights and the users' KV cache do not fit in what the engine leaves.
 
     >>> b = gap_budget(StepTimer("vllm", "llama-3-8b", "h100-sxm"))
     >>> parts = ["floor", "kernel efficiency", "per-step", "per-layer", "communication"]
@@ -133,6 +137,9 @@ def gap_budget(timer: StepTimer, batch=1, context_tokens=0, *, launch_overhead_s
     True
     """
     t = decode_step_times(timer, batch, context_tokens, launch_overhead_s=launch_overhead_s)
+    if not np.all(t["fits"]):
+        check_fits(timer.model, timer.gpu, batch, context_tokens, **_deployment(timer, parallel=False))
+        raise DoesNotFitError(f"{batch} users at {context_tokens} tokens do not fit beside the weights")
     return {k: float(v) for k, v in t.items() if k != "fits"}
 
 
@@ -145,7 +152,9 @@ def prefill_times(timer: StepTimer, prompt_tokens, batch=1) -> dict:
     (0.13, True)
     """
     b, p = _count(batch, "batch"), _count(prompt_tokens, "prompt_tokens")
-    return _parts(timer.of_step(prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer)), extra_s=0.0))
+    return _parts(
+        timer.of_step(prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer)), extra_s=0.0)
+    )
 
 
 @dataclass(frozen=True)

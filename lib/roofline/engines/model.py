@@ -28,20 +28,21 @@ costs (with f = 1 and no costs for the ideal).
 >>> round(b.floor_s * 1e3, 2), bool(b.total_s > b.floor_s)      # 15 GB ÷ 3.35 TB/s
 (4.48, True)
 >>> ideal = StepTimer("ideal", "llama-3-8b", "h100-sxm")
->>> bool(ideal.time_s(15.0e9, 15.0e9, tokens=1, sequences=1) == b.floor_s)
+>>> bool(ideal.time_s(StepLoad(15.0e9, 15.0e9, tokens=1, sequences=1)) == b.floor_s)
 True
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from roofline.checks import checked, one_of
 from roofline.data import get_gpu, get_model
 from roofline.engines.params import EngineParams, engine_params
-from roofline.engines.registry import get_engine
-from roofline.errors import InvalidConfigurationError
+from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.physics.architecture import routed_expert_bytes_read, routed_expert_parameters_per_token
 from roofline.physics.parallel import tensor_parallel_comm_time_s
 from roofline.physics.precision import peak_flops_per_s
@@ -53,8 +54,7 @@ MOE_SMOOTH = 2  # an MoE layer's: its two GEMMs and the activation run one after
 ACTIVATION_BYTES = 2.0  # prompt tokens' Q, K, V, O move as 16-bit activations
 
 
-@dataclass(frozen=True)
-class StepWork:
+class StepWork(NamedTuple):
     """A step's work as ideal times (s) and counts; floats or arrays that broadcast.
 
     ``compute_s``/``memory_s``: the whole step at peak math and bandwidth (the floor's terms). The kernel
@@ -84,6 +84,25 @@ class StepWork:
     comm_bytes_s: object = 0.0
     collectives: object = 0.0
     hops: object = 0.0
+    extra_s: object = 0.0
+
+
+class StepLoad(NamedTuple):
+    """A step's load (floats or arrays that broadcast): ``gemm_flops`` (FLOP) and ``weight_bytes`` (bytes)
+    of its dense GEMMs, ``attention_flops`` (FLOP), ``kv_read_bytes`` and ``kv_write_bytes`` (bytes),
+    counts of ``prompt_tokens``, ``tokens`` and ``sequences``, an MoE's routed experts' ``moe_flops`` and
+    ``moe_bytes`` (not in the GEMM figures), and ``extra_s`` (s) the caller adds."""
+
+    gemm_flops: object
+    weight_bytes: object
+    attention_flops: object = 0.0
+    kv_read_bytes: object = 0.0
+    kv_write_bytes: object = 0.0
+    prompt_tokens: object = 0.0
+    tokens: object = 1.0
+    sequences: object = 1.0
+    moe_flops: object = 0.0
+    moe_bytes: object = 0.0
     extra_s: object = 0.0
 
 
@@ -138,77 +157,34 @@ def _smax(a, b, k=SMOOTH):
         return np.where(hi > 0, hi * (1.0 + (lo / np.where(hi > 0, hi, 1.0)) ** k) ** (1.0 / k), 0.0)
 
 
-def step_parts(
-    p: EngineParams,
-    compute_s,
-    memory_s,
-    gemm_compute_s,
-    gemm_memory_s,
-    attention_compute_s,
-    attention_token_s,
-    kv_memory_s,
-    moe_compute_s,
-    moe_memory_s,
-    moe_layers,
-    gemm_kernels,
-    attention_kernels,
-    prefill,
-    layers,
-    sequences,
-    comm_bytes_s,
-    collectives,
-    hops,
-):
+def step_parts(p: EngineParams, w: StepWork):
     """The formula of the module docstring, part by part (s): (math at the engine's efficiency, memory at
-    its efficiency, the kernels' time, per-layer costs, per-step costs, communication). The arguments are
-    ``StepWork``'s fields in order (floats or arrays)."""
+    its efficiency, the kernels' time, per-layer costs, per-step costs, communication) of the work ``w``."""
     if p.roofline:
-        compute = compute_s / p.gemm_compute_fraction
-        memory = memory_s / p.gemm_bandwidth_fraction
-        kernels, per_layer = _maximum(compute, memory), layers * p.layer_overhead_s
+        compute = w.compute_s / p.gemm_compute_fraction
+        memory = w.memory_s / p.gemm_bandwidth_fraction
+        kernels, per_layer = _maximum(compute, memory), w.layers * p.layer_overhead_s
     else:
-        g_compute = gemm_compute_s / p.gemm_compute_fraction
-        g_memory = gemm_memory_s / p.gemm_bandwidth_fraction
-        a_compute = attention_compute_s / p.attention_compute_fraction
-        a_memory = attention_token_s / p.attention_token_fraction + kv_memory_s / p.kv_bandwidth_fraction
-        m_compute = moe_compute_s / p.moe_compute_fraction
-        m_memory = moe_memory_s / p.moe_bandwidth_fraction
+        g_compute = w.gemm_compute_s / p.gemm_compute_fraction
+        g_memory = w.gemm_memory_s / p.gemm_bandwidth_fraction
+        a_compute = w.attention_compute_s / p.attention_compute_fraction
+        a_memory = w.attention_token_s / p.attention_token_fraction + w.kv_memory_s / p.kv_bandwidth_fraction
+        m_compute = w.moe_compute_s / p.moe_compute_fraction
+        m_memory = w.moe_memory_s / p.moe_bandwidth_fraction
         compute, memory = g_compute + a_compute + m_compute, g_memory + a_memory + m_memory
         kernels = _smax(g_compute, g_memory) + a_compute + a_memory + _smax(m_compute, m_memory, MOE_SMOOTH)
-        attention_kernel_s = p.decode_attention_kernel_s + prefill * (
+        attention_kernel_s = p.decode_attention_kernel_s + w.prefill * (
             p.prefill_attention_kernel_s - p.decode_attention_kernel_s
         )
         per_layer = (
-            gemm_kernels * p.gemm_kernel_s
-            + attention_kernels * attention_kernel_s
-            + moe_layers * p.moe_kernel_s
-            + layers * p.layer_overhead_s
+            w.gemm_kernels * p.gemm_kernel_s
+            + w.attention_kernels * attention_kernel_s
+            + w.moe_layers * p.moe_kernel_s
+            + w.layers * p.layer_overhead_s
         )
-    per_step = p.step_overhead_s + sequences * p.sequence_overhead_s
-    comm = comm_bytes_s + collectives * p.collective_latency_s + hops * p.hop_latency_s
+    per_step = p.step_overhead_s + w.sequences * p.sequence_overhead_s
+    comm = w.comm_bytes_s + w.collectives * p.collective_latency_s + w.hops * p.hop_latency_s
     return compute, memory, kernels, per_layer, per_step, comm
-
-
-_WORK_FIELDS = (
-    "compute_s",
-    "memory_s",
-    "gemm_compute_s",
-    "gemm_memory_s",
-    "attention_compute_s",
-    "attention_token_s",
-    "kv_memory_s",
-    "moe_compute_s",
-    "moe_memory_s",
-    "moe_layers",
-    "gemm_kernels",
-    "attention_kernels",
-    "prefill",
-    "layers",
-    "sequences",
-    "comm_bytes_s",
-    "collectives",
-    "hops",
-)
 
 
 def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
@@ -220,9 +196,7 @@ def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
     >>> round(b.total_s * 1e3, 3), b.binding     # 4 ms ÷ 0.8 + 1 ms
     (6.0, 'memory')
     """
-    compute, memory, kernels, per_layer, per_step, comm = step_parts(
-        p, *(getattr(work, f) for f in _WORK_FIELDS)
-    )
+    compute, memory, kernels, per_layer, per_step, comm = step_parts(p, work)
     floor = _maximum(work.compute_s, work.memory_s)
     return TimeBudget(
         floor_s=floor,
@@ -298,12 +272,9 @@ class StepTimer:
     ):
         self.engine = get_engine(engine)
         self.model, self.gpu = get_model(model), get_gpu(gpu)
-        if isinstance(num_gpus, bool) or int(num_gpus) != num_gpus or num_gpus < 1:
-            raise InvalidConfigurationError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
-        self.num_gpus = int(num_gpus)
-        self.parallel = self.engine.parallel if parallel is None else str(parallel).lower()
-        if self.parallel not in ("tensor", "pipeline"):
-            raise InvalidConfigurationError(f"parallel must be 'tensor' or 'pipeline', got {parallel!r}")
+        self.num_gpus = int(checked(num_gpus, "num_gpus", minimum=1, whole=True, scalar=True))
+        parallel = self.engine.parallel if parallel is None else str(parallel).lower()
+        self.parallel = one_of(parallel, "parallel", ("tensor", "pipeline"))
         self.weight_precision, self.kv_precision = weight_precision, kv_precision
         self._params = params
         # GPUs working on the same layer at once: all of them when every matrix is split, one in a pipeline
@@ -330,6 +301,24 @@ class StepTimer:
         m = self.model
         self.moe_layers = (m.layers - m.first_dense_layers) if m.is_moe else 0
 
+    @classmethod
+    def of(cls, scenario, engine=DEFAULT_ENGINE, **options) -> StepTimer:
+        """The timer of a lesson's ``Scenario`` (its model, GPU, GPUs and precisions) on ``engine``;
+        ``options``: the other keywords of the constructor.
+
+        >>> from roofline.scenario import Scenario
+        >>> StepTimer.of(Scenario(num_gpus=2), "ideal").lanes
+        2
+        """
+        return cls(engine, scenario.model, scenario.gpu, num_gpus=scenario.num_gpus,
+                   weight_precision=scenario.weight_precision, kv_precision=scenario.kv_precision,
+                   **options)  # fmt: skip
+
+    def with_engine(self, engine) -> StepTimer:
+        """The same deployment (model, GPU, GPUs, parallelism, precisions) on another engine."""
+        return StepTimer(engine, self.model, self.gpu, num_gpus=self.num_gpus, parallel=self.parallel,
+                         weight_precision=self.weight_precision, kv_precision=self.kv_precision)  # fmt: skip
+
     @property
     def params(self) -> EngineParams:
         """The engine's numbers on this GPU (from the calibration on first use, or as given)."""
@@ -343,87 +332,51 @@ class StepTimer:
             )
         return self._params
 
-    def _values(
-        self,
-        gemm_flops,
-        weight_bytes,
-        attention_flops=0.0,
-        kv_read_bytes=0.0,
-        kv_write_bytes=0.0,
-        prompt_tokens=0.0,
-        tokens=1.0,
-        sequences=1.0,
-        moe_flops=0.0,
-        moe_bytes=0.0,
-    ) -> tuple:
-        """``StepWork``'s fields (without ``extra_s``), in order, from a step's FLOPs, bytes and counts."""
+    def work_of(self, load: StepLoad) -> StepWork:
+        """The :class:`StepWork` of a step's load: its FLOPs and bytes as ideal times on these GPUs, its
+        kernels and collectives counted."""
         peak, bw = self.peak_flops_per_s, self.bandwidth_bytes_per_s
+        tokens, prompt_tokens = load.tokens, load.prompt_tokens
         if isinstance(tokens, float) and isinstance(prompt_tokens, float):  # the simulator's scalar steps
             any_tokens, prefill = (1.0 if tokens > 0.0 else 0.0), (1.0 if prompt_tokens > 0.0 else 0.0)
         else:
             any_tokens, prefill = np.minimum(tokens, 1.0), np.minimum(prompt_tokens, 1.0)
-        return (
-            (gemm_flops + moe_flops + attention_flops) / peak,
-            (weight_bytes + moe_bytes + kv_read_bytes + kv_write_bytes) / bw,
-            gemm_flops / peak,
-            weight_bytes / bw,
-            attention_flops / self.attention_peak_flops_per_s,
-            prompt_tokens * self.token_bytes / bw,
-            kv_read_bytes / bw,
-            moe_flops / peak,
-            moe_bytes / bw,
-            self.moe_layers * any_tokens,
-            self.gemm_kernels * any_tokens,
-            self.model.layers * any_tokens,
-            prefill,
-            self.model.layers * any_tokens,
-            sequences,
-            tokens * self.comm_s_per_token,
-            self.collectives * any_tokens,
-            self.hops * any_tokens,
+        return StepWork(  # positional, in field order: this runs once per simulated step
+            (load.gemm_flops + load.moe_flops + load.attention_flops) / peak,  # compute_s
+            (load.weight_bytes + load.moe_bytes + load.kv_read_bytes + load.kv_write_bytes) / bw,  # memory_s
+            load.gemm_flops / peak,  # gemm_compute_s
+            load.weight_bytes / bw,  # gemm_memory_s
+            load.attention_flops / self.attention_peak_flops_per_s,  # attention_compute_s
+            prompt_tokens * self.token_bytes / bw,  # attention_token_s
+            load.kv_read_bytes / bw,  # kv_memory_s
+            load.moe_flops / peak,  # moe_compute_s
+            load.moe_bytes / bw,  # moe_memory_s
+            self.moe_layers * any_tokens,  # moe_layers
+            self.gemm_kernels * any_tokens,  # gemm_kernels
+            self.model.layers * any_tokens,  # attention_kernels
+            prefill,  # prefill
+            self.model.layers * any_tokens,  # layers
+            load.sequences,  # sequences
+            tokens * self.comm_s_per_token,  # comm_bytes_s
+            self.collectives * any_tokens,  # collectives
+            self.hops * any_tokens,  # hops
+            load.extra_s,  # extra_s
         )
 
-    def work(self, gemm_flops, weight_bytes, *, extra_s=0.0, **load) -> StepWork:
-        """The :class:`StepWork` of a step: ``gemm_flops`` (FLOP), ``weight_bytes`` (bytes) and the keywords
-        ``attention_flops`` (FLOP), ``kv_read_bytes``, ``kv_write_bytes`` (bytes), ``prompt_tokens``,
-        ``tokens``, ``sequences`` (counts), ``moe_flops``, ``moe_bytes`` (an MoE's routed experts: FLOP,
-        bytes; not in ``gemm_flops``/``weight_bytes``) and ``extra_s`` (s)."""
-        return StepWork(*self._values(gemm_flops, weight_bytes, **load), extra_s=extra_s)
+    def work(self, gemm_flops, weight_bytes, **load) -> StepWork:
+        """The :class:`StepWork` of a step: ``gemm_flops`` (FLOP), ``weight_bytes`` (bytes) and the other
+        fields of :class:`StepLoad` by name."""
+        return self.work_of(StepLoad(gemm_flops, weight_bytes, **load))
 
     def budget(self, gemm_flops, weight_bytes, **load) -> TimeBudget:
-        """The itemised time of one step (s): see :func:`assemble`; keywords as :meth:`work`."""
+        """The itemised time of one step (s): see :func:`assemble`; arguments as :meth:`work`."""
         return assemble(self.work(gemm_flops, weight_bytes, **load), self.params)
 
-    def time_s(
-        self,
-        gemm_flops,
-        weight_bytes,
-        attention_flops=0.0,
-        kv_read_bytes=0.0,
-        kv_write_bytes=0.0,
-        prompt_tokens=0.0,
-        tokens=1.0,
-        sequences=1.0,
-        moe_flops=0.0,
-        moe_bytes=0.0,
-        extra_s=0.0,
-    ):
-        """The achievable time of one step (s): ``budget(...).total_s``, without itemising; arguments as
-        :meth:`work`, positional or by name (the simulator's hot path: floats stay floats)."""
-        values = self._values(
-            gemm_flops,
-            weight_bytes,
-            attention_flops,
-            kv_read_bytes,
-            kv_write_bytes,
-            prompt_tokens,
-            tokens,
-            sequences,
-            moe_flops,
-            moe_bytes,
-        )
-        _, _, kernels, per_layer, per_step, comm = step_parts(self.params, *values)
-        return kernels + per_layer + per_step + comm + extra_s
+    def time_s(self, load: StepLoad):
+        """The achievable time of one step (s): ``assemble(...).total_s`` without itemising (the
+        simulator's hot path: floats stay floats)."""
+        _, _, kernels, per_layer, per_step, comm = step_parts(self.params, self.work_of(load))
+        return kernels + per_layer + per_step + comm + load.extra_s
 
     def of_step(self, step, extra_s=None) -> TimeBudget:
         """The budget of a physics ``Step`` (``roofline.forward_step`` and its wrappers); ``extra_s``
@@ -435,8 +388,7 @@ class StepTimer:
         >>> bool(np.allclose(b.total_s, s.step_time_s))
         True
         """
-        load = step_load(step, extra_s, self.model)
-        return assemble(self.work(load.pop("gemm_flops"), load.pop("weight_bytes"), **load), self.params)
+        return assemble(self.work_of(StepLoad(**step_load(step, extra_s, self.model))), self.params)
 
 
 def routed_expert_load(model, weight_precision: str, tokens):

@@ -29,7 +29,8 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from roofline.data import GPU
-from roofline.engines.figures import decode_step_times, prefill_times
+from roofline.engines.achievable import decode_step_times, prefill_times
+from roofline.engines.model import StepTimer
 from roofline.errors import RooflineError
 from roofline.physics.metrics import mbu, mfu
 from roofline.physics.step import decode_step, prefill
@@ -83,10 +84,11 @@ def _physics(point: dict, gpu: GPU) -> tuple[int, float, float, float, float | N
         step = prefill(model, gpu, point["prompt_tokens"], **kw)
         tokens, step_bytes = point["prompt_tokens"], step.bytes_moved
     try:
+        timer = StepTimer(ENGINE, model, gpu, **kw)
         if decode:
-            times = decode_step_times(model, gpu, 1, point["context_tokens"], engine=ENGINE, **kw)
+            times = decode_step_times(timer, 1, point["context_tokens"])
         else:
-            times = prefill_times(model, gpu, point["prompt_tokens"], engine=ENGINE, **kw)
+            times = prefill_times(timer, point["prompt_tokens"])
         predicted_s, error = float(times["total"]), None
     except RooflineError as exc:
         predicted_s, error = None, f"{type(exc).__name__}: {exc}"

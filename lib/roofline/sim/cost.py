@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.data import get_gpu, get_model
-from roofline.engines.model import StepTimer
+from roofline.engines.model import StepLoad, StepTimer
 from roofline.engines.params import engine_params
 from roofline.engines.registry import engine_ids, get_engine
 from roofline.errors import InvalidConfigurationError
@@ -162,15 +162,17 @@ class StepCostModel:
         True
         """
         # Each sequence gets one row of logits: a decoder's new token, or a prompt's last token.
-        t = self.timer.time_s(  # positional: this runs once per simulated step
-            new_tokens * self.flops_per_new_token + sequences * self.flops_per_logit,  # GEMM FLOPs
-            self.weight_bytes_read(new_tokens),
-            attention_token_pairs * self.flops_per_attention_pair,  # attention FLOPs
-            kv_tokens_read * self.kv_bytes_per_token,
-            kv_tokens_written * self.kv_bytes_per_token,
-            kv_tokens_written,  # prompt tokens: the only tokens whose KV a step writes
-            new_tokens,
-            sequences,
+        t = self.timer.time_s(
+            StepLoad(
+                new_tokens * self.flops_per_new_token + sequences * self.flops_per_logit,  # GEMM FLOPs
+                self.weight_bytes_read(new_tokens),
+                attention_token_pairs * self.flops_per_attention_pair,  # attention FLOPs
+                kv_tokens_read * self.kv_bytes_per_token,
+                kv_tokens_written * self.kv_bytes_per_token,
+                kv_tokens_written,  # prompt tokens: the only tokens whose KV a step writes
+                new_tokens,
+                sequences,
+            )
         )
         return t if type(t) is float or np.ndim(t) else float(t)
 

@@ -85,19 +85,14 @@ class AchievableVsBatch(LiveFigure):
     def _draw(self, s: Scenario):
         ax = self.axes[0]
         engine = self.options.get("engine", engines.DEFAULT_ENGINE)
-        t = engines.decode_step_times(
-            s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
-        )  # fmt: skip
+        timer = engines.StepTimer.of(s, engine)
+        t = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)
         self.floor.set_data(BATCH_SWEEP, t["floor"] / MS)
         self.real.set_data(BATCH_SWEEP, t["total"] / MS)
         self.real.set_label(f"achievable ({engines.get_engine(engine).id})")
         ax.legend(loc="upper left")
         ax.set_ylim(nice_limits(np.concatenate([t["floor"], t["total"]]) / MS, log=True))
-        here = engines.decode_step_times(
-            s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
-        )  # fmt: skip
+        here = engines.decode_step_times(timer, s.batch, s.context_tokens)
         if bool(here["fits"]):
             lo, hi = float(here["floor"]), float(here["total"])
             self.marks.set_data([s.batch, s.batch], [lo / MS, hi / MS])
@@ -121,10 +116,7 @@ class AchievableVsBatch(LiveFigure):
 def achievable_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table: one decode step at the scenario, ideal beside achievable, with the gap itemised."""
     engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
-    t = engines.decode_step_times(
-        s.model, s.gpu, s.batch, s.context_tokens, num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision, kv_precision=s.kv_precision, engine=engine,
-    )  # fmt: skip
+    t = engines.decode_step_times(engines.StepTimer.of(s, engine), s.batch, s.context_tokens)
     if not bool(t["fits"]):
         return "<p>Does not fit in memory: no step runs.</p>"
     floor, total = float(t["floor"]), float(t["total"])
@@ -139,19 +131,19 @@ def achievable_readout(s: Scenario, options: dict | None = None) -> str:
     return f"<table>{cells}</table>" + extrapolation_note(s, engine)
 
 
-def gap_budget_figure(cases: list[dict], title: str = "Where a decode step's time goes") -> Picture:
-    """Stacked bars of the gap budget (ms) for a few configurations; each case is the keyword arguments of
-    ``achievable.gap_budget`` plus ``label``."""
+def gap_budget_figure(budgets: dict, title: str = "Where a decode step's time goes") -> Picture:
+    """Stacked bars of the gap budget (ms) for a few configurations: ``budgets`` maps a label to what
+    ``engines.gap_budget`` returns for it."""
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))
+    cases, budgets = list(budgets), list(budgets.values())
     labels, bottoms = [], np.zeros(len(cases))
-    budgets = [engines.gap_budget(**{k: v for k, v in c.items() if k != "label"}) for c in cases]
     for part in ("floor", *engines.BUDGET_PARTS):
         vals = np.array([b[part] for b in budgets]) / MS
         ax.bar(range(len(cases)), vals, bottom=bottoms, color=BUDGET_COLORS[part], label=part, width=0.6)
         bottoms += vals
     for j, b in enumerate(budgets):
         ax.text(j, bottoms[j], f"{b['total'] / b['floor']:.2f}x floor", ha="center", va="bottom", fontsize=11)
-        labels.append(cases[j]["label"])
+        labels.append(cases[j])
     ax.set_xticks(range(len(cases)), labels, fontsize=10)
     ax.set(ylabel="time per decode step (ms)", ylim=(0, bottoms.max() * 1.15))
     ax.set_title(title, fontsize=12)
@@ -170,10 +162,9 @@ def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100
         for n in tp:
             sel = (ms.source == "Splitwise") & (ms.kind == "tpot") & (ms.gpu == gpu) & (ms.num_gpus == n)
             sel &= ms.input_tokens == 512
-            t = engines.decode_step_times(
-                model, gpu, batches, 512 + 64, num_gpus=n, weight_precision="fp16", kv_precision="fp16",
-                engine="splitwise-2023",
-            )  # fmt: skip
+            timer = engines.StepTimer("splitwise-2023", model, gpu, num_gpus=n, weight_precision="fp16",
+                                      kv_precision="fp16")  # fmt: skip
+            t = engines.decode_step_times(timer, batches, 512 + 64)
             ax.plot(
                 batches, t["floor"] / MS, color=COLORS["step"], ls=styles[n], lw=1, label=f"floor, TP {n}"
             )

@@ -66,11 +66,8 @@ class StepTimeVsBatch(LiveFigure):
         real_ms = np.full(BATCH_SWEEP.shape, np.nan)
         if "achievable" in self.lines:
             try:
-                real_ms = engines.decode_step_times(
-                    s.model, s.gpu, BATCH_SWEEP, s.context_tokens, num_gpus=s.num_gpus,
-                    weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-                    engine=self.options.get("engine", engines.DEFAULT_ENGINE),
-                )["total"] / MS  # fmt: skip
+                timer = engines.StepTimer.of(s, self.options.get("engine", engines.DEFAULT_ENGINE))
+                real_ms = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"] / MS
             except RooflineError:
                 pass  # no calibration for this case: the ideal alone
             self.lines["achievable"].set_data(BATCH_SWEEP, real_ms)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.data import default_price, get_gpu, get_model
-from roofline.engines.figures import decode_step_times, prefill_times
+from roofline.engines.achievable import decode_step_times, prefill_times
+from roofline.engines.model import StepTimer
 from roofline.errors import DoesNotFitError, UnsupportedPrecisionError
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.cost import cost_per_million_tokens_usd
@@ -66,10 +67,9 @@ def _row(m, g, fmt, price, context_tokens, prompt_tokens, engine) -> dict | None
            "usd_per_hour": price.usd_per_gpu_hour if price else float("nan")}  # fmt: skip
     nan = float("nan")
     try:
-        t = decode_step_times(
-            m, g, 1, context_tokens, weight_precision=fmt, engine=engine, memory=LOCAL_MEMORY
-        )
-        p = prefill_times(m, g, prompt_tokens, weight_precision=fmt, engine=engine)
+        timer = StepTimer(engine, m, g, weight_precision=fmt)
+        t = decode_step_times(timer, 1, context_tokens, memory=LOCAL_MEMORY)
+        p = prefill_times(timer, prompt_tokens)
     except UnsupportedPrecisionError:
         return None
     except DoesNotFitError:
