@@ -83,8 +83,8 @@ def test_provenance_names_datasets_rows_and_split():
 
 def test_fitted_parameters_are_physical():
     """What the fit may set stays physical: bandwidth fractions in (0, 1] and costs an engine really pays
-    (a CPU step under 30 ms, a layer's small kernels under 200 µs: llama.cpp launches a dozen ggml kernels
-    per layer at some 8 µs each, and an all-reduce's extra under 100 µs)."""
+    (a CPU step under 30 ms, a layer's small kernels under 200 µs: llama.cpp's, the slowest, fit near
+    100 µs; an all-reduce's extra under 100 µs)."""
     p = engines.load_calibration()
     for fractions in p.fractions.values():
         assert all(0 < f <= 1 for f in fractions.values())
