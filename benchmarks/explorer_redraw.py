@@ -22,11 +22,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from roofline.scenario import Scenario  # noqa: E402
-from roofline.course.widgets import BATCH_OPTIONS, Explorer
-from roofline.units import MS  # noqa: E402
 from roofline.course.figures import BATCH_SWEEP, STYLE_PATH
+from roofline.course.widgets import BATCH_OPTIONS, Explorer
 from roofline.lessons.step_time.lab import StepTimeVsBatch, ThroughputVsBatch
+from roofline.scenario import Scenario  # noqa: E402
+from roofline.units import MS  # noqa: E402
 
 MOVES = BATCH_OPTIONS + BATCH_OPTIONS[::-1]
 

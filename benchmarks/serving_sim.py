@@ -56,8 +56,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     fast_s, fast_cpu_s, r = timed(
-        lambda: sim.simulate(MODEL, GPU, rate_per_s=RATE, requests=REQUESTS, input_tokens=INPUT,
-                             output_tokens=OUTPUT, seed=0),
+        lambda: sim.simulate(
+            sim.SimConfig(
+                MODEL, GPU, rate_per_s=RATE, requests=REQUESTS, input_tokens=INPUT, output_tokens=OUTPUT
+            )
+        ),
         repeats=3,
     )  # fmt: skip
     print(f"workload: {MODEL} on 1x {GPU}, Poisson {RATE:g} req/s, {INPUT} in / {OUTPUT} out, seed 0")
@@ -78,12 +81,17 @@ def main(argv=None) -> int:
         ("Poisson 20 req/s", dict(rate_per_s=20.0)),
         ("Poisson 50 req/s, chunks of 256", dict(rate_per_s=RATE, chunk_tokens=256)),
     ):
-        s, cs, rr = timed(lambda kw=kw: sim.simulate(MODEL, GPU, requests=REQUESTS, input_tokens=INPUT,
-                                                 output_tokens=OUTPUT, **kw))  # fmt: skip
+        s, cs, rr = timed(
+            lambda kw=kw: sim.simulate(
+                sim.SimConfig(MODEL, GPU, requests=REQUESTS, input_tokens=INPUT, output_tokens=OUTPUT, **kw)
+            )
+        )
         print(f"  other load, {label}: {s:.3f} s wall, {cs:.3f} s CPU ({rr.steps:,} iterations)")
     load = dict(rate_per_s=RATE, input_tokens=INPUT, output_tokens=OUTPUT, seed=0)
     for engine in sim.policies.engine_ids_with_policies():
-        s, cs, rr = timed(lambda e=engine: sim.simulate(MODEL, GPU, requests=REQUESTS, policy=e, **load))
+        s, cs, rr = timed(
+            lambda e=engine: sim.simulate(sim.SimConfig(MODEL, GPU, requests=REQUESTS, policy=e, **load))
+        )
         print(f"  {engine}'s scheduler: {s:.3f} s wall, {cs:.3f} s CPU ({rr.steps:,} iterations, "
               f"p99 TTFT {rr.ttft_s_percentiles['p99'] * 1e3:.1f} ms)")  # fmt: skip
 
@@ -91,7 +99,9 @@ def main(argv=None) -> int:
     trace = dict(
         arrival_s=r.arrival_s[:k], input_tokens=r.input_tokens[:k], output_tokens=r.output_tokens[:k]
     )
-    fast_k_s, fast_k_cpu, fk = timed(lambda: sim.simulate(MODEL, GPU, trace=trace, requests=k), repeats=3)
+    fast_k_s, fast_k_cpu, fk = timed(
+        lambda: sim.simulate(sim.SimConfig(MODEL, GPU, trace=trace, requests=k)), repeats=3
+    )
     naive_s, naive_cpu, nk = timed(lambda: sim.simulate_naive(MODEL, GPU, **trace))
     np.testing.assert_allclose(fk.first_token_s, nk["first_token_s"], rtol=1e-12)
     np.testing.assert_allclose(fk.finish_s, nk["finish_s"], rtol=1e-12)
@@ -116,7 +126,9 @@ def main(argv=None) -> int:
     )
     if args.million:
         # 10^6 requests at 50 req/s arrive over ~20,000 s: lift the 3,600 s bound on simulated time
-        s, cs, rr = timed(lambda: sim.simulate(MODEL, GPU, requests=10**6, max_sim_time_s=1e5, **load))
+        s, cs, rr = timed(
+            lambda: sim.simulate(sim.SimConfig(MODEL, GPU, requests=10**6, max_sim_time_s=1e5, **load))
+        )
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
         kept = rr.timeline_t_s.size
         print(

@@ -19,12 +19,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from roofline.lessons.chunked_prefill.numbers import chunk_tradeoff_under_arrivals
-from roofline.lessons.dashboard.numbers import simulated_latency
-from roofline.lessons.compute_bound.numbers import simulated_saturation
-from roofline.scenario import Scenario  # noqa: E402
 from roofline.lessons.batching.numbers import latency_against_load
+from roofline.lessons.chunked_prefill.numbers import chunk_tradeoff_under_arrivals
+from roofline.lessons.compute_bound.numbers import simulated_saturation
 from roofline.lessons.dashboard.lab import dashboard_explorer
+from roofline.lessons.dashboard.numbers import simulated_latency
+from roofline.scenario import Scenario  # noqa: E402
 
 M, G = "llama-3-8b", "h100-sxm"
 USERS = (1, 8, 32, 64, 128, 300)

@@ -119,7 +119,15 @@ def test_plan_answers_with_a_real_engine_and_the_floor_beside_it(capsys):
     assert d["usd_per_gpu_hour"] == default_price("h100-sxm").usd_per_gpu_hour
     # the plan is the library's: the same search, run directly
     p = sim.plan_capacity(
-        "llama-3-8b", "h100-sxm", 30, input_tokens=512, output_tokens=128, requests=300, engine="vllm"
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            rate_per_s=30,
+            input_tokens=512,
+            output_tokens=128,
+            requests=300,
+            engine="vllm",
+        )
     )
     assert (p.replicas, p.p99_ttft_s) == (d["replicas"], d["p99_ttft_s"])
 

@@ -42,13 +42,15 @@ def test_everyone_at_zero_without_prefill_matches_decode_step_exactly(
     # U users at t = 0, empty prompts: step j (j = 0 … O−1) is a decode step of U users attending to j
     # tokens; lesson 25's continuous batching with the context growing one token per step.
     r = sim.simulate(
-        model,
-        gpu,
-        concurrency=users,
-        requests=users,
-        input_tokens=0,
-        output_tokens=output_tokens,
-        num_gpus=num_gpus,
+        sim.SimConfig(
+            model,
+            gpu,
+            concurrency=users,
+            requests=users,
+            input_tokens=0,
+            output_tokens=output_tokens,
+            num_gpus=num_gpus,
+        )
     )
     steps = np.asarray(
         rl.decode_step(
@@ -67,14 +69,18 @@ def test_everyone_at_zero_without_prefill_matches_decode_step_exactly(
 def test_lesson_25_batch_one_floor_by_hand():
     # one user, 20 tokens, context ~0: each step reads the weights (15.01 GB ÷ 3.35 TB/s = 4.481 ms) plus
     # j tokens of KV; 20 steps ≈ 20 × 4.481 ms + Σj × 128 KiB ÷ 3.35 TB/s
-    r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=0, output_tokens=20)
+    r = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=0, output_tokens=20)
+    )
     by_hand = (20 * W8B_STEP + sum(range(20)) * KV) / BW
     assert r.finish_s[0] == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_one_unchunked_prompt_takes_exactly_prefill_time():
     # P = 500: FLOPs 2 × N_matmul × 500 + one row of logits + 4LHd × 500 × 499 / 2, compute-bound
-    r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=500, output_tokens=1)
+    r = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=500, output_tokens=1)
+    )
     by_hand = (2 * MATMUL * 500 + LOGITS + ATTN * 500 * 499 / 2) / PEAK
     assert r.ttft_s[0] == pytest.approx(by_hand, rel=1e-12)
     assert r.ttft_s[0] == pytest.approx(rl.prefill("llama-3-8b", "h100-sxm", 500).time_s, rel=1e-12)
@@ -85,13 +91,15 @@ def test_chunking_splits_a_prompt_into_steps_with_the_same_flops():
     # against (16.06 GB + ≤ 2,000 × 128 KiB) ÷ 3.35 TB/s ≈ 4.9 ms), and the chunks' attention pairs
     # Σ (C·S + C(C−1)/2) add up to P(P−1)/2: the time equals the unchunked prefill's FLOPs ÷ peak.
     r = sim.simulate(
-        "llama-3-8b",
-        "h100-sxm",
-        concurrency=1,
-        requests=1,
-        input_tokens=2000,
-        output_tokens=1,
-        chunk_tokens=500,
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            concurrency=1,
+            requests=1,
+            input_tokens=2000,
+            output_tokens=1,
+            chunk_tokens=500,
+        )
     )
     assert r.steps == 4
     assert r.ttft_s[0] == pytest.approx(
@@ -103,14 +111,16 @@ def test_disaggregated_single_request_by_hand():
     # prefill worker: 500-token prompt (compute-bound), then 500 × 128 KiB over NVLink + 1 ms, then the decode
     # worker makes tokens 2…4 at contexts 500, 501, 502 (memory-bound: weights + context × KV)
     r = sim.simulate(
-        "llama-3-8b",
-        "h100-sxm",
-        concurrency=1,
-        requests=1,
-        input_tokens=500,
-        output_tokens=4,
-        prefill_workers=1,
-        decode_workers=1,
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            concurrency=1,
+            requests=1,
+            input_tokens=500,
+            output_tokens=4,
+            prefill_workers=1,
+            decode_workers=1,
+        )
     )
     prefill_s = (2 * MATMUL * 500 + LOGITS + ATTN * 500 * 499 / 2) / PEAK
     transfer_s = 500 * KV / LINK + 1e-3
@@ -123,15 +133,19 @@ def test_disaggregated_single_request_by_hand():
 def test_pipeline_bubble_at_batch_one():
     # one sequence in a 2-stage pipeline: one microbatch, so each token still takes the whole model's step
     # (stage time × 2) and each stage is busy half the time
-    one = sim.simulate("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=0, output_tokens=10)
+    one = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=0, output_tokens=10)
+    )
     two = sim.simulate(
-        "llama-3-8b",
-        "h100-sxm",
-        concurrency=1,
-        requests=1,
-        input_tokens=0,
-        output_tokens=10,
-        pipeline_stages=2,
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            concurrency=1,
+            requests=1,
+            input_tokens=0,
+            output_tokens=10,
+            pipeline_stages=2,
+        )
     )
     assert two.e2e_s[0] == pytest.approx(one.e2e_s[0], rel=1e-12)
     assert two.busy_fraction == pytest.approx(0.5)
@@ -139,7 +153,9 @@ def test_pipeline_bubble_at_batch_one():
 
 
 def test_cost_per_million_at_slo_by_hand():
-    r = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=10, requests=300, usd_per_gpu_hour=2.0)
+    r = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=10, requests=300, usd_per_gpu_hour=2.0)
+    )
     # $2 per GPU-hour, 1 GPU, goodput output tokens/s: $ = 2 ÷ (tok/s × 3600) × 1e6
     assert r.usd_per_million_output_tokens_at_slo == pytest.approx(
         2.0 / (r.goodput_output_tokens_per_s * 3600) * 1e6
@@ -157,7 +173,10 @@ def test_step_cost_model_matches_decode_step_and_is_vectorized():
 def test_efficiency_hook_slows_steps():
     # half the bandwidth doubles a memory-bound step; a 1 ms overhead is added after
     ideal = sim.StepCostModel("llama-3-8b", "h100-sxm")
-    slow = sim.StepCostModel("llama-3-8b", "h100-sxm", bandwidth_fraction=0.5, step_overhead_s=1e-3)
+    numbers = rl.engines.engine_params("ideal", "h100-sxm").replace(
+        bandwidth_fraction=0.5, step_overhead_s=1e-3
+    )
+    slow = sim.StepCostModel("llama-3-8b", "h100-sxm", params=numbers)
     assert slow.decode_time_s(1, 0) == pytest.approx(2 * ideal.decode_time_s(1, 0) + 1e-3)
 
 
@@ -169,16 +188,20 @@ def test_efficiency_hook_slows_steps():
 
 def test_same_seed_same_result_and_other_seed_differs():
     kw = dict(rate_per_s=20, requests=400, input_tokens=sim.LengthSpec("lognormal", 300), output_tokens=64)
-    a = sim.simulate("llama-3-8b", "h100-sxm", seed=7, **kw)
-    b = sim.simulate("llama-3-8b", "h100-sxm", seed=7, **kw)
-    c = sim.simulate("llama-3-8b", "h100-sxm", seed=8, **kw)
+    a = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", seed=7, **kw))
+    b = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", seed=7, **kw))
+    c = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", seed=8, **kw))
     np.testing.assert_array_equal(a.e2e_s, b.e2e_s)
     assert a.to_dict() == b.to_dict()
     assert not np.array_equal(a.e2e_s, c.e2e_s)
 
 
 def test_percentiles_ordered_and_goodput_below_throughput():
-    r = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=60, requests=2000, slo_ttft_s=0.05, slo_tpot_s=0.01)
+    r = sim.simulate(
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", rate_per_s=60, requests=2000, slo_ttft_s=0.05, slo_tpot_s=0.01
+        )
+    )
     for p in (r.ttft_s_percentiles, r.tpot_s_percentiles, r.e2e_s_percentiles):
         assert p["p50"] <= p["p90"] <= p["p99"]
     assert r.goodput_requests_per_s <= r.requests_per_s
@@ -188,7 +211,9 @@ def test_percentiles_ordered_and_goodput_below_throughput():
 
 def test_latency_climbs_with_load():
     ttft = [
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=x, requests=1500, seed=1).ttft_s_percentiles["p90"]
+        sim.simulate(
+            sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=x, requests=1500, seed=1)
+        ).ttft_s_percentiles["p90"]
         for x in (10, 40, 65)
     ]
     assert ttft[0] < ttft[1] < ttft[2]
@@ -196,19 +221,23 @@ def test_latency_climbs_with_load():
 
 def test_kv_never_exceeds_capacity_and_tiny_cache_preempts():
     r = sim.simulate(
-        "llama-3-8b",
-        "h100-sxm",
-        rate_per_s=30,
-        requests=300,
-        input_tokens=512,
-        output_tokens=256,
-        kv_capacity=3000,
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            rate_per_s=30,
+            requests=300,
+            input_tokens=512,
+            output_tokens=256,
+            kv_capacity=3000,
+        )
     )
     assert r.timeline_kv_used_tokens.max() <= 3000
     assert r.preemptions > 0
     assert r.requests_completed == 300
     big = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=30, requests=300, input_tokens=512, output_tokens=256
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", rate_per_s=30, requests=300, input_tokens=512, output_tokens=256
+        )
     )
     assert big.preemptions == 0
 
@@ -216,13 +245,15 @@ def test_kv_never_exceeds_capacity_and_tiny_cache_preempts():
 def test_request_longer_than_the_cache_is_refused():
     with pytest.raises(rl.DoesNotFitError):
         sim.simulate(
-            "llama-3-8b",
-            "h100-sxm",
-            rate_per_s=1,
-            requests=5,
-            input_tokens=900,
-            output_tokens=200,
-            kv_capacity=1000,
+            sim.SimConfig(
+                "llama-3-8b",
+                "h100-sxm",
+                rate_per_s=1,
+                requests=5,
+                input_tokens=900,
+                output_tokens=200,
+                kv_capacity=1000,
+            )
         )
 
 
@@ -235,17 +266,23 @@ def test_default_kv_capacity_from_memory_minus_weights():
 
 def test_unsustainable_rate_is_reported_not_hung():
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=5000, requests=3000, input_tokens=512, output_tokens=128
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", rate_per_s=5000, requests=3000, input_tokens=512, output_tokens=128
+        )
     )
     assert r.unstable
     assert "the queue grows without bound; the largest sustainable rate is about" in r.message
     assert r.rate_per_s > r.sustainable_rate_per_s
-    calm = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=0.5 * r.sustainable_rate_per_s, requests=3000)
+    calm = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=0.5 * r.sustainable_rate_per_s, requests=3000)
+    )
     assert not calm.unstable
 
 
 def test_simulated_time_is_bounded():
-    r = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=5000, max_sim_time_s=20.0)
+    r = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=5000, max_sim_time_s=20.0)
+    )
     assert r.truncated and 0 < r.requests_completed < 5000
     assert np.nanmax(r.finish_s) <= 20.0
     assert r.unstable
@@ -253,7 +290,9 @@ def test_simulated_time_is_bounded():
 
 def test_closed_loop_keeps_concurrency_bounded():
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", concurrency=16, requests=200, input_tokens=256, output_tokens=64
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", concurrency=16, requests=200, input_tokens=256, output_tokens=64
+        )
     )
     assert r.requests_completed == 200
     assert (r.timeline_prefilling + r.timeline_decoding).max() <= 16
@@ -261,15 +300,15 @@ def test_closed_loop_keeps_concurrency_bounded():
 
 def test_prefix_cache_hits_shorten_ttft():
     kw = dict(rate_per_s=5, requests=200, input_tokens=2000, output_tokens=16)
-    cold = sim.simulate("llama-3-8b", "h100-sxm", **kw)
-    warm = sim.simulate("llama-3-8b", "h100-sxm", prefix_hit_rate=0.75, **kw)
+    cold = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", **kw))
+    warm = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", prefix_hit_rate=0.75, **kw))
     assert warm.ttft_s_percentiles["p50"] < 0.5 * cold.ttft_s_percentiles["p50"]
 
 
 def test_prefill_first_stalls_decodes_more_than_decode_first():
     kw = dict(rate_per_s=40, requests=1000, input_tokens=2000, output_tokens=64, chunk_tokens=512)
-    df = sim.simulate("llama-3-8b", "h100-sxm", priority="decode-first", **kw)
-    pf = sim.simulate("llama-3-8b", "h100-sxm", priority="prefill-first", **kw)
+    df = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", priority="decode-first", **kw))
+    pf = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", priority="prefill-first", **kw))
     assert pf.tpot_s_percentiles["p99"] > df.tpot_s_percentiles["p99"]
 
 
@@ -280,12 +319,14 @@ def test_fast_simulator_equals_the_naive_per_token_loop():
     out = rng.integers(1, 80, 150)
     for chunk, budget in ((None, 8192), (128, 512)):
         fast = sim.simulate(
-            "llama-3-8b",
-            "h100-sxm",
-            trace=dict(arrival_s=arrival, input_tokens=inp, output_tokens=out),
-            requests=150,
-            chunk_tokens=chunk,
-            token_budget=budget,
+            sim.SimConfig(
+                "llama-3-8b",
+                "h100-sxm",
+                trace=dict(arrival_s=arrival, input_tokens=inp, output_tokens=out),
+                requests=150,
+                chunk_tokens=chunk,
+                token_budget=budget,
+            )
         )
         slow = sim.simulate_naive(
             "llama-3-8b", "h100-sxm", arrival, inp, out, chunk_tokens=chunk, token_budget=budget
@@ -296,7 +337,17 @@ def test_fast_simulator_equals_the_naive_per_token_loop():
 
 
 def test_capacity_plan_meets_the_slo_with_fewest_replicas():
-    p = sim.plan_capacity("llama-3-8b", "h100-sxm", 120, input_tokens=512, output_tokens=128, requests=1200)
+    p = sim.plan_capacity(
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            rate_per_s=120,
+            input_tokens=512,
+            output_tokens=128,
+            requests=1200,
+            engine="vllm",
+        )
+    )
     assert p.meets_slo and p.p99_ttft_s <= 1.0 and p.p99_tpot_s <= 0.05
     fewer = [t for t in p.tried if t[0] == p.replicas - 1]
     assert all(not t[3] for t in fewer)  # one replica fewer, if tried, missed
@@ -307,21 +358,21 @@ def test_capacity_plan_meets_the_slo_with_fewest_replicas():
 
 def test_bad_input_raises_library_errors():
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, concurrency=2)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, concurrency=2))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm")
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm"))
     with pytest.raises(rl.UnknownNameError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, engine="warp-drive")
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, engine="warp-drive"))
     with pytest.raises(rl.UnknownNameError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, priority="random")
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, priority="random"))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=-1)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=-1))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, output_tokens=0)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, output_tokens=0))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, prefill_workers=1)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, prefill_workers=1))
     with pytest.raises(rl.InvalidConfigurationError):  # every running sequence must fit in a step's budget
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, max_batch=256, token_budget=128)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, max_batch=256, token_budget=128))
 
 
 # ---------------------------------------------------------------- invariants (hypothesis)
@@ -340,16 +391,18 @@ def test_bad_input_raises_library_errors():
 )
 def test_every_request_is_causal(rate, requests, inp, out, chunk, cap, priority, seed):
     r = sim.simulate(
-        "llama-3-8b",
-        "h100-sxm",
-        rate_per_s=rate,
-        requests=requests,
-        input_tokens=sim.LengthSpec("uniform", low=0, high=inp),
-        output_tokens=out,
-        chunk_tokens=chunk,
-        kv_capacity=cap,
-        priority=priority,
-        seed=seed,
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            rate_per_s=rate,
+            requests=requests,
+            input_tokens=sim.LengthSpec("uniform", low=0, high=inp),
+            output_tokens=out,
+            chunk_tokens=chunk,
+            kv_capacity=cap,
+            priority=priority,
+            seed=seed,
+        )
     )
     done = np.isfinite(r.finish_s)
     assert r.requests_completed == done.sum() <= requests
@@ -364,7 +417,14 @@ def test_every_request_is_causal(rate, requests, inp, out, chunk, cap, priority,
 @given(users=st.integers(1, 64), out=st.integers(2, 40), inp=st.integers(1, 300))
 def test_closed_loop_completes_everything_and_tokens_add_up(users, out, inp):
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", concurrency=users, requests=2 * users, input_tokens=inp, output_tokens=out
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            concurrency=users,
+            requests=2 * users,
+            input_tokens=inp,
+            output_tokens=out,
+        )
     )
     assert r.requests_completed == 2 * users
     # throughput × duration = every token processed and emitted
@@ -375,7 +435,9 @@ def test_closed_loop_completes_everything_and_tokens_add_up(users, out, inp):
 def test_closed_loop_ramp_spreads_the_first_requests():
     # 4 clients over a 0.2 s ramp: first requests at 0, 0.05, 0.10, 0.15 s
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8, ramp_s=0.2
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8, ramp_s=0.2
+        )
     )
     np.testing.assert_allclose(r.arrival_s[:4], [0.0, 0.05, 0.10, 0.15])
     assert r.requests_completed == 8
@@ -408,7 +470,9 @@ def test_lesson_59_dashboard_reuses_the_conversation():
 
     warm = dashboard_load("llama-3-8b", "h100-sxm", 16, context_tokens=4000, prompt_tokens=200)
     cold = sim.simulate(
-        "llama-3-8b", "h100-sxm", concurrency=16, requests=64, input_tokens=4200, output_tokens=200
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", concurrency=16, requests=64, input_tokens=4200, output_tokens=200
+        )
     )
     assert warm["ttft_p50_s"] < cold.ttft_s_percentiles["p50"]  # 4,000 of 4,200 tokens come from the cache
     assert 0 < warm["kv_use_mean"] <= 1

@@ -9,12 +9,14 @@ from roofline import sim
 
 def test_a_run_that_sees_no_arrival_is_not_unstable():
     # at 1e-9 req/s the first request comes after ~1e9 s, long after max_sim_time_s: nothing queued
-    r = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1e-9, requests=10)
+    r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1e-9, requests=10))
     assert r.truncated and not r.unstable
     assert "grows without bound" not in r.message
     assert "10 of them had not arrived yet" in r.message
     # an overload that did queue is still reported
-    busy = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=3000, max_sim_time_s=10.0)
+    busy = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=3000, max_sim_time_s=10.0)
+    )
     assert busy.truncated and busy.unstable and "grows without bound" in busy.message
 
 
@@ -37,19 +39,21 @@ GOOD = dict(arrival_s=[0.0, 0.1, 0.2], input_tokens=[10, 20, 30], output_tokens=
 )
 def test_a_bad_trace_names_the_field_and_row(field, value, words):
     with pytest.raises(rl.RooflineError) as e:
-        sim.simulate("llama-3-8b", "h100-sxm", trace={**GOOD, field: value}, requests=3)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", trace={**GOOD, field: value}, requests=3))
     assert field in str(e.value) and "row 1" in str(e.value) and words in str(e.value)
 
 
 def test_a_trace_missing_a_field_or_empty_is_refused():
     with pytest.raises(rl.RooflineError, match="missing field.*'output_tokens'"):
-        sim.simulate("llama-3-8b", "h100-sxm", trace={k: GOOD[k] for k in ("arrival_s", "input_tokens")})
+        sim.simulate(
+            sim.SimConfig("llama-3-8b", "h100-sxm", trace={k: GOOD[k] for k in ("arrival_s", "input_tokens")})
+        )
     with pytest.raises(rl.RooflineError, match="no requests"):
-        sim.simulate("llama-3-8b", "h100-sxm", trace={k: [] for k in GOOD})
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", trace={k: [] for k in GOOD}))
     with pytest.raises(rl.RooflineError, match="differ in length"):
-        sim.simulate("llama-3-8b", "h100-sxm", trace={**GOOD, "input_tokens": [1, 2]})
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", trace={**GOOD, "input_tokens": [1, 2]}))
     with pytest.raises(rl.RooflineError, match="list of numbers"):
-        sim.simulate("llama-3-8b", "h100-sxm", trace={**GOOD, "arrival_s": "0.0, 0.1"})
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", trace={**GOOD, "arrival_s": "0.0, 0.1"}))
 
 
 def test_a_lognormal_length_never_draws_zero_tokens():
@@ -58,7 +62,9 @@ def test_a_lognormal_length_never_draws_zero_tokens():
     x = sim.sample_lengths(spec, 20_000, np.random.default_rng(0))
     assert x.min() == 1
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=50, requests=50, input_tokens=spec, output_tokens=spec
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", rate_per_s=50, requests=50, input_tokens=spec, output_tokens=spec
+        )
     )
     assert r.requests_completed == 50 and r.output_tokens.min() >= 1 and r.input_tokens.min() >= 1
 
@@ -74,7 +80,9 @@ def test_the_timeline_counts_admitted_sequences_that_wait_for_a_chunk():
     # only two get a chunk a step. Every request is inside from t = 0 to its finish, so the engine's count
     # integrated over its steps must equal Σ e2e exactly (the old timeline left the chunkless ones out).
     trace = dict(arrival_s=np.zeros(64), input_tokens=np.full(64, 2000), output_tokens=np.full(64, 32))
-    r = sim.simulate("llama-3-8b", "h100-sxm", trace=trace, requests=64, chunk_tokens=512, token_budget=1024)
+    r = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", trace=trace, requests=64, chunk_tokens=512, token_budget=1024)
+    )
     assert r.timeline_waiting.max() == 0  # everyone admitted: the queue is inside the batch
     assert _occupancy_integral(r) == pytest.approx(float(np.sum(r.e2e_s)), rel=1e-9)
     assert (r.timeline_prefilling + r.timeline_decoding).max() == 64
@@ -87,13 +95,13 @@ def test_littles_law_on_the_engines_own_occupancy():
     kw = dict(requests=3000, seed=3, chunk_tokens=512, token_budget=1024,
               input_tokens=sim.LengthSpec("lognormal", 1500, sigma=0.6),
               output_tokens=sim.LengthSpec("uniform", low=20, high=200))  # fmt: skip
-    steady = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=20.0, **kw)
+    steady = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=20.0, **kw))
     assert steady.requests_completed == steady.requests and not steady.unstable
     engine_l = _occupancy_integral(steady) / steady.duration_s
     assert engine_l == pytest.approx(20.0 * float(np.mean(steady.e2e_s)), rel=0.05)
     # bursts (gaps with a coefficient of variation of 4) admit many prompts that wait for a chunk; over a
     # run that empties, λ is the measured rate, requests ÷ duration (the undercounting timeline was 15 % low)
-    bursty = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=20.0, interarrival_cv=4.0, **kw)
+    bursty = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=20.0, interarrival_cv=4.0, **kw))
     assert bursty.requests_completed == bursty.requests and bursty.load == "bursty"
     engine_l = _occupancy_integral(bursty) / bursty.duration_s
     measured_rate = bursty.requests / bursty.duration_s

@@ -65,18 +65,21 @@ def test_the_ideal_engine_schedules_with_the_courses_assumptions():
 
 def test_simulate_schedules_like_the_engine_unless_a_setting_is_given():
     kw = dict(concurrency=4, requests=8, input_tokens=256, output_tokens=8, record_timeline=False)
-    r = sim.simulate("llama-3-8b", "h100-sxm", engine="sglang", **kw)
+    r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", engine="sglang", **kw))
     context = rl.get_model("llama-3-8b").max_context_tokens
     expected = sim.engine_policy(
         "sglang", "h100-sxm", kv_capacity_tokens=r.kv_capacity_tokens, context_tokens=context
     )
     assert r.policy == expected
-    changed = sim.simulate("llama-3-8b", "h100-sxm", engine="sglang", priority="decode-first", max_batch=None,
-                           **kw)  # fmt: skip
+    changed = sim.simulate(
+        sim.SimConfig(
+            "llama-3-8b", "h100-sxm", engine="sglang", priority="decode-first", max_batch=None, **kw
+        )
+    )
     assert changed.policy.priority == "decode-first"
     assert changed.policy.max_sequences == r.policy.max_sequences  # None keeps the engine's value
     # an explicit policy (by engine id) with the ideal engine's step times
-    ideal_like_vllm = sim.simulate("llama-3-8b", "h100-sxm", policy="vllm", **kw)
+    ideal_like_vllm = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", policy="vllm", **kw))
     assert ideal_like_vllm.engine == "ideal" and ideal_like_vllm.policy.max_sequences == 1024
 
 
@@ -97,14 +100,16 @@ def test_bad_policies_raise_library_errors():
     with pytest.raises(rl.InvalidConfigurationError):
         sim.SchedulerPolicy("x", max_sequences=4, token_budget=8, chunk_tokens=0)
     with pytest.raises(rl.UnknownNameError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy="warp-drive")
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy="warp-drive"))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy=42)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy=42))
     with pytest.raises(
         rl.InvalidConfigurationError
     ):  # DeepSpeed's 768-token budget cannot hold 1,000 decoders
         sim.simulate(
-            "llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy="deepspeed-mii", max_batch=1000
+            sim.SimConfig(
+                "llama-3-8b", "h100-sxm", rate_per_s=1, requests=2, policy="deepspeed-mii", max_batch=1000
+            )
         )
 
 
@@ -121,8 +126,10 @@ def test_a_whole_prompt_that_must_fit_waits_for_room():
     # rule makes B wait until the budget the decoders leave holds it: after A has finished.
     trace = dict(arrival_s=[0.0, 0.001], input_tokens=[0, 16], output_tokens=[30, 2])
     kw = dict(trace=trace, requests=2, record_timeline=False)
-    loose = sim.simulate("llama-3-8b", "h100-sxm", policy=_toy(), **kw)
-    strict = sim.simulate("llama-3-8b", "h100-sxm", policy=_toy(whole_prompt_must_fit=True), **kw)
+    loose = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", policy=_toy(), **kw))
+    strict = sim.simulate(
+        sim.SimConfig("llama-3-8b", "h100-sxm", policy=_toy(whole_prompt_must_fit=True), **kw)
+    )
     assert loose.first_token_s[1] < loose.finish_s[0]
     assert strict.first_token_s[1] > strict.finish_s[0]
 
@@ -133,9 +140,9 @@ def test_reserving_the_answer_never_preempts():
     # the second only when the first has finished, and nothing is ever preempted.
     trace = dict(arrival_s=[0.0, 0.0], input_tokens=[40, 40], output_tokens=[40, 40])
     kw = dict(trace=trace, requests=2, kv_capacity=100, record_timeline=False)
-    lazy = sim.simulate("llama-3-8b", "h100-sxm", policy=_toy(token_budget=128), **kw)
+    lazy = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", policy=_toy(token_budget=128), **kw))
     reserving = _toy(token_budget=128, kv_reservation="prompt+output")
-    full = sim.simulate("llama-3-8b", "h100-sxm", policy=reserving, **kw)
+    full = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", policy=reserving, **kw))
     assert lazy.preemptions > 0 and lazy.admitted_s[1] == 0.0
     assert full.preemptions == 0 and full.admitted_s[1] == full.finish_s[0]
     assert full.requests_completed == lazy.requests_completed == 2
@@ -147,9 +154,9 @@ def test_physical_passes_reread_the_weights():
     # in one pass the same prompt takes about one weight read (its 4.1 TFLOP ≈ 4.2 ms is below 4.8 ms).
     kw = dict(concurrency=1, requests=1, output_tokens=1, record_timeline=False)
     in_passes = _toy(token_budget=256, pass_tokens=64)
-    passes = sim.simulate("llama-3-8b", "h100-sxm", input_tokens=256, policy=in_passes, **kw)
-    one_64 = sim.simulate("llama-3-8b", "h100-sxm", input_tokens=64, **kw)
-    whole = sim.simulate("llama-3-8b", "h100-sxm", input_tokens=256, **kw)
+    passes = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", input_tokens=256, policy=in_passes, **kw))
+    one_64 = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", input_tokens=64, **kw))
+    whole = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", input_tokens=256, **kw))
     assert passes.ttft_s[0] == pytest.approx(4 * one_64.ttft_s[0], rel=1e-9)
     assert passes.ttft_s[0] > 3.5 * whole.ttft_s[0]
     assert whole.ttft_s[0] == pytest.approx((W8B + 256 * 131072) / BW, rel=0.1)
@@ -159,8 +166,18 @@ def test_every_engines_scheduler_serves_a_load_to_the_end():
     # each engine's policy, on the ideal step times: everyone finishes, causally, within the KV cache
     for engine in sim.policies.engine_ids_with_policies():
         prompts = sim.LengthSpec("lognormal", 1500, sigma=0.8)
-        r = sim.simulate("llama-3-8b", "h100-sxm", rate_per_s=20, requests=120, seed=1, policy=engine,
-                         input_tokens=prompts, output_tokens=64)  # fmt: skip
+        r = sim.simulate(
+            sim.SimConfig(
+                "llama-3-8b",
+                "h100-sxm",
+                rate_per_s=20,
+                requests=120,
+                seed=1,
+                policy=engine,
+                input_tokens=prompts,
+                output_tokens=64,
+            )
+        )
         assert r.requests_completed == 120, engine
         assert np.all(r.first_token_s >= r.arrival_s) and np.all(r.finish_s >= r.first_token_s), engine
         assert r.timeline_kv_used_tokens.max() <= r.kv_capacity_tokens, engine
@@ -186,9 +203,18 @@ def test_any_policy_serves_every_request_within_the_cache(
     )  # fmt: skip
     prompts, answers = sim.LengthSpec("uniform", low=0, high=1500), sim.LengthSpec("uniform", low=1, high=80)
     r = sim.simulate(
-        "llama-3-8b", "h100-sxm", rate_per_s=40, requests=40, seed=seed, policy=policy, kv_capacity=cap,
-        input_tokens=prompts, output_tokens=answers,
-    )  # fmt: skip
+        sim.SimConfig(
+            "llama-3-8b",
+            "h100-sxm",
+            rate_per_s=40,
+            requests=40,
+            seed=seed,
+            policy=policy,
+            kv_capacity=cap,
+            input_tokens=prompts,
+            output_tokens=answers,
+        )
+    )
     assert r.requests_completed == 40
     assert np.all(r.first_token_s >= r.admitted_s) and np.all(r.admitted_s >= r.arrival_s)
     assert np.all(r.finish_s >= r.first_token_s)

@@ -219,7 +219,7 @@ PRE_REFACTOR = {
 @pytest.mark.parametrize("name", sorted(PRE_REFACTOR))
 def test_refactored_simulator_reproduces_the_pre_refactor_outputs(name):
     model, kw, want = PRE_REFACTOR[name]
-    r = sim.simulate(model, "h100-sxm", record_timeline=False, **kw)
+    r = sim.simulate(sim.SimConfig(model, "h100-sxm", record_timeline=False, **kw))
     for metric, got in (
         ("ttft", r.ttft_s_percentiles),
         ("tpot", r.tpot_s_percentiles),
@@ -239,10 +239,18 @@ def test_the_ideal_engine_keeps_the_assumed_scheduler_unless_told_otherwise():
     model, kw, _ = PRE_REFACTOR["chunked_small_budget"]
     implicit = {k: v for k, v in kw.items() if k not in ("chunk_tokens", "token_budget", "max_batch")}
     assumed = sim.assumed_policy()
-    a = sim.simulate(model, "h100-sxm", record_timeline=False, **implicit)
+    a = sim.simulate(sim.SimConfig(model, "h100-sxm", record_timeline=False, **implicit))
     b = sim.simulate(
-        model, "h100-sxm", record_timeline=False, max_batch=assumed.max_sequences,
-        token_budget=assumed.token_budget, chunk_tokens=None, priority="decode-first", **implicit,
-    )  # fmt: skip
+        sim.SimConfig(
+            model,
+            "h100-sxm",
+            record_timeline=False,
+            max_batch=assumed.max_sequences,
+            token_budget=assumed.token_budget,
+            chunk_tokens=None,
+            priority="decode-first",
+            **implicit,
+        )
+    )
     assert a.to_dict()["ttft_s"] == b.to_dict()["ttft_s"] and a.steps == b.steps
     assert a.policy == assumed and assumed.chunk_tokens is None

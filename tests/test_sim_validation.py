@@ -121,8 +121,18 @@ def test_warm_up_requests_are_not_measured():
     row = _row(concurrency=4, input_tokens=2048, output_tokens=8)
     warm = validation.simulate_row(row, engine="ideal", rounds=1)
     policy = validation.deployment_policy(row)
-    r = sim.simulate("llama-3.1-8b", "h100-sxm", concurrency=4, requests=12, input_tokens=2048,
-                     output_tokens=8, policy=policy, record_timeline=False)  # fmt: skip
+    r = sim.simulate(
+        sim.SimConfig(
+            "llama-3.1-8b",
+            "h100-sxm",
+            concurrency=4,
+            requests=12,
+            input_tokens=2048,
+            output_tokens=8,
+            policy=policy,
+            record_timeline=False,
+        )
+    )
     assert warm["sim_ttft_s"] == pytest.approx(np.mean(r.ttft_s[8:]), rel=1e-12)
     assert np.mean(r.ttft_s[:4]) > warm["sim_ttft_s"]
 
@@ -205,11 +215,11 @@ def test_error_band_per_engine():
 
 def test_capacity_plan_quotes_the_engines_band_and_the_gpus_own_price():
     kw = dict(input_tokens=512, output_tokens=64, requests=300)
-    p = sim.plan_capacity("llama-3.1-8b", "h200", 60, **kw)
+    p = sim.plan_capacity(sim.SimConfig("llama-3.1-8b", "h200", rate_per_s=60, engine="vllm", **kw))
     assert p.engine == "vllm" and p.error_band == validation.error_band("vllm")
     assert p.usd_per_gpu_hour == rl.data.default_price("h200").usd_per_gpu_hour
     assert p.usd_per_hour == pytest.approx(p.num_gpus_total * p.usd_per_gpu_hour)
     assert 1 <= p.replicas_low <= p.replicas <= p.replicas_high
-    floor = sim.plan_capacity("llama-3.1-8b", "h200", 60, engine="ideal", **kw)
+    floor = sim.plan_capacity(sim.SimConfig("llama-3.1-8b", "h200", rate_per_s=60, engine="ideal", **kw))
     assert floor.replicas <= p.replicas  # no engine needs fewer GPUs than the floor
     assert floor.replicas_low == floor.replicas == floor.replicas_high  # the ideal has no band

@@ -37,14 +37,14 @@ def test_bursty_arrivals_keep_the_mean_rate_and_raise_the_spread():
 
 def test_bursts_queue_longer_than_poisson_arrivals_at_the_same_rate():
     kw = dict(rate_per_s=40, requests=1500, seed=4, input_tokens=512, output_tokens=64, record_timeline=False)
-    poisson = sim.simulate("llama-3-8b", "h100-sxm", **kw)
-    bursty = sim.simulate("llama-3-8b", "h100-sxm", interarrival_cv=4.0, **kw)
+    poisson = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", **kw))
+    bursty = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", interarrival_cv=4.0, **kw))
     assert (poisson.load, bursty.load) == ("poisson", "bursty")
     assert bursty.ttft_s_percentiles["p99"] > 2 * poisson.ttft_s_percentiles["p99"]
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", interarrival_cv=0.0, **kw)
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", interarrival_cv=0.0, **kw))
     with pytest.raises(rl.InvalidConfigurationError):
-        sim.simulate("llama-3-8b", "h100-sxm", **{**kw, "rate_per_s": float("inf")})
+        sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", **{**kw, "rate_per_s": float("inf")}))
 
 
 # ---------------------------------------------------------------- trace files
@@ -58,7 +58,7 @@ def test_a_trace_file_reads_back_what_was_written(tmp_path, kind):
     assert t["arrival_s"].tolist() == [r["arrival_s"] for r in ROWS]
     assert t["input_tokens"].tolist() == [r["input_tokens"] for r in ROWS]
     assert t["output_tokens"].dtype == np.int64
-    r = sim.simulate("llama-3-8b", "h100-sxm", trace=t, requests=len(ROWS))
+    r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", trace=t, requests=len(ROWS)))
     assert r.load == "trace" and r.requests_completed == len(ROWS)
     np.testing.assert_array_equal(r.arrival_s, [r_["arrival_s"] for r_ in ROWS])
 

@@ -94,11 +94,24 @@ def run(args) -> int:
 
 def _plan(args, engine: str, policy, usd: float | None, load: dict) -> sim.CapacityPlan:
     return sim.plan_capacity(
-        args.model, args.gpu, args.rate, input_tokens=load["input_tokens"],
-        output_tokens=load["output_tokens"], **slo_targets(args), requests=load["requests"],
-        max_replicas=args.max_replicas, seed=args.seed, engine=engine, policy=policy, num_gpus=args.gpus,
-        weight_precision=args.weights, kv_precision=args.kv, usd_per_gpu_hour=0.0 if usd is None else usd,
-    )  # fmt: skip
+        sim.SimConfig(
+            args.model,
+            args.gpu,
+            rate_per_s=args.rate,
+            input_tokens=load["input_tokens"],
+            output_tokens=load["output_tokens"],
+            **slo_targets(args),
+            requests=load["requests"],
+            seed=args.seed,
+            engine=engine,
+            policy=policy,
+            num_gpus=args.gpus,
+            weight_precision=args.weights,
+            kv_precision=args.kv,
+            usd_per_gpu_hour=0.0 if usd is None else usd,
+        ),
+        max_replicas=args.max_replicas,
+    )
 
 
 def _plan_dict(p, usd) -> dict:

@@ -206,12 +206,12 @@ def run(args) -> int:
         kv_capacity=args.kv_capacity_tokens,
     )
     engine = get_engine(args.engine)
-    r = sim.simulate(args.model, args.gpu, engine=engine.id, **common)
+    r = sim.simulate(sim.SimConfig(args.model, args.gpu, engine=engine.id, **common))
     # The floor of the same run: every step at the roofline, the engine's scheduler kept.
     if engine.kind == "ideal":
         ideal = r
     else:
-        ideal = sim.simulate(args.model, args.gpu, engine="ideal", policy=engine.id, **common)
+        ideal = sim.simulate(sim.SimConfig(args.model, args.gpu, engine="ideal", policy=engine.id, **common))
     d = result_dict(args, r, ideal, usd, price, common)
     if args.json:
         print_json(d)

@@ -23,7 +23,8 @@ from roofline.engines.registry import get_engine
 HEADER = (
     "# Achievable-performance calibration: fitted by tools/fit_calibration.py. Do not edit by hand;\n"
     "# rerun the tool. Units: fractions 0-1, seconds. See lib/roofline/engines/.\n"
-    "# Per engine, in seconds:\n" + "".join(f"#   {k}: {v}\n" for k, v in OVERHEADS.items())
+    "# Per engine, in seconds:\n"
+    + "".join(f"#   {k}: {v}\n" for k, v in OVERHEADS.items())
     + "# [fraction.<family>.<engine>]: engines without kernel timings, per GPU family: fractions of peak\n"
     "# bandwidth, fitted.\n\n"
 )

@@ -6,12 +6,14 @@ notebooks/serving_validation.ipynb. Numbers only (numpy + standard library); the
 cost, results).
 
 >>> from roofline import sim
->>> r = sim.simulate("llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64, output_tokens=8)
+>>> r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=4, requests=8, input_tokens=64,
+...                                output_tokens=8))
 >>> r.requests_completed
 8
 """
 
 from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
+from .config import SimConfig
 from .cost import StepCostModel, engine_cost_model
 from .engine import simulate
 from .events import EventKind
@@ -48,6 +50,7 @@ __all__ = [
     "LoadSweep",
     "latency_vs_load",
     "load_trace",
+    "SimConfig",
     "SimResult",
     "StepCostModel",
     "engine_cost_model",

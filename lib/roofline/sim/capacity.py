@@ -3,7 +3,7 @@
 Taught in notebooks/slos_and_capacity.ipynb.
 
 For a target rate λ (requests/s) and SLOs on p99 TTFT and p99 TPOT, try 1, 2, 3, … replicas of one
-deployment (each replica ``num_gpus`` GPUs) running a real engine (vLLM unless ``engine`` says otherwise);
+deployment (each replica ``num_gpus`` GPUs) running the configured engine (a real one, such as vLLM, to plan);
 each try simulates the load split by a least-loaded router. The answer is the first count whose p99s meet
 both SLOs; the cost is GPUs × the GPU's own $/GPU-hour (``roofline.data.default_price``) ÷ output
 tokens/s. The search starts at the closed-form lower bound ⌈λ ÷ sustainable rate per replica⌉.
@@ -13,8 +13,7 @@ error e (``roofline.sim.validation.error_band``). Were the real server slower by
 simulated p99s to meet SLO ÷ (1 + e); were it faster, SLO ÷ (1 − e). The plan reports the counts for both
 (``replicas_low`` … ``replicas_high``): "6 GPUs (4–8 within the validated error)".
 
->>> p = plan_capacity("llama-3-8b", "h100-sxm", rate_per_s=20, input_tokens=512, output_tokens=128,
-...                   requests=400)
+>>> p = plan_capacity(SimConfig("llama-3-8b", "h100-sxm", rate_per_s=20, requests=400, engine="vllm"))
 >>> p.replicas, p.meets_slo, p.engine
 (1, True, 'vllm')
 """
@@ -27,11 +26,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from roofline.data import default_price
-from roofline.engines.registry import DEFAULT_ENGINE, get_engine
+from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.results import Flag, Number, Result
 
+from .config import SimConfig
 from .engine import simulate
 
 
@@ -75,54 +75,40 @@ def _band(engine: str) -> tuple[dict, float, float]:
     return band, band["ttft_median_abs_error"], band["tpot_median_abs_error"]
 
 
-def plan_capacity(
-    model,
-    gpu,
-    rate_per_s: float,
-    *,
-    input_tokens=512,
-    output_tokens=128,
-    slo_ttft_s: float | None = None,
-    slo_tpot_s: float | None = None,
-    requests: int = 2000,
-    max_replicas: int = 64,
-    seed: int = 0,
-    engine: str = DEFAULT_ENGINE,
-    usd_per_gpu_hour: float | None = None,
-    **simulate_kwargs,
-) -> CapacityPlan:
-    """Fewest replicas whose simulated p99 TTFT ≤ ``slo_ttft_s`` and p99 TPOT ≤ ``slo_tpot_s`` (s) at
-    ``rate_per_s`` requests/s (SLOs default to the course's targets, ``ttft_target_s`` and
-    ``tpot_target_s`` of ``data/assumptions.toml``), with ``engine``'s step times and scheduler (default
-    ``"vllm"``; ``"ideal"`` gives the floor no engine goes below), priced at ``usd_per_gpu_hour`` (default:
-    the GPU's own price, ``roofline.data.default_price``). Other keywords go to ``simulate``
-    (``num_gpus``, ``weight_precision``, ``chunk_tokens``, …). ``replicas_low`` and ``replicas_high`` bound
-    the count within the engine's validated median error (the module docstring).
-    Raises ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
+def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
+    """Fewest replicas of ``config``'s deployment whose simulated p99 TTFT ≤ ``slo_ttft_s`` and p99 TPOT ≤
+    ``slo_tpot_s`` (s) at its ``rate_per_s`` requests/s (SLOs default to the course's targets,
+    ``ttft_target_s`` and ``tpot_target_s`` of ``data/assumptions.toml``), with its engine's step times and
+    scheduler (``"ideal"`` gives the floor no engine goes below), priced at its ``usd_per_gpu_hour``
+    (default: the GPU's own price, ``roofline.data.default_price``). ``replicas_low`` and ``replicas_high``
+    bound the count within the engine's validated median error (the module docstring). Raises
+    ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
 
-    >>> p = plan_capacity("llama-3-8b", "h100-sxm", 400, input_tokens=512, output_tokens=128, requests=800)
+    >>> load = SimConfig("llama-3-8b", "h100-sxm", rate_per_s=400, requests=800, engine="vllm")
+    >>> p = plan_capacity(load)
     >>> p.replicas >= 2 and p.replicas_low <= p.replicas <= p.replicas_high
     True
     """
-    if not rate_per_s > 0:
+    rate_per_s = config.rate_per_s
+    if rate_per_s is None or not rate_per_s > 0:
         raise InvalidConfigurationError(f"rate_per_s must be > 0, got {rate_per_s!r}")
     from roofline.assumptions import assumption  # read when asked, never at import
 
-    slo_ttft_s = assumption("ttft_target_s") if slo_ttft_s is None else slo_ttft_s
-    slo_tpot_s = assumption("tpot_target_s") if slo_tpot_s is None else slo_tpot_s
+    slo_ttft_s = assumption("ttft_target_s") if config.slo_ttft_s is None else config.slo_ttft_s
+    slo_tpot_s = assumption("tpot_target_s") if config.slo_tpot_s is None else config.slo_tpot_s
+    usd_per_gpu_hour = config.usd_per_gpu_hour
     if usd_per_gpu_hour is None:
-        price = default_price(gpu)
+        price = default_price(config.gpu)
         usd_per_gpu_hour = 0.0 if price is None else price.usd_per_gpu_hour
-    engine = get_engine(engine).id
+    engine = get_engine(config.engine).id
+    config = config.with_(slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, engine=engine,
+                          usd_per_gpu_hour=usd_per_gpu_hour, record_timeline=False)  # fmt: skip
     band, e_ttft, e_tpot = _band(engine)
     runs: dict = {}
 
     def run(k):
         if k not in runs:
-            runs[k] = simulate(model, gpu, rate_per_s=rate_per_s, requests=requests, replicas=k, seed=seed,
-                               input_tokens=input_tokens, output_tokens=output_tokens, slo_ttft_s=slo_ttft_s,
-                               slo_tpot_s=slo_tpot_s, engine=engine, usd_per_gpu_hour=usd_per_gpu_hour,
-                               record_timeline=False, **simulate_kwargs)  # fmt: skip
+            runs[k] = simulate(config.with_(replicas=k))
         return runs[k]
 
     def meets(k, ttft_scale=1.0, tpot_scale=1.0):
@@ -184,33 +170,21 @@ class LoadSweep(Result):
 
 
 def latency_vs_load(
-    model,
-    gpu,
-    load_fractions=(0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1),
-    *,
-    input_tokens=512,
-    output_tokens=128,
-    requests: int = 600,
-    seed: int = 0,
-    **simulate_kwargs,
+    config: SimConfig, load_fractions=(0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1)
 ) -> LoadSweep:
-    """Simulate Poisson loads at the given fractions of the closed-form sustainable rate and collect the
-    p50/p99 TTFT and TPOT (s). Past about 1.0 the queue grows without bound: latency is then set by how
-    long the run lasts (``requests``), not by the server, and ``unstable`` is True.
+    """Simulate ``config``'s deployment under Poisson loads at the given fractions of the closed-form
+    sustainable rate and collect the p50/p99 TTFT and TPOT (s); its own load is replaced. Past about 1.0
+    the queue grows without bound: latency is then set by how long the run lasts (``requests``), not by the
+    server, and ``unstable`` is True.
 
-    >>> s = latency_vs_load("llama-3-8b", "h100-sxm", (0.2, 0.9), requests=300)
+    >>> s = latency_vs_load(SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=300), (0.2, 0.9))
     >>> bool(s.ttft_p99_s[1] > s.ttft_p99_s[0])
     True
     """
-    probe = simulate(model, gpu, rate_per_s=1.0, requests=1, input_tokens=input_tokens,
-                     output_tokens=output_tokens, **simulate_kwargs)  # fmt: skip
-    sustainable = probe.sustainable_rate_per_s
+    open_loop = config.with_(rate_per_s=1.0, concurrency=None, trace=None)
+    sustainable = simulate(open_loop.with_(requests=1, seed=0)).sustainable_rate_per_s
     rates = np.asarray(load_fractions, dtype=float) * sustainable
-    runs = [
-        simulate(model, gpu, rate_per_s=float(x), requests=requests, input_tokens=input_tokens,
-                 output_tokens=output_tokens, seed=seed, record_timeline=False, **simulate_kwargs)
-        for x in rates
-    ]  # fmt: skip
+    runs = [simulate(open_loop.with_(rate_per_s=float(x), record_timeline=False)) for x in rates]
     return LoadSweep(
         rates_per_s=rates,
         sustainable_rate_per_s=sustainable,

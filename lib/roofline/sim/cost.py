@@ -35,7 +35,6 @@ import numpy as np
 
 from roofline.data import get_gpu, get_model
 from roofline.engines.model import StepLoad, StepTimer
-from roofline.engines.params import engine_params
 from roofline.engines.registry import engine_ids, get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import (
@@ -66,10 +65,11 @@ class StepCostModel:
     include_communication : count the tensor-parallel all-reduces (default: yes for a real engine, no for
         the ideal, as everywhere in the course).
     params : the engine's numbers (``roofline.engines.engine_params(...).replace(...)``) to override the
-        calibration; ``bandwidth_fraction``, ``compute_fraction`` (in (0, 1]) and ``step_overhead_s``
-        (s per step) are shortcuts for the same.
+        calibration.
 
-    >>> c = StepCostModel("llama-3-8b", "h100-sxm", step_overhead_s=1e-3)
+    >>> from roofline.engines import engine_params
+    >>> c = StepCostModel("llama-3-8b", "h100-sxm", params=engine_params("ideal", "h100-sxm").replace(
+    ...     step_overhead_s=1e-3))
     >>> round(c.time_s(1, 1, 0, 0, 0) * 1e3, 2)   # batch-1 floor 4.48 ms + 1 ms overhead
     5.48
     >>> c.time_s(np.array([1, 2]), np.array([1, 2]), 0, 0, 0).shape
@@ -87,21 +87,10 @@ class StepCostModel:
         engine: str = "ideal",
         include_communication: bool | None = None,
         params=None,
-        bandwidth_fraction: float | None = None,
-        compute_fraction: float | None = None,
-        step_overhead_s: float | None = None,
     ):
         m, g = get_model(model), get_gpu(gpu)
         if isinstance(num_gpus, bool) or int(num_gpus) != num_gpus or num_gpus < 1:
             raise InvalidConfigurationError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
-        shortcuts = {k: v for k, v in (("bandwidth_fraction", bandwidth_fraction),
-                     ("compute_fraction", compute_fraction), ("step_overhead_s", step_overhead_s))
-                     if v is not None}  # fmt: skip
-        if shortcuts:
-            base = params or engine_params(
-                engine, g, weight_precision=weight_precision, kv_precision=kv_precision
-            )
-            params = base.replace(**shortcuts)
         self.timer = StepTimer(engine, m, g, num_gpus=int(num_gpus), parallel="tensor",
                                weight_precision=weight_precision, kv_precision=kv_precision,
                                communication=include_communication, params=params)  # fmt: skip

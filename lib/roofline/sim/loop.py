@@ -13,12 +13,12 @@ n_ubatch: a step of T tokens runs as ⌈T ÷ pass⌉ equal passes, each reading 
 a least-loaded router; disaggregated prefill and decode workers, the KV moving over the link
 (P × KV bytes per token ÷ link bandwidth + a fixed latency).
 
+>>> from roofline.sim.config import SimConfig
 >>> from roofline.sim.cost import StepCostModel
 >>> from roofline.sim.policies import assumed_policy
 >>> from roofline.sim.worker import RequestState
->>> rq = RequestState([0], [3])
->>> s = Simulation(StepCostModel("llama-3-8b", "h100-sxm"), assumed_policy(), rq, ["both"], 10_000,
-...                arrival_s=[0.0])
+>>> rq, config = RequestState([0], [3]), SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=1)
+>>> s = Simulation(config, StepCostModel("llama-3-8b", "h100-sxm"), assumed_policy(), rq, 10_000, [0.0])
 >>> s.run()
 >>> s.steps, round(float(rq.finish_s[0]) * 1e3, 2)      # three decode steps of a 4.48 ms floor
 (3, 13.44)
@@ -42,48 +42,43 @@ ARRIVAL, STEP_END, KV_ARRIVAL, STEP_START = (EventKind.ARRIVAL, EventKind.STEP_E
 
 
 class Simulation:
-    """A deployment of workers under a load; ``run()`` plays it out. Parameters: the step ``cost`` model,
-    the scheduler ``policy``, the requests' state ``rq``, one role per worker (``"both"``, ``"prefill"``,
-    ``"decode"``), the KV capacity per worker (tokens); ``arrival_s`` (sorted, s) for an open load, or
-    ``concurrency`` clients for a closed loop (each sends its next request ``think_time_s`` after its last
-    finished; client i starts at i × ``ramp_s`` ÷ C)."""
+    """A deployment of workers under a load; ``run()`` plays it out. Parameters: the run's ``config`` (its
+    workers' roles, the closed loop's clients, think time and ramp, pipeline stages, time limit, timeline),
+    the step ``cost`` model, the scheduler ``policy``, the requests' state ``rq``, the KV capacity per worker
+    (tokens), the open load's ``arrival_s`` (sorted, s; None for a closed loop) and the fixed latency of a
+    KV transfer between workers (s)."""
 
     def __init__(
         self,
+        config,
         cost,
         policy: SchedulerPolicy,
         rq: RequestState,
-        roles: list[str],
         kv_capacity_tokens: int,
-        *,
         arrival_s=None,
-        concurrency: int = 0,
-        think_time_s: float = 0.0,
-        ramp_s: float = 0.0,
-        stages: int = 1,
         kv_transfer_latency_s: float = 0.0,
-        max_sim_time_s: float = float("inf"),
-        record_timeline: bool = False,
     ):
-        self.cost, self.policy, self.rq, self.stages = cost, policy, rq, int(stages)
-        self.workers = [Worker(i, role, rq, policy, kv_capacity_tokens) for i, role in enumerate(roles)]
-        if record_timeline:
+        self.cost, self.policy, self.rq, self.stages = cost, policy, rq, int(config.pipeline_stages)
+        self.workers = [
+            Worker(i, role, rq, policy, kv_capacity_tokens) for i, role in enumerate(config.workers)
+        ]
+        if config.record_timeline:
             self.workers[0].log = []
         self.entry = [w for w in self.workers if w.role != "decode"]
         self.decoders = [w for w in self.workers if w.role == "decode"]
         self.kv_link_s_per_token = cost.kv_bytes_per_token / cost.gpu.interconnect_bytes_per_s
         self.kv_transfer_latency_s = float(kv_transfer_latency_s)
-        self.max_sim_time_s = float(max_sim_time_s)
-        self.think_time_s = float(think_time_s)
+        self.max_sim_time_s = float(config.max_sim_time_s)
+        self.think_time_s = float(config.think_time_s)
         n = len(rq.out_n)
         self.closed = arrival_s is None
         self.arrival_s = np.full(n, np.nan) if self.closed else np.asarray(arrival_s, dtype=float)
         self.queue = EventQueue(None if self.closed else self.arrival_s, first_sequence=n)
         self.next_request = n
         if self.closed:
-            c = int(concurrency)
+            c = int(config.concurrency)
             for r in range(min(n, c)):
-                self.queue.push_outside(ramp_s * r / c, ARRIVAL, r, sequence=r)
+                self.queue.push_outside(config.ramp_s * r / c, ARRIVAL, r, sequence=r)
             self.next_request = min(n, c)
         self.steps = 0
         self.t_end_s = 0.0

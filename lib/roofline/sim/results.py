@@ -84,9 +84,9 @@ class SimResult:
     def to_dict(self, per_request: bool = False) -> dict:
         """Plain-Python summary, ready for ``json.dumps``; ``per_request`` adds the arrays as lists.
 
-        >>> from roofline.sim import simulate
-        >>> d = simulate("llama-3-8b", "h100-sxm", concurrency=2, requests=4, input_tokens=8,
-        ...              output_tokens=4).to_dict()
+        >>> from roofline.sim import SimConfig, simulate
+        >>> d = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=2, requests=4, input_tokens=8,
+        ...                        output_tokens=4)).to_dict()
         >>> sorted(d["ttft_s"]), d["requests_completed"], d["policy"]["max_sequences"]
         (['p50', 'p90', 'p99'], 4, 256)
         """
@@ -131,9 +131,9 @@ class SimResult:
         """Time-average number of requests in the system (waiting or running) over the run, from the
         per-request intervals (requests); Little's law says it equals rate × mean e2e time.
 
-        >>> from roofline.sim import simulate
-        >>> r = simulate("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
-        ...              output_tokens=16)
+        >>> from roofline.sim import SimConfig, simulate
+        >>> r = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
+        ...                        output_tokens=16))
         >>> round(r.mean_in_system, 2)      # a closed loop of 4 clients keeps 4 requests inside
         4.0
         """
@@ -146,9 +146,9 @@ class SimResult:
         bookkeeping (requests); with one worker and no truncation it agrees with ``mean_in_system`` up to
         arrivals counted from the next step's start.
 
-        >>> from roofline.sim import simulate
-        >>> r = simulate("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
-        ...              output_tokens=16)
+        >>> from roofline.sim import SimConfig, simulate
+        >>> r = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
+        ...                        output_tokens=16))
         >>> round(r.timeline_mean_in_system, 2)
         4.0
         """

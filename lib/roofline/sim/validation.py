@@ -39,6 +39,7 @@ import roofline.sim.serving_rows as serving_rows
 from roofline.data import DataTableError, read_toml
 from roofline.engines.registry import get_engine
 
+from .config import SimConfig
 from .cost import engine_cost_model
 from .engine import simulate
 from .limits import kv_capacity_tokens
@@ -155,11 +156,21 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
     if row["mode"] == "disagg":
         workers = {"prefill_workers": row["prefill_workers"], "decode_workers": row["decode_workers"]}
     r = simulate(
-        row["model"], row["gpu"], concurrency=c, requests=(h.warmup_rounds + measured) * c, cost=cost,
-        policy=deployment_policy(row, cap), input_tokens=_lengths(row["input_tokens"], h.low_fraction),
-        output_tokens=_lengths(row["output_tokens"], h.low_fraction), seed=seed, max_sim_time_s=1e7,
-        record_timeline=False, **workers,
-    )  # fmt: skip
+        SimConfig(
+            row["model"],
+            row["gpu"],
+            concurrency=c,
+            requests=(h.warmup_rounds + measured) * c,
+            cost=cost,
+            policy=deployment_policy(row, cap),
+            input_tokens=_lengths(row["input_tokens"], h.low_fraction),
+            output_tokens=_lengths(row["output_tokens"], h.low_fraction),
+            seed=seed,
+            max_sim_time_s=1e7,
+            record_timeline=False,
+            **workers,
+        )
+    )
     first = h.warmup_rounds * c
     ttft, tpot = float(np.nanmean(r.ttft_s[first:])), float(np.nanmean(r.tpot_s[first:]))
     return {

@@ -162,7 +162,8 @@ def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
     """The hockey stick: p50 and p99 TTFT (left) and TPOT (right) against arrival rate, with the
     closed-form sustainable rate marked. Returns a picture for a notebook.
 
-    >>> latency_vs_load_figure(sim.latency_vs_load("llama-3-8b", "h100-sxm", (0.3, 0.9), requests=100))
+    >>> server = sim.SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=100)
+    >>> latency_vs_load_figure(sim.latency_vs_load(server, (0.3, 0.9)))
     <latency against load>
     """
     fig, (left, right) = new_figure(2)

@@ -37,7 +37,7 @@ from roofline.checks import checked, out
 from roofline.data import get_gpu
 from roofline.physics.step import decode_step, prefill
 from roofline.results import Flag, Number, Result
-from roofline.sim.engine import simulate
+from roofline.sim import SimConfig, simulate
 
 # Numbers of users the lesson's figure sweeps.
 USERS_SWEEP = np.unique(np.round(np.geomspace(1, 512, 120)).astype(int))
@@ -244,9 +244,18 @@ def latency_against_load(
     from roofline import sim  # the simulator imports the lessons' public API; keep the import local
 
     return sim.latency_vs_load(
-        model, gpu, tuple(load_fractions), input_tokens=input_tokens, output_tokens=output_tokens,
-        requests=int(requests), seed=seed, **simulate_kwargs,
-    )  # fmt: skip
+        sim.SimConfig(
+            model,
+            gpu,
+            rate_per_s=1.0,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            requests=int(requests),
+            seed=seed,
+            **simulate_kwargs,
+        ),
+        tuple(load_fractions),
+    )
 
 
 def knee_load(sweep, factor=10.0):
@@ -297,6 +306,6 @@ def batching_under_arrivals(
         **simulate_kwargs,
     )
     return {
-        "one at a time": simulate(model, gpu, max_batch=1, **kw).summary(),
-        "continuous batching": simulate(model, gpu, **kw).summary(),
+        "one at a time": simulate(SimConfig(model, gpu, max_batch=1, **kw)).summary(),
+        "continuous batching": simulate(SimConfig(model, gpu, **kw)).summary(),
     }

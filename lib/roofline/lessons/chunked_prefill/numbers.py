@@ -43,7 +43,7 @@ from roofline.physics.memory import fits, memory_available_bytes, memory_needed_
 from roofline.physics.step import mixed_step
 from roofline.results import Flag, Number, Result
 from roofline.scenario import Scenario
-from roofline.sim.engine import simulate
+from roofline.sim import SimConfig, simulate
 from roofline.units import GB
 
 # Cells of the padded (chunk index × configuration) grid a sweep may build before it refuses.
@@ -382,18 +382,14 @@ def chunk_tradeoff_under_arrivals(
         "lognormal", mean=float(mean_prompt_tokens), sigma=float(prompt_sigma), minimum=1
     )
     runs = []
+    load = sim.SimConfig(model, gpu, rate_per_s=float(rate_per_s), requests=int(requests),
+                         input_tokens=lengths, output_tokens=int(output_tokens), max_batch=int(max_batch),
+                         seed=seed, record_timeline=False, **simulate_kwargs)  # fmt: skip
     for c in chunks:
         budget = (
             8192 if c is None else int(checked(c, "chunk_tokens", minimum=1, whole=True)) + int(max_batch)
         )
-        runs.append(
-            sim.simulate(
-                model, gpu, rate_per_s=float(rate_per_s), requests=int(requests), input_tokens=lengths,
-                output_tokens=int(output_tokens), chunk_tokens=None if c is None else int(c),
-                token_budget=budget, max_batch=int(max_batch), seed=seed, record_timeline=False,
-                **simulate_kwargs,
-            )
-        )  # fmt: skip
+        runs.append(sim.simulate(load.with_(chunk_tokens=None if c is None else int(c), token_budget=budget)))
     pct = lambda attr, q: np.array([getattr(r, attr)[q] for r in runs])  # noqa: E731
     return ChunkUnderLoad(
         chunk_tokens=np.array([0 if c is None else int(c) for c in chunks]),
@@ -442,16 +438,18 @@ def chunk_size_sweep(
         if int(c) != c or c < 0:
             raise InvalidConfigurationError(f"chunk sizes must be whole numbers >= 0, got {c!r}")
         r = simulate(
-            model,
-            gpu,
-            rate_per_s=rate_per_s,
-            requests=requests,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            chunk_tokens=int(c) or None,
-            seed=seed,
-            record_timeline=False,
-            **simulate_kwargs,
+            SimConfig(
+                model,
+                gpu,
+                rate_per_s=rate_per_s,
+                requests=requests,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                chunk_tokens=int(c) or None,
+                seed=seed,
+                record_timeline=False,
+                **simulate_kwargs,
+            )
         )
         rows.append(r.summary())
     return ChunkSweep(

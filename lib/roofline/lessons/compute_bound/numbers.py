@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roofline import sim
 from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
@@ -263,17 +264,14 @@ def simulated_saturation(
     >>> bool(s.throughput_output_tokens_per_s[1] > 50 * s.throughput_output_tokens_per_s[0])
     True
     """
-    from roofline import sim  # the simulator imports the lessons' public API; keep the import local
-
     c = np.asarray(concurrency, dtype=int)
+    load = sim.SimConfig(model, gpu, concurrency=1, input_tokens=input_tokens, output_tokens=output_tokens,
+                         seed=seed, record_timeline=False, max_batch=int(max_batch),
+                         **simulate_kwargs)  # fmt: skip
     runs = [
-        sim.simulate(
-            model, gpu, concurrency=int(k), requests=int(max(200, requests_per_client * k)),
-            input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, record_timeline=False,
-            max_batch=int(max_batch), **simulate_kwargs,
-        )
+        sim.simulate(load.with_(concurrency=int(k), requests=int(max(200, requests_per_client * k))))
         for k in c
-    ]  # fmt: skip
+    ]
     return SimulatedSaturation(
         concurrency=c,
         throughput_output_tokens_per_s=np.array([r.throughput_output_tokens_per_s for r in runs]),

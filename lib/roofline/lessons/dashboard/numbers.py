@@ -55,7 +55,7 @@ from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import decode_step, mixed_step
 from roofline.results import Number, Result
 from roofline.scenario import Scenario
-from roofline.sim.engine import simulate
+from roofline.sim import SimConfig, simulate
 
 DEFAULT_TTFT_TARGET_S = assumption(
     "ttft_target_s"
@@ -481,10 +481,22 @@ def simulated_latency(
     answers = sim.LengthSpec("lognormal", mean=float(o), sigma=1.0, minimum=2)  # spread: no lock-step waves
     held = max(t, p)  # the user's context after sending the turn: T tokens, of which P are new
     r = sim.simulate(
-        m, g, concurrency=u, requests=k, input_tokens=held, output_tokens=answers, seed=seed, cost=cost,
-        max_batch=limit, chunk_tokens=int(chunk_tokens), kv_capacity=limit * (held + 10 * o),
-        prefix_hit_rate=(held - p) / held, record_timeline=False,
-    )  # fmt: skip
+        sim.SimConfig(
+            m,
+            g,
+            concurrency=u,
+            requests=k,
+            input_tokens=held,
+            output_tokens=answers,
+            seed=seed,
+            cost=cost,
+            max_batch=limit,
+            chunk_tokens=int(chunk_tokens),
+            kv_capacity=limit * (held + 10 * o),
+            prefix_hit_rate=(held - p) / held,
+            record_timeline=False,
+        )
+    )
     keep = np.arange(k) >= u  # after the start-up burst
     return {
         "ttft_s": sim.percentiles(r.ttft_s[keep]),
@@ -642,15 +654,17 @@ def dashboard_load(
     """
     p = context_tokens + prompt_tokens
     r = simulate(
-        model,
-        gpu,
-        concurrency=concurrent_users,
-        requests=requests or 4 * concurrent_users,
-        input_tokens=p,
-        output_tokens=output_tokens,
-        prefix_hit_rate=context_tokens / p if p else 0.0,
-        seed=seed,
-        **simulate_kwargs,
+        SimConfig(
+            model,
+            gpu,
+            concurrency=concurrent_users,
+            requests=requests or 4 * concurrent_users,
+            input_tokens=p,
+            output_tokens=output_tokens,
+            prefix_hit_rate=context_tokens / p if p else 0.0,
+            seed=seed,
+            **simulate_kwargs,
+        )
     )
     steps = np.asarray(r.timeline_step_s)
     kv = np.asarray(r.timeline_kv_used_tokens) / r.kv_capacity_tokens

@@ -46,14 +46,22 @@ def _cached_run(s, items: tuple) -> sim.SimResult:
         kv_capacity=options.get("kv_capacity_tokens"),
     )
     if "load" in options:  # a fraction of the closed-form sustainable rate
-        probe = sim.simulate(s.model, s.gpu, rate_per_s=1.0, requests=1, record_timeline=False, **kw)
+        probe = sim.simulate(
+            sim.SimConfig(s.model, s.gpu, rate_per_s=1.0, requests=1, record_timeline=False, **kw)
+        )
         rate = float(options["load"]) * probe.sustainable_rate_per_s
     else:
         rate = float(options.get("rate_per_s", 20.0))
     return sim.simulate(
-        s.model, s.gpu, rate_per_s=rate, requests=int(options.get("requests", 150)),
-        seed=int(options.get("seed", 0)), **kw
-    )  # fmt: skip
+        sim.SimConfig(
+            s.model,
+            s.gpu,
+            rate_per_s=rate,
+            requests=int(options.get("requests", 150)),
+            seed=int(options.get("seed", 0)),
+            **kw,
+        )
+    )
 
 
 class BatchTimeline(LiveFigure):
