@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.engines import StepTimer, decode_step_times, engine_params
 from roofline.lessons.dashboard.lab import DashboardFigure, dashboard_explorer, dashboard_readout
-from roofline.lessons.dashboard.numbers import dashboard, dashboard_for, diagnose, steady_state
+from roofline.lessons.dashboard.numbers import dashboard, diagnose, steady_state
 from roofline.scenario import Scenario
 
 M, G = "llama-3-8b", "h100-sxm"
@@ -28,7 +28,7 @@ def test_card_q5_mbu_and_mfu():
     # A dashboard on the card's server (kernels at 80 % of bandwidth), with almost no prompts (P = 1 per
     # 10,000 tokens), shows the same: the step is 15.01e9 B / 3.35e12 / 0.8 = 5.60 ms, so MBU = 0.8 and
     # MFU = 2 × 7.50e9 (no lookup FLOPs) / 5.60 ms / 989e12 = 0.27%.
-    s = steady_state(M, G, 1, 1, prompt_tokens=1, output_tokens=10_000, params=CARD)
+    s = steady_state(Scenario(prompt_tokens=1), 1, 1, output_tokens=10_000, params=CARD)
     assert s.mbu == pytest.approx(0.8, abs=0.001)
     assert s.step_time_s == pytest.approx(W_READ / BW / 0.8, rel=1e-3)
     assert s.mfu == pytest.approx(0.0027, abs=0.0002)
@@ -38,7 +38,7 @@ def test_steady_state_by_hand():
     # 300 users at T = 4096: max batch = floor((71.22e9 − 16.06e9) / (4096 × 131072)) = floor(102.7):
     # 102 run, 198 wait.
     assert int((AVAILABLE - 16_060_522_496) // (4096 * KV)) == 102
-    s = steady_state(M, G, 300, 4096, prompt_tokens=0)
+    s = steady_state(Scenario(prompt_tokens=0), 300, 4096)
     assert (s.max_batch, s.running, s.waiting) == (102, 102, 198)
     free = AVAILABLE - rl.weight_bytes(M)
     assert s.kv_use_fraction == pytest.approx(102 * 4096 * KV / free, rel=1e-3)
@@ -49,11 +49,11 @@ def test_steady_state_by_hand():
 
 
 def test_steady_state_broadcasts_and_masks():
-    s = steady_state(M, G, [[1], [64]], [1000, 4096])
+    s = steady_state(Scenario(), [[1], [64]], [1000, 4096])
     assert s.tokens_per_s.shape == (2, 2)
-    big = steady_state("llama-3-70b", G, 8, 1000)  # 141 GB of weights on 80 GB
+    big = steady_state(Scenario(model="llama-3-70b"), 8, 1000)  # 141 GB of weights on 80 GB
     assert not big.fits and np.isnan(big.tokens_per_s)
-    two = steady_state("llama-3-70b", G, 8, 1000, num_gpus=2)
+    two = steady_state(Scenario(model="llama-3-70b", num_gpus=2), 8, 1000)
     assert two.fits
 
 
@@ -62,22 +62,25 @@ def test_simulation_agrees_with_steady_state():
     # averages of the simulation and the analytic model agree within a few per cent on the roofline. (A real
     # engine whose compute fraction is low turns the steps that carry a whole prompt chunk compute-bound,
     # so the simulation's mean step exceeds the analytic step of the mean load: max() is convex.)
-    d = dashboard(M, G, 64, 4096, engine="ideal")
-    s = steady_state(M, G, 64, 4096, engine="ideal")
+    d = dashboard(Scenario(batch=64, context_tokens=4096), engine="ideal")
+    s = steady_state(Scenario(), 64, 4096, engine="ideal")
     assert d.tokens_per_s == pytest.approx(s.tokens_per_s, rel=0.05)
     assert d.mbu == pytest.approx(s.mbu, rel=0.03)
     assert d.running == 64 and d.waiting == 0
 
 
 def test_simulation_is_seeded():
-    a, b = dashboard(M, G, 32, 1000, seed=3), dashboard(M, G, 32, 1000, seed=3)
+    a, b = (
+        dashboard(Scenario(batch=32, context_tokens=1000), seed=3),
+        dashboard(Scenario(batch=32, context_tokens=1000), seed=3),
+    )
     assert a == b
-    assert dashboard(M, G, 32, 1000, seed=4) != a  # another seed, another run
+    assert dashboard(Scenario(batch=32, context_tokens=1000), seed=4) != a  # another seed, another run
 
 
 def test_queue_makes_ttft_not_tpot():
-    full = dashboard(M, G, 300, 4096)
-    healthy = dashboard(M, G, 64, 4096)
+    full = dashboard(Scenario(batch=300, context_tokens=4096))
+    healthy = dashboard(Scenario(batch=64, context_tokens=4096))
     assert full.running == 102 and full.waiting == 198
     assert full.kv_use_fraction == pytest.approx(1.0, abs=0.01)
     # 198 users ahead, 102 slots, ~250 tokens per answer at ~27 ms per step: ≈ 198/102 × 250 × 0.027 ≈ 13 s
@@ -87,47 +90,47 @@ def test_queue_makes_ttft_not_tpot():
 
 
 def test_percentiles_ordered_and_cost_consistent():
-    d = dashboard(M, G, 100, 2000)
+    d = dashboard(Scenario(batch=100, context_tokens=2000))
     assert d.ttft_p50_s <= d.ttft_p99_s and d.tpot_p50_s <= d.tpot_p99_s
     assert d.cost_per_million_usd == pytest.approx(rl.cost_per_million_tokens_usd(3.0, d.tokens_per_s))
     assert 0 < d.mfu < d.mbu <= 0.8 + 1e-9
 
 
 def test_weights_do_not_fit():
-    d = dashboard("llama-3-70b", G, 10, 1000)
+    d = dashboard(Scenario(model="llama-3-70b", batch=10, context_tokens=1000))
     assert not d.fits and np.isnan(d.tokens_per_s)
     assert diagnose(d).startswith("does not fit")
 
 
 def test_diagnose_three_servers():
-    assert diagnose(dashboard(M, G, 1, 1000)).startswith("under-batched")
-    assert diagnose(dashboard(M, G, 64, 4096)).startswith("healthy")
-    assert diagnose(dashboard(M, G, 300, 4096)).startswith("memory-full")
+    assert diagnose(dashboard(Scenario(batch=1, context_tokens=1000))).startswith("under-batched")
+    assert diagnose(dashboard(Scenario(batch=64, context_tokens=4096))).startswith("healthy")
+    assert diagnose(dashboard(Scenario(batch=300, context_tokens=4096))).startswith("memory-full")
 
 
 def test_bad_inputs():
     with pytest.raises(rl.InvalidConfigurationError):
-        dashboard(M, G, 0, 1000)
+        dashboard(Scenario(batch=0, context_tokens=1000))
     with pytest.raises(rl.InvalidConfigurationError):
-        dashboard(M, G, 10, 1000, params=CARD.replace(bandwidth_fraction=1.5))
+        dashboard(Scenario(batch=10, context_tokens=1000), params=CARD.replace(bandwidth_fraction=1.5))
     with pytest.raises(rl.UnknownNameError):
-        dashboard(M, G, 10, 1000, engine="vlm")
+        dashboard(Scenario(batch=10, context_tokens=1000), engine="vlm")
     with pytest.raises(rl.InvalidConfigurationError):
-        steady_state(M, G, 10, 0)
+        steady_state(Scenario(), 10, 0)
     with pytest.raises(rl.UnknownNameError):
-        dashboard("llama-9", G, 10, 1000)
+        dashboard(Scenario(model="llama-9", batch=10, context_tokens=1000))
 
 
 @settings(max_examples=25, deadline=None)
 @given(u=st.integers(1, 400), t=st.sampled_from([256, 1000, 4096, 16384]))
 def test_dashboard_invariants(u, t):
-    d = dashboard(M, G, u, t, steps=300)
+    d = dashboard(Scenario(batch=u, context_tokens=t), steps=300)
     assert d.running + d.waiting == pytest.approx(u)
     assert d.running <= d.max_batch
     assert 0 <= d.kv_use_fraction <= 1 + 1e-9
     # memory traffic runs at most at the engine's bandwidth fraction; math at most at peak
     assert d.mbu <= engine_params("vllm", G).bandwidth_fraction + 1e-9 and d.mfu <= 1 + 1e-9
-    assert d.best_tokens_per_s >= steady_state(M, G, d.max_batch, t).tokens_per_s
+    assert d.best_tokens_per_s >= steady_state(Scenario(), d.max_batch, t).tokens_per_s
 
 
 def test_figure_readout_explorer():
@@ -136,7 +139,6 @@ def test_figure_readout_explorer():
     fig.update(Scenario(model="llama-3-70b"))
     assert not fig.dashboard.fits and len(fig.png()) > 5_000
     assert "healthy" in dashboard_readout(Scenario(batch=64, context_tokens=4096))
-    assert dashboard_for(Scenario(batch=64, context_tokens=4096)) == dashboard(M, G, 64, 4096)
     ex = dashboard_explorer()
     ex.set(batch=300)
     assert ex.live.dashboard.waiting == 198
@@ -149,8 +151,8 @@ def test_two_gpus_pay_for_the_all_reduces():
     # Before: the dashboard left the all-reduces out, so 2 GPUs gave exactly 2× the tokens/s.
     # Now, on the card's server: step(G) = memory ÷ (G × 3.35e12 × 0.8) + all-reduces; with G = 2 the
     # all-reduce time c (NCCL's latencies, as lesson 24) is added: speedup = t1 / (t1 / 2 + c) < 2.
-    one = steady_state(M, G, 1, 1, prompt_tokens=0, params=CARD)
-    two = steady_state(M, G, 1, 1, prompt_tokens=0, num_gpus=2, params=CARD)
+    one = steady_state(Scenario(prompt_tokens=0), 1, 1, params=CARD)
+    two = steady_state(Scenario(prompt_tokens=0, num_gpus=2), 1, 1, params=CARD)
     t1 = rl.decode_step(M, G, 1, 1).memory_time_s / 0.8
     c = rl.decode_step(M, G, 1, 1, num_gpus=2, include_communication=True).communication_time_s
     assert c > 0
@@ -159,17 +161,20 @@ def test_two_gpus_pay_for_the_all_reduces():
     assert two.tokens_per_s / one.tokens_per_s == pytest.approx(t1 / (t1 / 2 + c))
     assert 1.4 < two.tokens_per_s / one.tokens_per_s < 1.9
     # the simulated dashboard too, and its MBU drops below 80%: all-reduce time moves no HBM bytes
-    d1, d2 = dashboard(M, G, 1, 1000, params=CARD), dashboard(M, G, 1, 1000, num_gpus=2, params=CARD)
+    d1, d2 = (
+        dashboard(Scenario(batch=1, context_tokens=1000), params=CARD),
+        dashboard(Scenario(batch=1, context_tokens=1000, num_gpus=2), params=CARD),
+    )
     assert d2.tokens_per_s < 1.9 * d1.tokens_per_s
     assert d2.mbu < 0.75
-    assert "roofline.engines" in dashboard(M, G, 1, 1000).source
+    assert "roofline.engines" in dashboard(Scenario(batch=1, context_tokens=1000)).source
 
 
 def test_mfu_of_the_decode_tokens_is_the_cards_mfu():
     # Lesson 02 / card Q5: MFU = 2 × N × tokens/s ÷ peak = 2 × 8.03e9 / 6 ms / 989e12 = 0.27%. The dashboard's
     # panel MFU also counts the prompt FLOPs (P = 500 per O = 250 answer: two prompt tokens per output token),
     # so it reads about 3× that; ``mfu_decode`` is the card's definition.
-    d = dashboard(M, G, 1, 1000, params=CARD)
+    d = dashboard(Scenario(batch=1, context_tokens=1000), params=CARD)
     n = rl.active_parameter_count(M)
     assert d.mfu_decode == pytest.approx(2 * n * d.tokens_per_s / PEAK, rel=0.01)
     assert 0.0025 < d.mfu_decode < 0.0032  # the step is 5.6–6 ms: 0.27–0.29%
@@ -188,26 +193,26 @@ def test_card_to_dashboard_explains_4300_against_3400():
     step = float(decode_step_times(StepTimer("vllm", M, G), 64, 4096)["total"])
     assert c.tokens_per_s[2] == pytest.approx(64 / step)
     # 5. the last row is the dashboard's own number
-    assert c.tokens_per_s[-1] == dashboard(M, G, 64, 4096).tokens_per_s
+    assert c.tokens_per_s[-1] == dashboard(Scenario(batch=64, context_tokens=4096)).tokens_per_s
     assert c.usd_per_million[-1] > c.usd_per_million[0]
 
 
 def test_percentiles_come_from_the_simulator():
     from roofline.lessons.dashboard.numbers import simulated_latency
 
-    d = dashboard(M, G, 100, 2000)
+    d = dashboard(Scenario(batch=100, context_tokens=2000))
     assert d.ttft_p50_s <= d.ttft_p90_s <= d.ttft_p99_s and d.tpot_p50_s <= d.tpot_p90_s <= d.tpot_p99_s
     assert d.latency_source.startswith("roofline.sim")
-    lat = simulated_latency(M, G, 100, 2000, batch_limit=d.max_batch)
+    lat = simulated_latency(Scenario(batch=100, context_tokens=2000), batch_limit=d.max_batch)
     assert d.tpot_p99_s == lat["tpot_s"]["p99"] and lat["result"].requests_completed == lat["result"].requests
     # one user alone: no queue, every token one step: TPOT ≥ the achievable decode step at T = 1,000
-    one = simulated_latency(M, G, 1, 1000)
+    one = simulated_latency(Scenario(batch=1, context_tokens=1000))
     assert one["tpot_s"]["p50"] >= rl.decode_step(M, G, 1, 1000).memory_time_s / 0.8 * (1 - 1e-9)
 
 
 def test_kv_use_counts_sliding_windows():
     # Mistral 7B v0.1 keeps at most its 4,096-token window per layer: at T = 32,768 a user holds
     # 4,096 × 128 KiB = 0.5 GiB of KV, not 4 GiB (lesson 28; rl.sequence_kv_bytes).
-    s = steady_state("mistral-7b", G, 8, 32768, prompt_tokens=0)
+    s = steady_state(Scenario(model="mistral-7b", prompt_tokens=0), 8, 32768)
     free = AVAILABLE - rl.weight_bytes("mistral-7b")
     assert s.kv_use_fraction == pytest.approx(8 * 4096 * KV / free, rel=1e-3)

@@ -429,7 +429,7 @@ def test_dashboard_step_is_the_readouts_step():
     """Lesson 59's dashboard and the decode readout beside it name one engine and show one step."""
     from roofline.lessons import dashboard
 
-    s = dashboard.steady_state("llama-3-8b", "h100-sxm", 64, 4096, prompt_tokens=0, engine="vllm")
+    s = dashboard.steady_state(rl.Scenario(prompt_tokens=0), 64, 4096, engine="vllm")
     readout = engines.decode_step_times(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 64, 4096)[
         "total"
     ]

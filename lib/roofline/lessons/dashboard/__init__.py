@@ -5,7 +5,6 @@ readouts and explorer (``lab``), and the predict-then-check widgets it asks with
 """
 
 from roofline.course.widgets import Prediction, Reveal
-from roofline.engines import DEFAULT_ENGINE, card_server_params, decode_step_times
 from roofline.lessons.dashboard.lab import (
     DashboardFigure,
     dashboard_case,
@@ -21,8 +20,6 @@ from roofline.lessons.dashboard.numbers import (
     SteadyState,
     card_to_dashboard,
     dashboard,
-    dashboard_for,
-    dashboard_load,
     diagnose,
     simulated_latency,
     steady_state,

@@ -23,7 +23,7 @@ from roofline.lessons.dashboard.numbers import (
     DEFAULT_TPOT_TARGET_S,
     DEFAULT_TTFT_TARGET_S,
     Dashboard,
-    dashboard_for,
+    dashboard,
     diagnose,
 )
 from roofline.physics.architecture import weight_bytes
@@ -72,7 +72,7 @@ class DashboardFigure(LiveFigure):
     def _draw(self, s):
         o = self.options
         keys = ("output_tokens", "chunk_tokens", "engine", "params", "seed", "steps")
-        d = dashboard_for(s, **{k: o[k] for k in keys if k in o})
+        d = dashboard(s, **{k: o[k] for k in keys if k in o})
         self.dashboard = d
         ttft_t = o.get("ttft_target_s", DEFAULT_TTFT_TARGET_S)
         tpot_t = o.get("tpot_target_s", DEFAULT_TPOT_TARGET_S)
@@ -121,7 +121,7 @@ class DashboardFigure(LiveFigure):
 
 def dashboard_readout(s: Scenario) -> str:
     """HTML readout for the dashboard explorer: the diagnosis line and how the numbers were made."""
-    return dashboard_table(dashboard_for(s))
+    return dashboard_table(dashboard(s))
 
 
 def dashboard_table(d: Dashboard) -> str:
@@ -135,9 +135,8 @@ def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
     """The step lesson 59's readout is about: one decode step of the batch the server runs (the users it
     holds, not those waiting) at the scenario's context.
 
-    >>> from roofline.lessons.dashboard import dashboard_for
     >>> s = Scenario(batch=300, context_tokens=4096)
-    >>> dashboard_case(s, dashboard_for(s)).title
+    >>> dashboard_case(s, dashboard(s)).title
     'the running batch: one decode step of 102 users at 4,096 tokens each'
     """
     running = max(1, round(d.running)) if d.fits else s.batch

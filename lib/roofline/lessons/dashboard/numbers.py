@@ -14,21 +14,22 @@ Panels and where each comes from (every number on them is computed here, for a c
 GPU-util is not among them: it is the share of time some kernel runs (a duty cycle), 100% for a server
 that decodes one user as well as for one that decodes two hundred.
 
-The load is a closed loop: ``concurrent_users`` users each hold ``context_tokens`` (T) of KV (their
-conversation), send a ``prompt_tokens`` (P) turn, receive about ``output_tokens`` (O) tokens, and send the
-next turn at once. The server batches continuously, admits users while their KV fits (``max_batch``), and
-prefills new turns in chunks riding with the decode steps (lesson 44). Every step is timed by a real
-engine (``engine``, default vLLM; ``roofline.engines``): its kernels' efficiency, its per-step, per-layer
-and per-sequence costs and its all-reduces, as every readout of the course times a step. ``engine="ideal"``
-gives the roofline itself (with the all-reduces).
+Everything takes a ``Scenario``: its model, GPU, GPU count, precisions and price, and the load: its
+``batch`` is the number of concurrent users (U). The load is a closed loop: U users each hold
+``context_tokens`` (T) of KV (their conversation), send a ``prompt_tokens`` (P) turn, receive about
+``output_tokens`` (O) tokens, and send the next turn at once. The server batches continuously, admits
+users while their KV fits (``max_batch``), and prefills new turns in chunks riding with the decode steps
+(lesson 44). Every step is timed by a real engine (``engine``, default vLLM; ``roofline.engines``): its
+kernels' efficiency, its per-step, per-layer and per-sequence costs and its all-reduces, as every readout
+of the course times a step. ``engine="ideal"`` gives the roofline itself (with the all-reduces).
 
 Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percentiles) and ``dashboard``
 (a seeded step-by-step simulation of one configuration, with TTFT and TPOT percentiles).
 
->>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=1, context_tokens=1000, engine="ideal")
+>>> d = dashboard(Scenario(batch=1, context_tokens=1000), engine="ideal")
 >>> round(d.mbu, 2), d.running, d.waiting       # the roofline keeps memory busy all the time
 (1.0, 1.0, 0.0)
->>> dashboard("llama-3-8b", "h100-sxm", 1, 1000).mbu < 0.8     # a real engine's per-step costs do not
+>>> dashboard(Scenario(batch=1, context_tokens=1000)).mbu < 0.8     # a real engine's per-step costs do not
 True
 """
 
@@ -52,10 +53,10 @@ from roofline.physics.architecture import (
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import max_batch, memory_available_bytes
 from roofline.physics.precision import peak_flops_per_s
-from roofline.physics.step import decode_step, mixed_step
+from roofline.physics.step import mixed_step
 from roofline.results import Number, Result
 from roofline.scenario import Scenario
-from roofline.sim import SimConfig, simulate
+from roofline.sim import LengthSpec, SimConfig, StepCostModel, percentiles, simulate
 
 DEFAULT_TTFT_TARGET_S = assumption(
     "ttft_target_s"
@@ -65,18 +66,24 @@ DEFAULT_TTFT_TARGET_S = assumption(
 DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")  # 20 tokens/s, faster than people read
 
 
-def _common(model, gpu, num_gpus, weight_precision, kv_precision):
-    m, g = get_model(model), get_gpu(gpu)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    free = np.asarray(memory_available_bytes(g, n)) - weight_bytes(m, weight_precision)
-    return m, g, n, free, kv_bytes_per_token(m, kv_precision)
+def _free_bytes(s: Scenario) -> float:
+    """Memory left beside the weights on the scenario's GPUs (bytes)."""
+    n = checked(s.num_gpus, "num_gpus", minimum=1)
+    weights = weight_bytes(get_model(s.model), s.weight_precision)
+    return np.asarray(memory_available_bytes(get_gpu(s.gpu), n)) - weights
 
 
-def step_timer(model, gpu, num_gpus, weight_precision, engine=DEFAULT_ENGINE, params=None) -> StepTimer:
-    """How the dashboard times a step: ``engine`` (with ``params`` to override its numbers), all-reduces
-    included even for the ideal (a server on G GPUs pays them)."""
-    return StepTimer(engine, model, gpu, num_gpus=int(num_gpus), parallel="tensor",
-                     weight_precision=weight_precision, communication=True, params=params)  # fmt: skip
+def _batch_limit(s: Scenario, context_tokens) -> np.ndarray:
+    """Users whose KV at ``context_tokens`` fits beside the weights (``roofline.max_batch``)."""
+    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    limit = max_batch(s.model, s.gpu, context_tokens, num_gpus=s.num_gpus, **precisions)
+    return np.asarray(limit)
+
+
+def step_timer(s: Scenario, engine=DEFAULT_ENGINE, params=None) -> StepTimer:
+    """How the dashboard times a step: ``engine`` (with ``params`` to override its numbers) on the
+    scenario's deployment, all-reduces included even for the ideal (a server on G GPUs pays them)."""
+    return StepTimer.of(s, engine, parallel="tensor", communication=True, params=params)
 
 
 @dataclass(frozen=True)
@@ -99,43 +106,32 @@ class SteadyState(Result):
 
 
 def steady_state(
-    model,
-    gpu,
-    concurrent_users,
-    context_tokens,
-    *,
-    prompt_tokens=500,
-    output_tokens=250,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
-    engine=DEFAULT_ENGINE,
-    params=None,
+    s: Scenario, users=None, context_tokens=None, *, output_tokens=250, engine=DEFAULT_ENGINE, params=None
 ) -> SteadyState:
-    """Average dashboard values for ``concurrent_users`` (U) at ``context_tokens`` (T) each, analytically.
+    """Average dashboard values for ``users`` (U, default the scenario's ``batch``) at ``context_tokens``
+    (T, default the scenario's) each, analytically; both may be arrays and broadcast.
 
     R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens
     (each turn of O output tokens brings one P-token prompt). Each step is ``mixed_step``'s work timed by
     ``engine`` (``step_timer``). Units: users, tokens, seconds; fractions 0–1. Where the weights alone do
     not fit, values are NaN.
 
-    >>> s = steady_state("llama-3-8b", "h100-sxm", [1, 64, 300], 4096)
+    >>> s = steady_state(Scenario(context_tokens=4096), users=[1, 64, 300])
     >>> s.running.tolist(), s.waiting.tolist(), np.round(s.kv_use_fraction, 2).tolist()
     ([1, 64, 102], [0, 0, 198], [0.01, 0.62, 0.99])
-    >>> ideal = steady_state("llama-3-8b", "h100-sxm", 1, 4096, engine="ideal")
+    >>> ideal = steady_state(Scenario(context_tokens=4096), engine="ideal")
     >>> bool(ideal.tokens_per_s > s.tokens_per_s[0])
     True
 
     Taught in lesson 59.
     """
-    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
-    u = np.round(checked(concurrent_users, "concurrent_users", minimum=1)).astype(int)
-    t = checked(context_tokens, "context_tokens", above=0)
-    p = checked(prompt_tokens, "prompt_tokens", minimum=0)
+    m, g, free = get_model(s.model), get_gpu(s.gpu), _free_bytes(s)
+    n, weight_precision, kv_precision = s.num_gpus, s.weight_precision, s.kv_precision
+    u = np.round(checked(s.batch if users is None else users, "users", minimum=1)).astype(int)
+    t = checked(s.context_tokens if context_tokens is None else context_tokens, "context_tokens", above=0)
+    p = checked(s.prompt_tokens, "prompt_tokens", minimum=0)
     o = checked(output_tokens, "output_tokens", minimum=1)
-    limit = np.asarray(
-        max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision)
-    )
+    limit = _batch_limit(s, t)
     ok = limit >= 1
     running = np.minimum(u, limit)
     waiting = u - running
@@ -144,7 +140,7 @@ def steady_state(
     step = mixed_step(
         m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
     )  # fmt: skip
-    time = np.asarray(step_timer(m, g, n, weight_precision, engine, params).of_step(step).total_s)
+    time = np.asarray(step_timer(s, engine, params).of_step(step).total_s)
     safe = np.where(ok & (time > 0), time, np.nan)
     bw = n * g.memory_bandwidth_bytes_per_s
     peak = n * peak_flops_per_s(g, weight_precision)
@@ -218,34 +214,27 @@ class Dashboard(Result):
 
 
 def dashboard(
-    model,
-    gpu,
-    concurrent_users,
-    context_tokens,
+    s: Scenario,
     *,
-    prompt_tokens=500,
     output_tokens=250,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
     chunk_tokens=512,
     engine=DEFAULT_ENGINE,
     params=None,
-    usd_per_gpu_hour=3.0,
     steps=1200,
     seed=0,
 ) -> Dashboard:
     """Simulate a continuous-batching server step by step and read its dashboard.
 
-    ``concurrent_users`` (U ≥ 1) users each hold ``context_tokens`` (T, tokens) of KV, send a
+    The scenario's ``batch`` (U ≥ 1) users each hold its ``context_tokens`` (T, tokens) of KV, send a
     ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean ``output_tokens`` (O;
     seeded by ``seed``), and send the next turn at once. The server runs at most ``max_batch`` users (the
     rest wait, first come first served), prefills up to ``chunk_tokens`` (C) prompt tokens per step alongside
     the decoders, and every step is ``mixed_step``'s work timed by ``engine``. The run starts in steady state
     and measures after its first quarter; it lengthens itself so queued requests are served in the window.
-    One configuration per call (use ``steady_state`` for sweeps). Times in s, fractions 0–1.
+    One configuration per call (use ``steady_state`` for sweeps). Costs at the scenario's price (NaN, "no
+    price", for a GPU without one). Times in s, fractions 0–1.
 
-    >>> d = dashboard("llama-3-8b", "h100-sxm", concurrent_users=300, context_tokens=4096)
+    >>> d = dashboard(Scenario(batch=300, context_tokens=4096))
     >>> d.max_batch, round(d.running), round(d.waiting), round(d.kv_use_fraction, 2)
     (102, 102, 198, 0.99)
     >>> d.ttft_p50_s > 10 * d.tpot_p99_s          # queued users wait for a slot before their first token
@@ -253,22 +242,17 @@ def dashboard(
 
     Taught in lesson 59.
     """
-    m, g, n, free, kv = _common(model, gpu, num_gpus, weight_precision, kv_precision)
-    eng = get_engine(engine)
-    u = int(checked(concurrent_users, "concurrent_users", minimum=1))
-    t = int(checked(context_tokens, "context_tokens", above=0))
-    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    m, g, free, eng = get_model(s.model), get_gpu(s.gpu), float(_free_bytes(s)), get_engine(engine)
+    u = int(checked(s.batch, "users", minimum=1))
+    t = int(checked(s.context_tokens, "context_tokens", above=0))
+    p = int(checked(s.prompt_tokens, "prompt_tokens", minimum=1))
     o = float(checked(output_tokens, "output_tokens", minimum=1))
     c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
     steps = int(checked(steps, "steps", minimum=100))
     # no listed price (None): the cost panels show NaN ("no price") instead of failing
-    price = (
-        float("nan")
-        if usd_per_gpu_hour is None
-        else float(checked(usd_per_gpu_hour, "usd_per_gpu_hour", minimum=0))
-    )
-    n, free = int(n), float(free)
-    limit = int(max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
+    usd = s.usd_per_gpu_hour
+    price = float("nan") if usd is None else float(checked(usd, "usd_per_gpu_hour", minimum=0))
+    n, limit = int(s.num_gpus), int(_batch_limit(s, t))
     common = dict(
         model=m.id,
         gpu=g.id,
@@ -289,24 +273,22 @@ def dashboard(
     turns = 20 * o / min(u, limit)
     steps = int(min(max(steps, warmup + 3 * expected_wait + 200, warmup + turns), 20_000))
     trace = _closed_loop_steps(u, limit, p, o, c, steps, seed)
-    precisions = dict(weight_precision=weight_precision, kv_precision=kv_precision)
+    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
     run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, num_gpus=n, **precisions)
-    step_s = np.asarray(step_timer(m, g, n, weight_precision, eng, params).of_step(run).total_s, float)
+    step_s = np.asarray(step_timer(s, eng, params).of_step(run).total_s, float)
     end = np.cumsum(step_s)
     window = slice(warmup, steps)
     elapsed = end[-1] - end[warmup - 1]
     emitted = trace.decoders[window].sum() + sum(1 for _, f in trace.first_token if f >= warmup)
     tokens_per_s = emitted / elapsed
     bw = n * g.memory_bandwidth_bytes_per_s
-    peak = n * peak_flops_per_s(g, weight_precision)
+    peak = n * peak_flops_per_s(g, s.weight_precision)
     running = float(trace.running[window].mean())
-    best_rate = max(_best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params), float(tokens_per_s))
+    best_rate = max(_best_tokens_per_s(s, limit, o, eng, params), float(tokens_per_s))
     decode_flops = 2.0 * active_parameter_count(m) * emitted  # the card's MFU: output tokens × 2N
-    lat = simulated_latency(
-        m, g, u, t, prompt_tokens=p, output_tokens=int(round(o)), batch_limit=limit, num_gpus=n,
-        chunk_tokens=c, engine=eng, params=params, seed=seed, **precisions,
-    )  # fmt: skip
-    kv_in_use = running * float(sequence_kv_bytes(m, t, kv_precision))
+    lat = simulated_latency(s, output_tokens=int(round(o)), batch_limit=limit, chunk_tokens=c, engine=eng,
+                            params=params, seed=seed)  # fmt: skip
+    kv_in_use = running * float(sequence_kv_bytes(m, t, s.kv_precision))
     return Dashboard(
         **common,
         fits=True,
@@ -407,12 +389,10 @@ def _closed_loop_steps(users, limit, prompt, output_mean, chunk, steps, seed) ->
     return _StepTrace(decoders, prompt_in_step, running_log, first_token)
 
 
-def _best_tokens_per_s(m, g, limit, t, p, o, n, precisions, eng, params) -> float:
+def _best_tokens_per_s(s: Scenario, limit: int, output_tokens, engine, params) -> float:
     """The most tokens/s this context allows: the analytic steady state over batch sizes that fit."""
     sizes = np.unique(np.round(np.geomspace(1, limit, 200)).astype(int))
-    rates = steady_state(
-        m, g, sizes, t, prompt_tokens=p, output_tokens=o, num_gpus=n, engine=eng, params=params, **precisions
-    ).tokens_per_s
+    rates = steady_state(s, sizes, output_tokens=output_tokens, engine=engine, params=params).tokens_per_s
     return float(np.nanmax(rates))
 
 
@@ -422,17 +402,10 @@ def _usd_per_million(price: float, tokens_per_s: float, num_gpus: int) -> float:
 
 
 def simulated_latency(
-    model,
-    gpu,
-    concurrent_users,
-    context_tokens,
+    s: Scenario,
     *,
-    prompt_tokens=500,
     output_tokens=250,
     batch_limit=None,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
     chunk_tokens=512,
     engine=DEFAULT_ENGINE,
     params=None,
@@ -441,47 +414,39 @@ def simulated_latency(
 ) -> dict:
     """TTFT and TPOT percentiles (p50, p90, p99; seconds) of the dashboard's load, from ``roofline.sim``.
 
-    A closed loop of ``concurrent_users`` (U) clients: each request carries the user's ``context_tokens``
-    (T, of which T − P are found in the prefix cache, not recomputed) with a ``prompt_tokens`` (P) turn,
-    prefilled in chunks of
-    ``chunk_tokens``, and an answer of lognormal length with mean ``output_tokens`` (O; log-spread 1, so
+    A closed loop of the scenario's ``batch`` (U) clients: each request carries the user's
+    ``context_tokens`` (T, of which T − P are found in the prefix cache, not recomputed) with a
+    ``prompt_tokens`` (P) turn, prefilled in chunks of ``chunk_tokens``, and an answer of lognormal
+    length with mean ``output_tokens`` (O; log-spread 1, so
     users fall out of step as on a real server). At most ``batch_limit`` users run (default: those
     whose T tokens of KV fit); the KV capacity is set so the batch cap, not KV, limits admission (as in
     ``dashboard``). Each step is priced like ``dashboard``'s: by ``engine``, with the all-reduces. The
     first U requests all arrive at t = 0 (a start-up burst no running server sees) and are left out of
     the percentiles. ``requests`` defaults to max(300, 4U), at most 2,000 (fast enough to redraw).
 
-    >>> lat = simulated_latency("llama-3-8b", "h100-sxm", 1, 1000, engine="ideal")   # no queue, no neighbours
+    >>> lat = simulated_latency(Scenario(batch=1, context_tokens=1000), engine="ideal")   # alone: no queue
     >>> round(lat["tpot_s"]["p50"] * 1e3, 2), lat["tpot_s"]["p50"] <= lat["tpot_s"]["p99"]
     (4.52, True)
 
     Taught in lesson 59.
     """
-    from roofline import sim  # the simulator sits beside the lessons; imported here to keep import order
-
-    m, g = get_model(model), get_gpu(gpu)
-    u = int(checked(concurrent_users, "concurrent_users", minimum=1))
-    t = int(checked(context_tokens, "context_tokens", above=0))
-    p = int(checked(prompt_tokens, "prompt_tokens", minimum=1))
+    m, g = get_model(s.model), get_gpu(s.gpu)
+    u = int(checked(s.batch, "users", minimum=1))
+    t = int(checked(s.context_tokens, "context_tokens", above=0))
+    p = int(checked(s.prompt_tokens, "prompt_tokens", minimum=1))
     o = int(checked(output_tokens, "output_tokens", minimum=2))
-    n = int(checked(num_gpus, "num_gpus", minimum=1))
-    limit = (
-        int(max_batch(m, g, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision))
-        if batch_limit is None
-        else int(batch_limit)
-    )
+    n = int(checked(s.num_gpus, "num_gpus", minimum=1))
+    limit = int(_batch_limit(s, t)) if batch_limit is None else int(batch_limit)
     if limit < 1:
         nan = {"p50": float("nan"), "p90": float("nan"), "p99": float("nan")}
         return {"ttft_s": nan, "tpot_s": nan, "source": "weights do not fit in memory", "result": None}
     k = int(requests) if requests is not None else int(min(max(300, 4 * u), 2000))
-    cost = sim.StepCostModel(
-        m, g, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision, engine=engine,
-        include_communication=True, params=params,
-    )  # fmt: skip
-    answers = sim.LengthSpec("lognormal", mean=float(o), sigma=1.0, minimum=2)  # spread: no lock-step waves
+    cost = StepCostModel(m, g, num_gpus=n, weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+                         engine=engine, include_communication=True, params=params)  # fmt: skip
+    answers = LengthSpec("lognormal", mean=float(o), sigma=1.0, minimum=2)  # spread: no lock-step waves
     held = max(t, p)  # the user's context after sending the turn: T tokens, of which P are new
-    r = sim.simulate(
-        sim.SimConfig(
+    r = simulate(
+        SimConfig(
             m,
             g,
             concurrency=u,
@@ -499,8 +464,8 @@ def simulated_latency(
     )
     keep = np.arange(k) >= u  # after the start-up burst
     return {
-        "ttft_s": sim.percentiles(r.ttft_s[keep]),
-        "tpot_s": sim.percentiles(r.tpot_s[keep]),
+        "ttft_s": percentiles(r.ttft_s[keep]),
+        "tpot_s": percentiles(r.tpot_s[keep]),
         "source": f"roofline.sim: closed loop of {u} users, {k - min(u, k):,} requests after the start-up "
         f"burst, answers of {o} tokens on average, chunks of {int(chunk_tokens)}, seed {seed}",
         "result": r,
@@ -520,15 +485,7 @@ class CardToDashboard(Result):
 
 
 def card_to_dashboard(
-    model="llama-3-8b",
-    gpu="h100-sxm",
-    concurrent_users=64,
-    context_tokens=4096,
-    *,
-    prompt_tokens=500,
-    output_tokens=250,
-    usd_per_gpu_hour=3.0,
-    engine=DEFAULT_ENGINE,
+    s: Scenario | None = None, *, output_tokens=250, engine=DEFAULT_ENGINE
 ) -> CardToDashboard:
     """Why the dashboard shows fewer tokens/s (and a higher price) than card Q6 for the same 64 users.
 
@@ -539,7 +496,8 @@ def card_to_dashboard(
        (``steady_state``);
     5. the dashboard's seeded simulation (answers of random length, users admitted as slots free up).
 
-    Costs are $ per million output tokens at ``usd_per_gpu_hour``.
+    ``s`` defaults to the card's case, 64 users at 4,096 tokens on one H100; costs are $ per million output
+    tokens at its price.
 
     Taught in lesson 59.
 
@@ -547,17 +505,15 @@ def card_to_dashboard(
     >>> round(c.tokens_per_s[0]), round(c.usd_per_million[0], 3)
     (4252, 0.196)
     """
-    m, g = get_model(model), get_gpu(gpu)
-    u, t = int(concurrent_users), int(context_tokens)
+    s = Scenario(batch=64, context_tokens=4096) if s is None else s
+    m, g = get_model(s.model), get_gpu(s.gpu)
+    u, t = int(s.batch), int(s.context_tokens)
     eng = get_engine(engine)
     card_step = (weight_bytes(m) + u * t * kv_bytes_per_token(m)) / g.memory_bandwidth_bytes_per_s
-    exact = decode_step(m, g, u, t)
-    achieved = float(step_timer(m, g, 1, "bf16", eng).of_step(exact).total_s)
-    steady = steady_state(m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng)
-    sim_d = dashboard(
-        m, g, u, t, prompt_tokens=prompt_tokens, output_tokens=output_tokens, engine=eng,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-    )  # fmt: skip
+    exact = s.decode()
+    achieved = float(step_timer(s, eng).of_step(exact).total_s)
+    steady = steady_state(s, output_tokens=output_tokens, engine=eng)
+    sim_d = dashboard(s, output_tokens=output_tokens, engine=eng)
     rates = (
         u / card_step,
         u / float(exact.step_time_s),
@@ -569,35 +525,11 @@ def card_to_dashboard(
         "card Q6: weights + everyone's KV ÷ bandwidth (ideal, decode only; the card rounds it to 4,300)",
         "exact bytes read (decode_step)",
         f"the same step on {eng.name} (roofline.engines: kernel efficiency, per-step and per-layer costs)",
-        f"plus each turn's {prompt_tokens}-token prompt, chunked into the steps",
+        f"plus each turn's {s.prompt_tokens}-token prompt, chunked into the steps",
         "the dashboard's simulation (random answer lengths)",
     )
-    price = tuple(float(cost_per_million_tokens_usd(usd_per_gpu_hour, r)) for r in rates)
+    price = tuple(float(cost_per_million_tokens_usd(s.usd_per_gpu_hour, r)) for r in rates)
     return CardToDashboard(labels=labels, tokens_per_s=tuple(float(r) for r in rates), usd_per_million=price)
-
-
-def dashboard_for(scenario: Scenario, **kwargs) -> Dashboard:
-    """``dashboard`` for a ``Scenario``: its ``batch`` is the number of concurrent users, ``prompt_tokens``
-    the turn length; other keyword arguments pass through.
-
-    >>> dashboard_for(Scenario(batch=64, context_tokens=4096)).running
-    64.0
-
-    Taught in lesson 59.
-    """
-    s = scenario
-    return dashboard(
-        s.model,
-        s.gpu,
-        s.batch,
-        s.context_tokens,
-        prompt_tokens=s.prompt_tokens,
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-        usd_per_gpu_hour=s.usd_per_gpu_hour,
-        **kwargs,
-    )
 
 
 def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
@@ -607,7 +539,7 @@ def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
     few users per weight read (tokens/s far below the full-batch figure with nobody waiting) → more users;
     otherwise healthy.
 
-    >>> diagnose(dashboard("llama-3-8b", "h100-sxm", 1, 1000))[:13]
+    >>> diagnose(dashboard(Scenario(batch=1, context_tokens=1000)))[:13]
     'under-batched'
 
     Taught in lesson 59.
@@ -629,48 +561,3 @@ def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
     return f"healthy: {d.tokens_per_s:,.0f} tokens/s, KV at {d.kv_use_fraction:.0%}, nobody waiting" + (
         "; but TTFT p99 is over target" if late else ""
     )
-
-
-def dashboard_load(
-    model,
-    gpu,
-    concurrent_users: int,
-    *,
-    context_tokens: int = 1000,
-    prompt_tokens: int = 200,
-    output_tokens: int = 200,
-    requests: int | None = None,
-    seed: int = 0,
-    **simulate_kwargs,
-) -> dict:
-    """Lesson 59's closed loop in the simulator: ``concurrent_users`` users each hold ``context_tokens`` of
-    conversation (found in the prefix cache, not recomputed), send a ``prompt_tokens`` turn and read
-    ``output_tokens``, then send the next turn at once. Returns the dashboard's percentiles (s), output
-    tokens/s, GPU busy fraction, mean KV use (a fraction of the cache) and preemptions.
-
-    >>> d = dashboard_load("llama-3-8b", "h100-sxm", 8, requests=32)
-    >>> 0 < d["kv_use_mean"] < 1 and d["tpot_p99_s"] >= d["tpot_p50_s"]
-    True
-    """
-    p = context_tokens + prompt_tokens
-    r = simulate(
-        SimConfig(
-            model,
-            gpu,
-            concurrency=concurrent_users,
-            requests=requests or 4 * concurrent_users,
-            input_tokens=p,
-            output_tokens=output_tokens,
-            prefix_hit_rate=context_tokens / p if p else 0.0,
-            seed=seed,
-            **simulate_kwargs,
-        )
-    )
-    steps = np.asarray(r.timeline_step_s)
-    kv = np.asarray(r.timeline_kv_used_tokens) / r.kv_capacity_tokens
-    return {
-        **r.summary(),
-        "busy_fraction": r.busy_fraction,
-        "kv_use_mean": float(np.sum(kv * steps) / np.sum(steps)) if steps.size else 0.0,
-        "preemptions": r.preemptions,
-    }
