@@ -425,7 +425,7 @@ def test_list_gpus(capsys):
     # the data sheet's "80 GB" is 80 GiB = 85,899,345,920 bytes: both shown, as `step` shows 85.9 GB
     assert " 80 GiB (85.9 GB) " in row
     assert row.split()[5:10] == ["3.35", "989", "295", "900", "700"]
-    assert row.split()[10] == f"{rl.data.default_price('h100-sxm').usd_per_gpu_hour:.2f}"
+    assert row.split()[10] == f"{rl.pricing.default_price('h100-sxm').usd_per_gpu_hour:.2f}"
     assert "https://www.nvidia.com/en-us/data-center/h100/" in row
     rtx = next(line for line in out.splitlines() if line.startswith("rtx-4090 "))
     assert " own " in rtx  # bought, not rented: purchase and power over its life

@@ -13,7 +13,7 @@ import pytest
 
 from roofline import engines, sim
 from roofline.apps.cli import main
-from roofline.data import default_price
+from roofline.pricing import default_price
 
 L8B_READ_1 = 15_009_857_536
 A10G_BW = 600e9

@@ -9,7 +9,7 @@ import pytest
 
 import roofline as rl
 from roofline.apps.cli import main
-from roofline.data import default_price
+from roofline.pricing import default_price
 
 GPUS = list(rl.gpus())
 L8B_READ_1 = 15_009_857_536  # Llama 3 8B BF16 at batch 1: every matmul weight once + one embedding row

@@ -7,7 +7,7 @@ import pytest
 
 import roofline as rl
 from roofline.apps.cli import main
-from roofline.data import default_price
+from roofline.pricing import default_price
 
 BASE = ["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--input", "256", "--output", "32"]
 

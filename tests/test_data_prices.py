@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline import data
+from roofline import data, pricing
 from roofline.physics.cost import ownership_usd_per_hour
 from roofline.scenario import Scenario
 
@@ -23,7 +23,7 @@ OWNED = BOUGHT | {"h20"}
 
 @pytest.mark.parametrize("gpu", list(rl.gpus()), ids=str)
 def test_every_gpu_has_a_default_price_of_the_kind_a_user_pays(gpu):
-    price = data.default_price(gpu)
+    price = pricing.default_price(gpu)
     assert price is not None and price.gpu == gpu  # before: 3 of 25 GPUs had a price
     assert 0.05 < price.usd_per_gpu_hour < 20
     assert price.source.startswith("https://") and len(price.note) > 80
@@ -32,8 +32,8 @@ def test_every_gpu_has_a_default_price_of_the_kind_a_user_pays(gpu):
 
 
 def test_the_course_example_stays_the_h100_default():
-    assert data.default_price("h100-sxm").id == "h100-example-3usd"
-    assert data.default_price("h100-sxm").usd_per_gpu_hour == 3.0
+    assert pricing.default_price("h100-sxm").id == "h100-example-3usd"
+    assert pricing.default_price("h100-sxm").usd_per_gpu_hour == 3.0
     assert Scenario().usd_per_gpu_hour == 3.0 and Scenario().price_id == "h100-example-3usd"
 
 
@@ -82,8 +82,8 @@ def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(table
     # A what-if folder with a longer lifetime: the owned hourly cost follows its own assumptions.
     row = 'id = "ownership_lifetime_years"\nvalue = '
     d = tables("assumptions.toml", row + "3\n", row + "6\n")
-    six = data.load_prices(d)["rtx-4090-own"].usd_per_gpu_hour
-    three = data.load_prices(ROOT / "data")["rtx-4090-own"].usd_per_gpu_hour
+    six = pricing.load_prices(d)["rtx-4090-own"].usd_per_gpu_hour
+    three = pricing.load_prices(ROOT / "data")["rtx-4090-own"].usd_per_gpu_hour
     power = 0.45 * 0.187
     assert six - power == pytest.approx((three - power) / 2)
 
@@ -106,15 +106,15 @@ def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(table
 )
 def test_a_price_row_states_either_a_listed_price_or_a_purchase_price(tables, old, new, field, says):
     with pytest.raises(rl.DataTableError) as err:
-        data.load_prices(tables("prices.toml", old, new))
+        pricing.load_prices(tables("prices.toml", old, new))
     assert err.value.field == field and says in err.value.problem
 
 
 @pytest.mark.parametrize("gpu", list(rl.gpus()), ids=str)
 def test_every_scenario_is_priced_and_its_cost_is_computed(gpu):
     s = Scenario(gpu=gpu)  # before: "no price" for 22 of the 25 GPUs
-    assert s.usd_per_gpu_hour == data.default_price(gpu).usd_per_gpu_hour
-    assert s.price_id == data.default_price(gpu).id
+    assert s.usd_per_gpu_hour == pricing.default_price(gpu).usd_per_gpu_hour
+    assert s.price_id == pricing.default_price(gpu).id
     note = s.price_note
     assert s.price_id in note and (note.startswith("cost to own") == (gpu in OWNED))
 
@@ -132,7 +132,7 @@ def test_a_machine_the_tables_do_not_price_still_has_no_price(tmp_path, monkeypa
     )
     data.clear_cache()
     try:
-        assert data.default_price("my-box") is None
+        assert pricing.default_price("my-box") is None
         assert Scenario(gpu="my-box").usd_per_gpu_hour is None
     finally:
         monkeypatch.undo()

@@ -217,7 +217,7 @@ def test_capacity_plan_quotes_the_engines_band_and_the_gpus_own_price():
     kw = dict(input_tokens=512, output_tokens=64, requests=300)
     p = sim.plan_capacity(sim.SimConfig("llama-3.1-8b", "h200", rate_per_s=60, engine="vllm", **kw))
     assert p.engine == "vllm" and p.error_band == validation.error_band("vllm")
-    assert p.usd_per_gpu_hour == rl.data.default_price("h200").usd_per_gpu_hour
+    assert p.usd_per_gpu_hour == rl.pricing.default_price("h200").usd_per_gpu_hour
     assert p.usd_per_hour == pytest.approx(p.num_gpus_total * p.usd_per_gpu_hour)
     assert 1 <= p.replicas_low <= p.replicas <= p.replicas_high
     floor = sim.plan_capacity(sim.SimConfig("llama-3.1-8b", "h200", rate_per_s=60, engine="ideal", **kw))

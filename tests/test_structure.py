@@ -21,8 +21,8 @@ NOTEBOOKS = ROOT / "notebooks"
 
 # The layers, from the bottom: what each may import from the project besides itself and the layers below.
 CORE = ("roofline", "roofline.units", "roofline.errors", "roofline.checks", "roofline.results",
-        "roofline.data", "roofline.assumptions", "roofline.scenario", "roofline.physics",
-        "roofline.engines")  # fmt: skip
+        "roofline.data", "roofline.assumptions", "roofline.pricing", "roofline.scenario",
+        "roofline.physics", "roofline.engines")  # fmt: skip
 MACHINERY = ("roofline.calibration", "roofline.sim", "roofline.measure")
 COURSE = ("roofline.course",)
 LESSONS = ("roofline.lessons",)

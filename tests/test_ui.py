@@ -37,7 +37,8 @@ from roofline.lessons.step_time.lab import StepTimeVsBatch
 from roofline.lessons.token_cost.lab import CostVsBatch
 from roofline.measure import userdata
 from roofline.measure.bench import Measurement
-from roofline.scenario import Scenario, listed_price
+from roofline.pricing import default_price
+from roofline.scenario import Scenario
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 OTHERS_NOTEBOOKS = {"slos_and_capacity"}  # owned by others: their cells may differ
@@ -229,7 +230,7 @@ def test_scenario_price_always_follows_the_gpu(first, second):
     s = Scenario(gpu=first).with_(gpu=second)
     row = next((p for p in rl.prices().values() if p.gpu == second), None)
     assert s.usd_per_gpu_hour == (None if row is None else row.usd_per_gpu_hour)
-    assert listed_price(second) == row
+    assert default_price(second) == row
 
 
 # ---- set-up buttons, presets, reset, pin, scale --------------------------------------------------------

@@ -21,7 +21,7 @@ True
 
 from roofline import engines  # "a good engine": the same step at real kernels' efficiencies, frozen tables
 from roofline.assumptions import ASSUMPTIONS, Assumption, assumption
-from roofline.data import GPU, Model, Price, get_gpu, get_model, get_price, gpus, models, prices
+from roofline.data import GPU, Model, Price, get_gpu, get_model, gpus, models
 from roofline.errors import (
     ContextTooLongError,
     DataTableError,
@@ -125,6 +125,7 @@ from roofline.physics.step import (
     prefill_flops,
     stalled_decode_steps,
 )
+from roofline.pricing import get_price, prices
 from roofline.scenario import Scenario
 
 # The public API, one group per layer of the library (the README's API section lists the same names).

@@ -438,14 +438,14 @@ class Price:
     """What one GPU-hour of ``gpu`` costs, with its date and source.
 
     ``kind`` ``"rent"``: a listed on-demand price (``usd_per_gpu_hour`` as the provider prints it, per GPU).
-    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and the loader derives
-    ``usd_per_gpu_hour`` with ``roofline.physics.cost.ownership_usd_per_hour`` from the ownership
-    assumptions (``assumptions.toml``: lifetime, hours of use a day, power, electricity price).
+    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and ``roofline.pricing``
+    derives ``usd_per_gpu_hour`` from the ownership assumptions (``assumptions.toml``: lifetime, hours of
+    use a day, power, electricity price).
     """
 
     id: str = column(parse_id)
     gpu: str = column(parse_id)
-    # for an "own" row: derived on load, never stored in the file
+    # for an "own" row: derived by roofline.pricing, never stored in the file
     usd_per_gpu_hour: float | None = positive("USD per GPU-hour", most=1e4, default=None)
     provider: str = column()
     offering: str = column()
@@ -753,18 +753,17 @@ def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
     return {m.id: m for m in _rows(d, MODEL_TABLE)}
 
 
-def load_prices(
+def load_price_rows(
     directory: Traversable | str | None = None, gpu_ids: Mapping[str, GPU] | None = None
 ) -> dict[str, Price]:
-    """Read and check ``prices.toml``; every row's ``gpu`` must be a GPU of ``gpu_ids`` (default: that
-    directory's ``gpus.toml``). An owned row gets its derived ``usd_per_gpu_hour`` (``owned_usd_per_hour``).
+    """Read and check ``prices.toml`` as written; every row's ``gpu`` must be a GPU of ``gpu_ids`` (default:
+    that directory's ``gpus.toml``). An owned row's hourly figure is derived by ``roofline.pricing``.
 
-    >>> load_prices()["h100-example-3usd"].usd_per_gpu_hour
-    3.0
+    >>> load_price_rows()["rtx-4090-own"].purchase_usd
+    1599.0
     """
     d = data_dir() if directory is None else _as_dir(directory)
     known = load_gpus(d) if gpu_ids is None else gpu_ids
-    owning = None
     table = {}
     for p in _rows(d, PRICE_TABLE):
         if p.gpu not in known:
@@ -774,37 +773,8 @@ def load_prices(
                 "gpu",
                 f"unknown GPU {p.gpu!r}{did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
             )
-        if p.kind == "own":
-            if owning is None:  # the assumptions next to this prices.toml, else the ones in use
-                owning = load_assumptions(d) if (d / ASSUMPTION_TABLE.file).is_file() else assumptions()
-            hourly = owned_usd_per_hour(p.purchase_usd, known[p.gpu], owning)
-            p = dataclasses.replace(p, usd_per_gpu_hour=hourly)
         table[p.id] = p
     return table
-
-
-# The ownership assumptions an owned price row is costed with (ids in assumptions.toml).
-OWNERSHIP_ASSUMPTIONS = (
-    "ownership_lifetime_years",
-    "ownership_hours_per_day",
-    "ownership_power_fraction",
-    "electricity_usd_per_kwh",
-)
-
-
-def owned_usd_per_hour(purchase_usd: float, gpu: GPU, table: Mapping[str, Assumption] | None = None) -> float:
-    """USD per hour of use of a ``gpu`` bought for ``purchase_usd``, under the ownership assumptions of
-    ``table`` (default: the assumptions in use): ``roofline.physics.cost.ownership_usd_per_hour`` with the
-    GPU row's ``power_w`` times ``ownership_power_fraction`` as the power drawn.
-
-    >>> round(owned_usd_per_hour(1599.0, get_gpu("rtx-4090")), 3)  # 1,599 / (3 x 365.25 x 8) + 0.45 x 0.187
-    0.267
-    """
-    from roofline.physics.cost import ownership_usd_per_hour  # formulas sit above the tables
-
-    a = assumptions() if table is None else table
-    lifetime, hours, share, usd_per_kwh = (a[k].value for k in OWNERSHIP_ASSUMPTIONS)
-    return float(ownership_usd_per_hour(purchase_usd, lifetime, hours, gpu.power_w * share, usd_per_kwh))
 
 
 def load_assumptions(directory: Traversable | str | None = None) -> dict[str, Assumption]:
@@ -917,29 +887,15 @@ def models() -> dict[str, Model]:
 
 
 @functools.cache
-def prices() -> dict[str, Price]:
-    """All prices by id (rented and owned), in file order."""
-    return load_prices(gpu_ids=gpus())
+def price_rows() -> dict[str, Price]:
+    """The price table's rows by id, as written (``roofline.pricing.prices`` costs the owned ones)."""
+    return load_price_rows(gpu_ids=gpus())
 
 
 @functools.cache
 def assumptions() -> dict[str, Assumption]:
     """All assumptions by id (``roofline.assumptions.assumption`` reads one)."""
     return load_assumptions()
-
-
-def default_price(gpu: str | GPU) -> Price | None:
-    """The price a lesson uses for ``gpu`` when the learner gives none: the first row of ``prices.toml``
-    for it (the table lists the course's round example first where there is one). None for a GPU the
-    table does not price (a learner's own measured machine): there is then no cost until one is typed.
-
-    >>> default_price("h100-sxm").id, default_price("l4").usd_per_gpu_hour
-    ('h100-example-3usd', 0.8048)
-    >>> default_price("rtx-4090").kind
-    'own'
-    """
-    gpu_id = get_gpu(gpu).id
-    return next((p for p in prices().values() if p.gpu == gpu_id), None)
 
 
 @functools.cache
@@ -979,7 +935,7 @@ def model_for_hf_id(hf_id: str) -> Model | None:
 
 def clear_cache() -> None:
     """Forget the loaded tables, so the next lookup re-reads them (e.g. after setting ROOFLINE_DATA_DIR)."""
-    for loader in (gpus, models, prices, assumptions, engines, _hf_ids):
+    for loader in (gpus, models, price_rows, assumptions, engines, _hf_ids):
         loader.cache_clear()
 
 
@@ -1014,17 +970,4 @@ def get_model(model: str | Model) -> Model:
     key = str(model).strip().lower()
     if key not in table:
         raise UnknownNameError("model", model, list(table))
-    return table[key]
-
-
-def get_price(price_id: str) -> Price:
-    """Look an example price up by id.
-
-    >>> get_price("h100-example-3usd").gpu
-    'h100-sxm'
-    """
-    table = prices()
-    key = str(price_id).strip().lower()
-    if key not in table:
-        raise UnknownNameError("price", price_id, list(table))
     return table[key]

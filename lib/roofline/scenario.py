@@ -10,8 +10,8 @@ Taught throughout; the price rule is taught in notebooks/01_token_cost.ipynb.
 True
 
 The price per GPU-hour follows the GPU: unless you give one, it is the GPU's default price
-(``listed_price``, i.e. ``roofline.data.default_price``: the first row of ``data/prices.toml`` for that GPU,
-a rental list price, or for a GPU people buy the cost of owning it), and it follows a change of GPU. Every
+(``roofline.pricing.default_price``: the first row of ``data/prices.toml`` for that GPU, a rental list
+price, or for a GPU people buy the cost of owning it), and it follows a change of GPU. Every
 GPU in the tables has one. A price you give stays until the GPU changes. A GPU the tables do not price (a
 machine you measured and saved) has no price (``None``): there is then no cost until you type one.
 
@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.data import Price, default_price, get_gpu, prices
+from roofline.data import get_gpu
 from roofline.errors import UnsupportedPrecisionError
 from roofline.physics.memory import max_batch
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import Step, decode_step, prefill
+from roofline.pricing import default_price, prices
 
 GPU_COUNTS = (1, 2, 4, 8)  # G a menu offers: GPUs in tensor parallel on one server
 
@@ -67,19 +68,6 @@ def nearest_supported_precision(gpu_id: str, precision: str) -> str | None:
     return None
 
 
-def listed_price(gpu) -> Price | None:
-    """The price row a scenario uses for ``gpu`` (an id or GPU): ``roofline.data.default_price``, the first
-    row of the price table for that GPU (the course's round example first where there is one), or None for
-    a GPU the tables do not price.
-
-    >>> listed_price("h100-sxm").usd_per_gpu_hour
-    3.0
-    >>> listed_price("mi300x").provider
-    'Vultr'
-    """
-    return default_price(gpu)
-
-
 @dataclass(frozen=True)
 class Scenario:
     """Model, hardware and load. Defaults: the card's Llama 3 8B in BF16 on one H100 at its listed
@@ -102,7 +90,7 @@ class Scenario:
 
     def __post_init__(self):
         if self.usd_per_gpu_hour is None:
-            row = listed_price(self.gpu)
+            row = default_price(self.gpu)
             object.__setattr__(self, "usd_per_gpu_hour", None if row is None else row.usd_per_gpu_hour)
             object.__setattr__(self, "price_id", None if row is None else row.id)
 

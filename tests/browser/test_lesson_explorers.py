@@ -20,7 +20,7 @@ import pytest
 import roofline as rl
 from roofline.course.registry_TODO import LEFT_OUT, LESSON_EXPLORERS
 from roofline.course.widgets import AXES
-from roofline.data import default_price
+from roofline.pricing import default_price
 
 from .conftest import ARTIFACTS
 from .test_jupyterlab import KERNEL_IDLE_JS, open_lesson

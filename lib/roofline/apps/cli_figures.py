@@ -12,7 +12,8 @@ import roofline as rl
 from roofline import engines
 from roofline.apps.cli_options import tensor_parallel_problem
 from roofline.apps.cli_output import fmt_capacity, precisions_text, report_error, rows_text, setup_text
-from roofline.data import default_price, table_dir
+from roofline.data import table_dir
+from roofline.pricing import default_price
 from roofline.units import MS, fmt_bytes
 
 
@@ -26,7 +27,7 @@ def setup_fields(args, *, engine: bool = True) -> dict:
 
 def price_of(gpu, usd_per_hour: float | None = None, price_id: str | None = None):
     """(USD per GPU-hour, the price row or None): ``usd_per_hour`` if given, else the row ``price_id``,
-    else the GPU's default price (``roofline.data.default_price``); (None, None) for a GPU with no price.
+    else the GPU's default price (``roofline.pricing.default_price``); (None, None) for a GPU with no price.
 
     >>> price_of("l4")[0], price_of("l4", 2.0)
     (0.8048, (2.0, None))

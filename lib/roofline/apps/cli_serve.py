@@ -5,7 +5,7 @@ the command and every JSON field.
 
 The run uses the engine's step times and scheduler (``--engine``, default a real one, ``vllm``); the same
 run with every step at the roofline floor (the engine's scheduler kept) is shown beside it as the ideal.
-Each GPU is priced with its own price (``roofline.data.default_price``) unless ``--usd-per-hour`` or
+Each GPU is priced with its own price (``roofline.pricing.default_price``) unless ``--usd-per-hour`` or
 ``--price`` says otherwise. Exit code 1: the simulation ran but the load is unsustainable (the queue grows
 without bound; the numbers are still printed). The load options, ``workload`` and ``slo_targets`` serve
 ``roofline plan`` too.

@@ -10,7 +10,7 @@ spread over the hours of its life you use it, plus the electricity it draws that
     $/hour owned = purchase ÷ (lifetime years × 365.25 × hours used a day) + kW drawn × $/kWh
 
 (``ownership_usd_per_hour``; the lifetime, hours, power and electricity price are assumptions in
-``data/assumptions.toml``, and ``roofline.data.default_price`` gives every GPU its price.)
+``data/assumptions.toml``, and ``roofline.pricing.default_price`` gives every GPU its price.)
 
 >>> round(cost_per_million_tokens_usd(3.0, 200), 2)     # one user on a $3/h H100
 4.17

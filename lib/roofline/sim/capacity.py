@@ -5,7 +5,7 @@ Taught in notebooks/slos_and_capacity.ipynb.
 For a target rate λ (requests/s) and SLOs on p99 TTFT and p99 TPOT, try 1, 2, 3, … replicas of one
 deployment (each replica ``num_gpus`` GPUs) running the configured engine (a real one, such as vLLM, to plan);
 each try simulates the load split by a least-loaded router. The answer is the first count whose p99s meet
-both SLOs; the cost is GPUs × the GPU's own $/GPU-hour (``roofline.data.default_price``) ÷ output
+both SLOs; the cost is GPUs × the GPU's own $/GPU-hour (``roofline.pricing.default_price``) ÷ output
 tokens/s. The search starts at the closed-form lower bound ⌈λ ÷ sustainable rate per replica⌉.
 
 How sure: the simulator's TTFT and TPOT with that engine miss measured servers by a validated median
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.data import default_price
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.pricing import default_price
 from roofline.results import Flag, Number, Result
 
 from .config import SimConfig
@@ -80,7 +80,7 @@ def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
     ``slo_tpot_s`` (s) at its ``rate_per_s`` requests/s (SLOs default to the course's targets,
     ``ttft_target_s`` and ``tpot_target_s`` of ``data/assumptions.toml``), with its engine's step times and
     scheduler (``"ideal"`` gives the floor no engine goes below), priced at its ``usd_per_gpu_hour``
-    (default: the GPU's own price, ``roofline.data.default_price``). ``replicas_low`` and ``replicas_high``
+    (default: the GPU's own price, ``roofline.pricing.default_price``). ``replicas_low`` and ``replicas_high``
     bound the count within the engine's validated median error (the module docstring). Raises
     ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from roofline.data import get_price
 from roofline.physics.cost import cost_per_million_tokens_usd
+from roofline.pricing import get_price
 
 from .limits import sustainable_rate_per_s
 from .policies import SchedulerPolicy

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.data import default_price, get_gpu, get_model
+from roofline.data import get_gpu, get_model
 from roofline.engines.achievable import decode_step_times, prefill_times
 from roofline.engines.model import StepTimer
 from roofline.errors import DoesNotFitError, UnsupportedPrecisionError
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.physics.memory import memory_available_bytes
+from roofline.pricing import default_price
 
 LOCAL_ENGINE = "llama.cpp"  # what people run on a Mac or a home GPU
 
