@@ -6,7 +6,7 @@
 Stored outputs are what nbval compares against in the test run, so refresh after changing the library.
 Widget state (random model ids) is dropped: the saved notebook shows its static figures, and a live
 kernel brings the explorers back. So is the accessibility script each explorer shows before itself
-(``roofline.ui.accessibility``): a saved notebook never runs it, and it would repeat in every explorer
+(``roofline.course.accessibility``): a saved notebook never runs it, and it would repeat in every explorer
 cell. The notebook's kernelspec is written as the installed kernel describes itself (name, display name,
 language), so JupyterLab does not mark a notebook modified on opening it.
 """
