@@ -228,9 +228,9 @@ def _is_loopback(url: str) -> bool:
 
 
 EXPLORER_NOTEBOOK = """
-from roofline.views.plots import StepTimeVsBatch
+from roofline.course.widgets import Explorer
+from roofline.lessons.step_time import StepTimeVsBatch
 from roofline.scenario import Scenario
-from roofline.ui.widgets import Explorer
 Explorer(StepTimeVsBatch, controls=["batch", "gpu", "usd_per_gpu_hour", "context_tokens"],
          scenario=Scenario(batch=32))
 """
@@ -247,12 +247,15 @@ LESSONS = ALL_LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") == "1" else
 # Every lesson's explorer, built with the lesson's starting scenario in one kernel on one page (one page
 # load instead of one per lesson), each marked with its notebook's name; then one more explorer for the GPU
 # menu test, which moves its GPU through every GPU (8 users at 1,000 tokens, so every GPU has a step to
-# price). Built in the order of ``LESSON_EXPLORERS``.
-ALL_EXPLORERS_NOTEBOOK = """
+# price). Built in the order of ``lesson_registry.lesson_explorers()``.
+ALL_EXPLORERS_NOTEBOOK = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "tests")!r})
 from IPython.display import HTML, display
+from lesson_registry import lesson_explorers
+from roofline.lessons.token_cost import cost_explorer
 from roofline.scenario import Scenario
-from roofline.ui.explorers import LESSON_EXPLORERS, cost_explorer
-for lesson, makers in LESSON_EXPLORERS.items():
+for lesson, makers in lesson_explorers().items():
     for i, make in enumerate(makers):
         ex = make()
         ex.add_class("roofline-lesson")

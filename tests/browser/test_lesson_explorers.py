@@ -1,6 +1,6 @@
-"""Every lesson's explorer on a laptop screen (issues 22 and 24), in JupyterLab at 1440×900 with the file
-browser open, all on one page: one kernel builds each lesson's explorer with its starting scenario
-(``roofline.ui.explorers.LESSON_EXPLORERS``), which costs one page load instead of one per lesson.
+"""Every lesson's explorer on a laptop screen, in JupyterLab at 1440×900 with the file browser open, all on
+one page: one kernel builds each lesson's explorer with its starting scenario (every ``*_explorer`` of each
+lesson's package, ``tests/lesson_registry.py``), which costs one page load instead of one per lesson.
 
 On that page: each explorer's controls, figure and headline readout fit in the visible notebook (details may
 be folded below) and nothing sticks out sideways; each lesson offers the four controls of a step (B, T, P,
@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 import roofline as rl
-from roofline.course.registry_TODO import LEFT_OUT, LESSON_EXPLORERS
+from lesson_registry import LEFT_OUT, lesson_explorers
 from roofline.course.widgets import AXES
 from roofline.pricing import default_price
 
@@ -116,7 +116,7 @@ def test_every_explorer_fits_a_laptop_screen(page):
     assert frame["height"] > 700, frame  # the notebook's visible height beside the file browser (~780 px)
     built = {e["name"] for e in m["explorers"]}
     assert built == {
-        f"{lesson}--{i}" for lesson, makers in LESSON_EXPLORERS.items() for i in range(len(makers))
+        f"{lesson}--{i}" for lesson, makers in lesson_explorers().items() for i in range(len(makers))
     }
     too_tall = {e["name"]: round(e["reach"]) for e in m["explorers"] if e["reach"] > frame["height"]}
     assert not too_tall, (

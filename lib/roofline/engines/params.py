@@ -59,7 +59,7 @@ OVERHEADS = {
 # Fitted per GPU family for engines without kernel timings (fractions of peak bandwidth): how well their own
 # weight-streaming GEMMs and paged-attention kernels of the time read memory. Their compute fractions are the
 # family's timed kernels' (a GEMM's math has not changed since; fitting it end to end let it absorb
-# preemptions and scheduling instead: issue 19).
+# preemptions and scheduling instead).
 FITTED_FRACTIONS = ("gemm_bandwidth_fraction", "kv_bandwidth_fraction")
 # The kernel timings' names (roofline.calibration.kernels) -> EngineParams' names.
 KERNEL_NAMES = {

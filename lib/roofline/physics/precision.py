@@ -6,7 +6,7 @@ Grouped quantization stores a scale per group of values, so a 4-bit weight costs
 a byte: with a 16-bit scale per 128 weights it is 4/8 + 2/128 = 0.515625 bytes. Weights and KV cache are
 chosen separately (e.g. FP8 weights with a BF16 KV cache).
 
-**Precision per tensor** (issue 10, item 5). A real low-bit checkpoint does not store every tensor in its
+**Precision per tensor.** A real low-bit checkpoint does not store every tensor in its
 headline format: AWQ/GPTQ, FP8 and NVFP4 checkpoints quantize the linear layers of the transformer blocks
 and keep the input embedding, the LM head, the norms and the MoE router in 16 bits. A *weight format*
 (``WeightFormat``) says which element format each group of tensors uses. The rule for a plain id:
