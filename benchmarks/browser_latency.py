@@ -25,14 +25,14 @@ from tests.browser.conftest import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, VoilaServer
 CELLS = [
     """import matplotlib.pyplot as plt
 from ipywidgets import Image, Layout, SelectionSlider, VBox, interact
-from roofline.views.plots import StepTimeVsBatch
+from roofline.course.widgets import BATCH_OPTIONS, Explorer
+from roofline.lessons.step_time import StepTimeVsBatch
 from roofline.scenario import Scenario
-from roofline.ui.widgets import BATCH_OPTIONS, Explorer, jpeg
 from benchmarks.explorer_redraw import naive_step_figure_pyplot""",
     """course = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32), readout=None)
 course.add_class("bench-course")
 course""",
-    """floor_pictures = [jpeg(StepTimeVsBatch(Scenario(batch=b))) for b in (32, 48)]
+    """floor_pictures = [StepTimeVsBatch(Scenario(batch=b)).jpeg() for b in (32, 48)]
 floor_image = Image(value=floor_pictures[0], format="jpeg", layout=Layout(width="900px"))
 floor_slider = SelectionSlider(options=BATCH_OPTIONS, value=32, description="batch")
 def swap(change):

@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from roofline import sim
+from roofline.data import engines
 
 MODEL, GPU = "llama-3-8b", "h100-sxm"
 RATE, INPUT, OUTPUT, REQUESTS = 50.0, 512, 128, 10_000
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
         )
         print(f"  other load, {label}: {s:.3f} s wall, {cs:.3f} s CPU ({rr.steps:,} iterations)")
     load = dict(rate_per_s=RATE, input_tokens=INPUT, output_tokens=OUTPUT, seed=0)
-    for engine in sim.policies.engine_ids_with_policies():
+    for engine in engines():
         s, cs, rr = timed(
             lambda e=engine: sim.simulate(sim.SimConfig(MODEL, GPU, requests=REQUESTS, policy=e, **load))
         )

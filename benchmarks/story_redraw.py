@@ -41,7 +41,7 @@ def main() -> None:
     moves = [timed(ex.set, batch=u) for u in USERS]
     print(f"lesson 59 dashboard move: median {statistics.median(moves) * 1e3:6.0f} ms, "
           f"max {max(moves) * 1e3:6.0f} ms over users {USERS}")  # fmt: skip
-    sims = [timed(simulated_latency, M, G, u, 4096) for u in USERS]
+    sims = [timed(simulated_latency, Scenario(batch=u, context_tokens=4096)) for u in USERS]
     med, top = statistics.median(sims) * 1e3, max(sims) * 1e3
     print(f"  of which the simulator:  median {med:6.0f} ms, max {top:6.0f} ms")
     print(f"lesson 25 hockey stick:   {timed(latency_against_load, M, G) * 1e3:6.0f} ms")

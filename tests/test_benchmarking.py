@@ -19,6 +19,9 @@ from roofline.lessons.benchmarks_that_lie.numbers import (
     simulated_latencies_s,
     time_decode,
 )
+from roofline.scenario import Scenario
+
+CARD = Scenario(context_tokens=0)  # the card's setup: Llama 3 8B in BF16, one user, one H100
 
 
 def test_launch_returns_before_the_work_is_done():
@@ -54,7 +57,7 @@ def test_prompt_tokens_counted_as_output():
 
 
 def test_request_time_adds_prefill_and_each_step():
-    t = request_time_s("llama-3-8b", "h100-sxm", 500, 2)
+    t = request_time_s(CARD.with_(prompt_tokens=500), 2)
     pre = rl.prefill("llama-3-8b", "h100-sxm", 500).time_s
     d = rl.decode_step("llama-3-8b", "h100-sxm", 1, [500, 501]).step_time_s
     assert t == pytest.approx(pre + d[0] + d[1])
@@ -89,25 +92,25 @@ def read_8b(batch: int) -> int:
 
 
 def test_card_claim_is_impossible():
-    p = plausibility(2000, "llama-3-8b", "h100-sxm")
+    p = plausibility(CARD, 2000)
     ceiling = 3.35e12 / read_8b(1)  # 3.35e12 / 15,009,857,536 = 223.2 tok/s (the card's 16 GB: 209)
     assert p.ceiling_tokens_per_s == pytest.approx(ceiling)
     assert p.ratio == pytest.approx(2000 / ceiling)  # 8.96x
     assert not p.plausible and p.verdict.startswith("impossible")
-    assert plausibility(300, "llama-3-8b", "h100-sxm").verdict.startswith("impossible")  # the PM's 300
+    assert plausibility(CARD, 300).verdict.startswith("impossible")  # the PM's 300
 
 
 def test_verdict_tiers():
     ceiling = 3.35e12 / read_8b(1)
-    assert plausibility(0.5 * ceiling, "llama-3-8b", "h100-sxm").verdict.startswith("plausible")
-    edge = plausibility(0.95 * ceiling, "llama-3-8b", "h100-sxm")
+    assert plausibility(CARD, 0.5 * ceiling).verdict.startswith("plausible")
+    edge = plausibility(CARD, 0.95 * ceiling)
     assert edge.verdict.startswith("suspicious") and not edge.plausible
-    big = plausibility(2000, "llama-3-70b", "h100-sxm")
+    big = plausibility(CARD.with_(model="llama-3-70b"), 2000)
     assert big.verdict.startswith("does not fit") and not big.plausible
 
 
 def test_batch_raises_the_ceiling():
-    p = plausibility(2000, "llama-3-8b", "h100-sxm", batch=32, context_tokens=1000)
+    p = plausibility(Scenario(batch=32), 2000)
     # (15.01 GB + 32 x 1000 x 131,072 B) / 3.35 TB/s = 5.733 ms; 32 / 5.733 ms = 5,582 tok/s
     assert p.ceiling_tokens_per_s == pytest.approx(32 / ((read_8b(32) + 32 * 1000 * 131072) / 3.35e12))
     assert p.plausible
@@ -116,13 +119,13 @@ def test_batch_raises_the_ceiling():
 @settings(max_examples=50, deadline=None)
 @given(claim=st.floats(1, 1e6), batch=st.integers(1, 64))
 def test_plausible_iff_below_edge(claim, batch):
-    p = plausibility(claim, "llama-3-8b", "h100-sxm", batch=batch)
+    p = plausibility(CARD.with_(batch=batch), claim)
     assert p.plausible == (claim <= EDGE_OF_POSSIBLE * p.ceiling_tokens_per_s)
 
 
 def test_bad_claim():
     with pytest.raises(rl.InvalidConfigurationError):
-        plausibility(0, "llama-3-8b", "h100-sxm")
+        plausibility(CARD, 0)
 
 
 def test_explorer():

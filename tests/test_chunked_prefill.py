@@ -14,8 +14,8 @@ from roofline.lessons.chunked_prefill.lab import (
 )
 from roofline.lessons.chunked_prefill.numbers import (
     ChunkScenario,
-    chunk_attention_flops,
     chunk_size_tradeoff,
+    chunk_tradeoff_under_arrivals,
     prompt_arrival_timeline,
 )
 from roofline.physics.step import mixed_step
@@ -72,8 +72,10 @@ def test_empty_step_takes_no_time():
 
 
 def test_chunks_sum_to_whole_attention():
-    # 8000 = 3000 + 3000 + 2000
-    parts = sum(chunk_attention_flops(M, c, s) for c, s in ((3000, 0), (3000, 3000), (2000, 6000)))
+    # 8000 = 3000 + 3000 + 2000: chunk i attends to its prefix S and causally to itself
+    parts = sum(
+        mixed_step(M, G, 0, 0, c, s).attention_flops for c, s in ((3000, 0), (3000, 3000), (2000, 6000))
+    )
     assert parts == pytest.approx(rl.causal_attention_flops(M, 8000))
 
 
@@ -123,40 +125,43 @@ def test_chunking_trades_ttft_for_gap():
     assert ch.ttft_s > base.ttft_s
 
 
+PASTE = Scenario(batch=30, context_tokens=1000, prompt_tokens=8000)
+
+
 def test_tradeoff_matches_timeline_and_broadcasts():
     chunks = np.array([64, 512, 3000])
-    r = chunk_size_tradeoff(M, G, 30, 1000, 8000, chunks)
+    r = chunk_size_tradeoff(PASTE, chunks)
     for i, c in enumerate(chunks):
-        t = prompt_arrival_timeline(Scenario(batch=30, context_tokens=1000, prompt_tokens=8000), int(c))
+        t = prompt_arrival_timeline(PASTE, int(c))
         assert r.ttft_s[i] == pytest.approx(t.ttft_s)
         assert r.worst_gap_s[i] == pytest.approx(t.worst_gap_s)
     assert r.prefill_steps.tolist() == [125, 16, 3]  # ceil(8000 / C)
-    grid = chunk_size_tradeoff(M, G, [[1], [64]], 1000, 8000, chunks)
-    assert grid.ttft_s.shape == (2, 3)
+    assert chunk_size_tradeoff(PASTE, [[64], [512]]).ttft_s.shape == (2, 1)
 
 
 def test_tradeoff_masks_what_does_not_fit():
-    r = chunk_size_tradeoff(M, G, [10, 1000], 4096, 8000, 512)
-    assert r.fits.tolist() == [True, False] and np.isnan(r.ttft_s[1])
+    assert chunk_size_tradeoff(PASTE.with_(batch=10, context_tokens=4096), 512).fits
+    r = chunk_size_tradeoff(PASTE.with_(batch=1000, context_tokens=4096), 512)
+    assert not r.fits and np.isnan(r.ttft_s)
     with pytest.raises(rl.DoesNotFitError):
-        prompt_arrival_timeline(Scenario(batch=1000, context_tokens=4096, prompt_tokens=8000), 512)
+        prompt_arrival_timeline(PASTE.with_(batch=1000, context_tokens=4096), 512)
 
 
 def test_bad_inputs():
     with pytest.raises(rl.InvalidConfigurationError):
-        chunk_size_tradeoff(M, G, 30, 1000, 8000, 0)
+        chunk_size_tradeoff(PASTE, 0)
     with pytest.raises(rl.InvalidConfigurationError):
-        prompt_arrival_timeline(Scenario(batch=0, context_tokens=1000, prompt_tokens=8000))
+        prompt_arrival_timeline(PASTE.with_(batch=0))
     with pytest.raises(rl.InvalidConfigurationError):
         mixed_step(M, G, -1, 1000, 10)
     with pytest.raises(rl.InvalidConfigurationError):
-        chunk_size_tradeoff(M, G, 30, 1000, 10_000_000, 1)  # ten million steps: refuse the grid
+        chunk_size_tradeoff(PASTE.with_(prompt_tokens=10_000_000), 1)  # ten million steps: refuse the grid
 
 
 @settings(max_examples=60, deadline=None)
 @given(b=st.integers(1, 64), p=st.integers(1, 20_000), c=st.integers(16, 20_000))
 def test_chunking_never_beats_the_work(b, p, c):
-    r = chunk_size_tradeoff(M, G, b, 1000, p, c)
+    r = chunk_size_tradeoff(PASTE.with_(batch=b, prompt_tokens=p), c)
     alone = rl.prefill(M, G, p, on_overflow="ignore").time_s  # prompts beyond the window, as the lesson
     # Total prompt FLOPs are the same however they are cut, so TTFT ≥ the prompt's compute time;
     # and every decoder's worst gap is at least a normal step and at most the unchunked gap's prefill + step.
@@ -170,7 +175,7 @@ def test_chunking_never_beats_the_work(b, p, c):
 @given(b=st.integers(1, 64), p=st.integers(100, 20_000))
 def test_smaller_chunks_never_raise_the_worst_gap_much(b, p):
     # The worst gap grows with C (a bigger chunk is more work in one step), up to rounding of the last chunk.
-    r = chunk_size_tradeoff(M, G, b, 1000, p, [64, 256, 1024, 4096])
+    r = chunk_size_tradeoff(PASTE.with_(batch=b, prompt_tokens=p), [64, 256, 1024, 4096])
     assert np.all(np.diff(r.worst_gap_s) >= -1e-4)
 
 
@@ -191,9 +196,7 @@ def test_figures_and_explorer_render():
 
 
 def test_chunk_size_tradeoff_under_random_arrivals():
-    # Issue 13: the same Poisson load (6 requests/s, lognormal prompts of mean 2,000 tokens) for each chunk.
-    from roofline.lessons.chunked_prefill.numbers import chunk_tradeoff_under_arrivals
-
+    # The same Poisson load (6 requests/s, lognormal prompts of mean 2,000 tokens) for each chunk size.
     r = chunk_tradeoff_under_arrivals("llama-3-8b", "h100-sxm", (64, 512, None), requests=200)
     assert r.chunk_tokens.tolist() == [64, 512, 0]
     # unchunked prompts freeze the streams: the inter-token tail grows
@@ -201,6 +204,4 @@ def test_chunk_size_tradeoff_under_random_arrivals():
     # tiny chunks re-read the weights for every 64 prompt tokens: prompts wait longer for their first token
     assert r.ttft_p99_s[0] > 1.5 * r.ttft_p99_s[1]
     # the floor: no TPOT below the batch-1 decode step (weights ÷ bandwidth)
-    import roofline as rl
-
     assert np.all(r.tpot_p50_s >= rl.decode_step("llama-3-8b", "h100-sxm").step_time_s * (1 - 1e-9))

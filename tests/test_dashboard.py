@@ -7,8 +7,14 @@ from hypothesis import strategies as st
 
 import roofline as rl
 from roofline.engines import StepTimer, decode_step_times, engine_params
-from roofline.lessons.dashboard.lab import DashboardFigure, dashboard_explorer, dashboard_readout
-from roofline.lessons.dashboard.numbers import dashboard, diagnose, steady_state
+from roofline.lessons.dashboard.lab import DashboardFigure, dashboard_explorer
+from roofline.lessons.dashboard.numbers import (
+    card_to_dashboard,
+    dashboard,
+    diagnose,
+    simulated_latency,
+    steady_state,
+)
 from roofline.scenario import Scenario
 
 M, G = "llama-3-8b", "h100-sxm"
@@ -25,10 +31,10 @@ def test_card_q5_mbu_and_mfu():
     # 16 GB read in 6 ms: 2.67 TB/s of 3.35 = 80%; 2 × 8e9 FLOP in 6 ms of 989 TFLOP/s = 0.27%.
     assert round(rl.mbu(16e9, 6e-3, BW), 2) == 0.80
     assert rl.mfu(16e9, 6e-3, PEAK) == pytest.approx(16e9 / 6e-3 / 989e12)
-    # A dashboard on the card's server (kernels at 80 % of bandwidth), with almost no prompts (P = 1 per
-    # 10,000 tokens), shows the same: the step is 15.01e9 B / 3.35e12 / 0.8 = 5.60 ms, so MBU = 0.8 and
+    # A dashboard on the card's server (kernels at 80 % of bandwidth), with no prompts, shows the same: the
+    # step is 15.01e9 B / 3.35e12 / 0.8 = 5.60 ms, so MBU = 0.8 and
     # MFU = 2 × 7.50e9 (no lookup FLOPs) / 5.60 ms / 989e12 = 0.27%.
-    s = steady_state(Scenario(prompt_tokens=1), 1, 1, output_tokens=10_000, params=CARD)
+    s = steady_state(Scenario(prompt_tokens=0), 1, 1, params=CARD)
     assert s.mbu == pytest.approx(0.8, abs=0.001)
     assert s.step_time_s == pytest.approx(W_READ / BW / 0.8, rel=1e-3)
     assert s.mfu == pytest.approx(0.0027, abs=0.0002)
@@ -138,18 +144,14 @@ def test_figure_readout_explorer():
     assert len(fig.png()) > 5_000 and fig.dashboard.running == 64
     fig.update(Scenario(model="llama-3-70b"))
     assert not fig.dashboard.fits and len(fig.png()) > 5_000
-    assert "healthy" in dashboard_readout(Scenario(batch=64, context_tokens=4096))
     ex = dashboard_explorer()
+    assert "healthy" in ex.readout.value and "how it was made" in ex.readout.value
     ex.set(batch=300)
-    assert ex.live.dashboard.waiting == 198
-
-
-# ---- issue 10 (one story) and issue 13 (percentiles from the simulator) ----
+    assert ex.live.dashboard.waiting == 198 and "memory-full" in ex.readout.value
 
 
 def test_two_gpus_pay_for_the_all_reduces():
-    # Before: the dashboard left the all-reduces out, so 2 GPUs gave exactly 2× the tokens/s.
-    # Now, on the card's server: step(G) = memory ÷ (G × 3.35e12 × 0.8) + all-reduces; with G = 2 the
+    # On the card's server: step(G) = memory ÷ (G × 3.35e12 × 0.8) + all-reduces; with G = 2 the
     # all-reduce time c (NCCL's latencies, as lesson 24) is added: speedup = t1 / (t1 / 2 + c) < 2.
     one = steady_state(Scenario(prompt_tokens=0), 1, 1, params=CARD)
     two = steady_state(Scenario(prompt_tokens=0, num_gpus=2), 1, 1, params=CARD)
@@ -182,9 +184,7 @@ def test_mfu_of_the_decode_tokens_is_the_cards_mfu():
 
 
 def test_card_to_dashboard_explains_4300_against_3400():
-    from roofline.lessons.dashboard.numbers import card_to_dashboard
-
-    c = card_to_dashboard()
+    c = card_to_dashboard(Scenario(batch=64, context_tokens=4096))
     # 1. the card's arithmetic: 64 ÷ ((16,060,522,496 + 64 × 4,096 × 131,072) ÷ 3.35e12) = 64 ÷ 15.05 ms
     card = 64 / ((16_060_522_496 + 64 * 4096 * 131072) / BW)
     assert c.tokens_per_s[0] == pytest.approx(card)  # 4,252, "about 4,300" on the card
@@ -198,8 +198,6 @@ def test_card_to_dashboard_explains_4300_against_3400():
 
 
 def test_percentiles_come_from_the_simulator():
-    from roofline.lessons.dashboard.numbers import simulated_latency
-
     d = dashboard(Scenario(batch=100, context_tokens=2000))
     assert d.ttft_p50_s <= d.ttft_p90_s <= d.ttft_p99_s and d.tpot_p50_s <= d.tpot_p90_s <= d.tpot_p99_s
     assert d.latency_source.startswith("roofline.sim")

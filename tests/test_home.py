@@ -8,7 +8,7 @@ import pytest
 
 import roofline as rl
 from roofline.lessons.calibration_validation.lab import kernel_fit_explorer
-from roofline.lessons.your_own_hardware.lab import home_explorer, local_speeds_table
+from roofline.lessons.your_own_hardware.lab import LocalSpeedsTable, home_explorer
 from roofline.lessons.your_own_hardware.numbers import local_speeds
 
 GiB = 2**30
@@ -64,7 +64,7 @@ def test_a_longer_conversation_is_slower_and_can_stop_fitting():
 
 def test_the_table_and_the_explorers_answer():
     rows = local_speeds(["llama-3-70b"], ["rtx-4090", "m4-max"], ["gguf-q4_k_m"])
-    table = local_speeds_table(rows)
+    table = LocalSpeedsTable(rows)
     assert repr(table) == "<table of 2 rows>" and table._repr_html_().count("<tr>") == 3
     assert ">no</td>" in table._repr_html_()  # 43 GB on a 24 GB card
     ex = home_explorer(model="llama-3-8b")

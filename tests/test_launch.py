@@ -8,29 +8,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline.lessons.launch_overhead.lab import launch_explorer
-from roofline.lessons.launch_overhead.numbers import (
-    kernels_per_step_estimate,
-    launch_budget,
-    overhead_share,
-    share_grid,
-)
+from roofline.lessons.launch_overhead.lab import launch_case, launch_explorer, launch_readout
+from roofline.lessons.launch_overhead.numbers import launch_budget, launch_hiding, share_grid
+from roofline.scenario import Scenario
 
 W_8B = 16_060_522_496  # Llama 3 8B BF16 weight bytes (8,030,261,248 parameters x 2)
 EMB_8B = 128_256 * 4096 * 2  # its embedding table, 1,050,673,152 bytes: a decode step looks up one row of it
 W_READ_8B = W_8B - EMB_8B + 4096 * 2  # bytes one batch-1 decode step reads: 15,009,857,536
 BW = 3.35e12  # H100 SXM bytes/s
-
-
-def test_overhead_share_by_hand():
-    # 1.2 ms of launches on top of a 4.8 ms step: 1.2 / (4.8 + 1.2) = 0.2
-    assert overhead_share(4.8e-3, 1.2e-3) == pytest.approx(0.2)
-    assert overhead_share(0.0, 1e-3) == 1.0
-    assert overhead_share(1e-3, 0.0) == 0.0
+CARD = Scenario(context_tokens=0)  # the card's step: Llama 3 8B in BF16, one user, one H100
 
 
 def test_card_budget_eager():
-    b = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6)
+    b = launch_budget(CARD, 300, 4e-6)
     roof = W_READ_8B / BW  # 4.481 ms (the card's 4.8 ms counts the whole embedding table)
     assert b.overhead_s == pytest.approx(300 * 4e-6)  # 1.2 ms
     assert b.roofline_time_s == pytest.approx(roof)
@@ -42,7 +32,7 @@ def test_card_budget_eager():
 
 
 def test_cuda_graph_is_one_launch():
-    b = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, cuda_graphs=True)
+    b = launch_budget(CARD, 300, 4e-6, cuda_graphs=True)
     assert b.kernels_launched == 1
     assert b.overhead_s == pytest.approx(4e-6)
     assert b.step_time_s == pytest.approx(W_READ_8B / BW + 4e-6)
@@ -52,8 +42,8 @@ def test_fewer_bytes_grows_the_share():
     # FP8 halves the layers' bytes; the LM head stays 16-bit (the FP8 preset), plus one BF16 embedding row:
     # (6,979,588,096 + 1,050,673,152 + 8,192) B / 3.35e12 = 2.397 ms (block scales add ~0.003%);
     # 1.2 / (2.397 + 1.2) = 0.334 > 0.211
-    bf16 = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6)
-    fp8 = launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, weight_precision="fp8")
+    bf16 = launch_budget(CARD, 300, 4e-6)
+    fp8 = launch_budget(CARD.with_(weight_precision="fp8"), 300, 4e-6)
     assert fp8.overhead_s == pytest.approx(bf16.overhead_s)  # unchanged
     w_fp8 = (8_030_261_248 - 2 * 128_256 * 4096) + 128_256 * 4096 * 2 + 4096 * 2
     assert fp8.roofline_time_s == pytest.approx(w_fp8 / BW, rel=1e-4)
@@ -62,19 +52,14 @@ def test_fewer_bytes_grows_the_share():
 
 
 def test_broadcast_over_kernels():
-    b = launch_budget("llama-3-8b", "h100-sxm", [100, 300, 600], 4e-6)
+    b = launch_budget(CARD, [100, 300, 600], 4e-6)
     assert b.overhead_s == pytest.approx([0.4e-3, 1.2e-3, 2.4e-3])
     assert np.all(np.diff(b.share) > 0)
 
 
 def test_does_not_fit_gives_nan():
-    b = launch_budget("llama-3-70b", "h100-sxm")  # 141 GB of BF16 weights on 80 GB
+    b = launch_budget(CARD.with_(model="llama-3-70b"))  # 141 GB of BF16 weights on 80 GB
     assert not b.fits and math.isnan(b.step_time_s) and math.isnan(b.share)
-
-
-def test_kernels_estimate_scales_with_layers():
-    assert kernels_per_step_estimate("llama-3-8b") == pytest.approx(300)  # 32 layers x 9.375
-    assert kernels_per_step_estimate("llama-3.2-1b") == pytest.approx(150)  # 16 layers
 
 
 def test_share_grid_by_hand():
@@ -86,17 +71,15 @@ def test_share_grid_by_hand():
 
 def test_bad_input():
     with pytest.raises(rl.InvalidConfigurationError):
-        launch_budget("llama-3-8b", "h100-sxm", -1, 4e-6)
-    with pytest.raises(rl.InvalidConfigurationError):
-        overhead_share(-1.0, 1e-3)
+        launch_budget(CARD, -1, 4e-6)
     with pytest.raises(rl.UnknownNameError):
-        launch_budget("llama-3-8b", "h1000")
+        launch_budget(CARD.with_(gpu="h1000"))
 
 
 @given(k=st.floats(0, 5000), c=st.floats(0, 50e-6))
 def test_share_properties(k, c):
-    eager = launch_budget("llama-3-8b", "h100-sxm", k, c)
-    graph = launch_budget("llama-3-8b", "h100-sxm", k, c, cuda_graphs=True)
+    eager = launch_budget(CARD, k, c)
+    graph = launch_budget(CARD, k, c, cuda_graphs=True)
     assert 0 <= eager.share < 1
     assert eager.step_time_s == pytest.approx(eager.roofline_time_s + eager.overhead_s)
     if k >= 1:
@@ -113,27 +96,16 @@ def test_explorer_moves():
     assert "does not fit" not in ex.readout.value and "tokens/s per user" in ex.readout.value
 
 
-def test_queued_ahead_launches_hide_under_the_gpu_time():
-    # Issue 10: launch overhead is not always added. Queued ahead: max(GPU, CPU); synchronous: the sum.
-    from roofline.lessons.launch_overhead.numbers import step_time_with_launches_s
-
-    assert step_time_with_launches_s(4.8e-3, 1.2e-3) == pytest.approx(4.8e-3)  # max(4.8, 1.2) ms
-    assert step_time_with_launches_s(4.8e-3, 1.2e-3, queued_ahead=False) == pytest.approx(6.0e-3)  # 4.8 + 1.2
-    assert step_time_with_launches_s(0.7e-3, 1.2e-3) == pytest.approx(1.2e-3)  # CPU slower: it sets the pace
-    assert step_time_with_launches_s([1e-3, 3e-3], 2e-3).tolist() == pytest.approx([2e-3, 3e-3])
-
-
 def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound():
-    from roofline.lessons.launch_overhead.numbers import launch_hiding
-
-    big = launch_hiding("llama-3-8b", "h100-sxm")  # 300 × 4 µs = 1.2 ms of CPU under a ~4.5 ms GPU step
+    # Launch overhead is not always added: queued ahead the step is max(GPU, CPU), synchronous the sum.
+    big = launch_hiding(CARD)  # 300 × 4 µs = 1.2 ms of CPU under a ~4.5 ms GPU step
     assert big.cpu_time_s == pytest.approx(300 * 4e-6)
     assert big.queued_step_s == pytest.approx(big.gpu_time_s) and not big.cpu_bound
     assert big.synchronous_step_s == pytest.approx(big.gpu_time_s + 1.2e-3)
     assert big.hidden_fraction == pytest.approx(1.0)
     # Llama 3.2 1B: 16 layers × 9.375 = 150 launches = 0.6 ms of CPU; a 1 ms Python scheduler: 1.6 ms of CPU
     # against ~2.5 GB ÷ 3.35 TB/s ≈ 0.7 ms of GPU. The CPU sets the pace even queued ahead.
-    small = launch_hiding("llama-3.2-1b", "h100-sxm", scheduler_s_per_step=1e-3)
+    small = launch_hiding(CARD.with_(model="llama-3.2-1b"), scheduler_s_per_step=1e-3)
     assert small.cpu_time_s == pytest.approx(150 * 4e-6 + 1e-3)
     assert small.cpu_bound and small.queued_step_s == pytest.approx(small.cpu_time_s)
     assert small.hidden_fraction == pytest.approx(small.gpu_time_s / small.cpu_time_s)
@@ -141,8 +113,6 @@ def test_launch_hiding_small_models_fast_gpus_and_slow_schedulers_are_cpu_bound(
 
 def test_readout_shows_the_queued_step_and_the_engine_column_prices_the_step_with_its_launches():
     from roofline.course.readouts import case_readout
-    from roofline.lessons.launch_overhead.lab import launch_case, launch_readout
-    from roofline.scenario import Scenario
 
     # 8B on an H100: 300 × 4 µs = 1.2 ms of launches under a 4.48 ms GPU step; queued ahead, 4.48 ms a step;
     # one user's 1 / 5.68 ms = 176 tokens/s at $3 per GPU-hour costs 3 / (176 × 3,600) × 1e6 = $4.73 per 1M

@@ -19,7 +19,6 @@ from roofline.measure.transformer import (
     SMALL,
     Transformer,
     TransformerConfig,
-    reference_logits,
     reproduce_benchmark_bugs,
     roofline_prediction,
     time_decode,
@@ -40,6 +39,62 @@ TINY = {
 # --------------------------------------------------------------------------------------------------
 # The transformer equals a plain reference implementation
 # --------------------------------------------------------------------------------------------------
+
+
+def reference_logits(model: Transformer, tokens) -> np.ndarray:
+    """Logits (B, S, V) for the whole sequence ``tokens`` (B, S), recomputed from scratch with plain loops.
+
+    No KV cache, no batching tricks, no GQA reshapes: every query head looks up its KV head by index and
+    attends position by position. In float64, so it is the trusted side of the comparison. Slow: tiny
+    shapes only.
+    """
+    cfg = model.cfg
+    tokens = np.asarray(tokens)
+    h, hkv, hd = cfg.attention_heads, cfg.kv_heads, cfg.head_dim
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+
+    def rms_norm(vec, weight):
+        return vec / np.sqrt(np.mean(vec**2) + cfg.norm_eps) * f64(weight)
+
+    def rope(vec, pos):
+        out = np.empty_like(vec)
+        half = hd // 2
+        for j in range(half):
+            angle = pos * cfg.rope_theta ** (-j / half)
+            out[j] = vec[j] * np.cos(angle) - vec[j + half] * np.sin(angle)
+            out[j + half] = vec[j + half] * np.cos(angle) + vec[j] * np.sin(angle)
+        return out
+
+    batch, seq = tokens.shape
+    logits = np.empty((batch, seq, cfg.vocab_size))
+    for bi in range(batch):
+        xs = [f64(model.embedding[t]) for t in tokens[bi]]
+        for layer in model.layers:
+            keys, values, queries = [], [], []
+            for pos, x in enumerate(xs):
+                a = rms_norm(x, layer["attn_norm"])
+                q, k, v = a @ f64(layer["wq"]), a @ f64(layer["wk"]), a @ f64(layer["wv"])
+                queries.append([rope(q[i * hd : (i + 1) * hd], pos) for i in range(h)])
+                keys.append([rope(k[i * hd : (i + 1) * hd], pos) for i in range(hkv)])
+                values.append([v[i * hd : (i + 1) * hd] for i in range(hkv)])
+            new_xs = []
+            for pos, x in enumerate(xs):
+                heads = []
+                for i in range(h):
+                    kv_head = i // (h // hkv)
+                    s = np.array([queries[pos][i] @ keys[j][kv_head] / np.sqrt(hd) for j in range(pos + 1)])
+                    p = np.exp(s - s.max())
+                    p /= p.sum()
+                    heads.append(sum(p[j] * values[j][kv_head] for j in range(pos + 1)))
+                x = x + np.concatenate(heads) @ f64(layer["wo"])
+                m = rms_norm(x, layer["mlp_norm"])
+                gate, up = m @ f64(layer["w_gate"]), m @ f64(layer["w_up"])
+                x = x + (gate / (1 + np.exp(-gate)) * up) @ f64(layer["w_down"])
+                new_xs.append(x)
+            xs = new_xs
+        for pos, x in enumerate(xs):
+            logits[bi, pos] = rms_norm(x, model.final_norm) @ f64(model.lm_head)
+    return logits
 
 
 @pytest.mark.parametrize("name", TINY)

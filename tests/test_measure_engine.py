@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_prompt_point_mfu_uses_the_library_flops_and_the_measured_matmul_rate():
 
 def test_predictions_are_the_achievable_layers_llama_cpp_figures():
     run = engine_roofline.example_run()
-    gpu = engine_roofline.machine_from_record(run["machine"]).as_gpu()
+    gpu = bench.Measurement(**run["machine"]).as_gpu()
     decode, prompt = engine_roofline.place(run)
     model = TINY.as_model("random-llama-tiny")
     f16 = achievable.StepTimer("llama.cpp", model, gpu, weight_precision="gguf-f16", kv_precision="fp16")
@@ -345,7 +346,7 @@ def test_cli_rejects_an_unknown_engine(capsys):
 # --------------------------------------------------------------------------------------------------
 
 needs_engine = pytest.mark.skipif(
-    not llamacpp.available(), reason="the optional 'engine' group is not installed"
+    importlib.util.find_spec("llama_cpp") is None, reason="the optional 'engine' group is not installed"
 )
 # 1 layer, rows 256 wide: llama.cpp gives its Q4_0 output matrix Q6_K, as the library counts.
 SMALL_256 = TransformerConfig(layers=1, hidden_size=256, attention_heads=4, kv_heads=2, head_dim=64,

@@ -14,6 +14,9 @@ from roofline.lessons.amdahl.numbers import (
     profile_fractions,
     speedup_of_each_part,
 )
+from roofline.scenario import Scenario
+
+CARD = Scenario(context_tokens=0)  # Llama 3 8B in BF16, one user, one H100
 
 
 def test_card_one_optimization():
@@ -41,7 +44,7 @@ def test_speed_up_what_dominates():
 
 
 def test_decode_profile_adds_up_to_the_step():
-    p = decode_profile("llama-3-8b", "h100-sxm")
+    p = decode_profile(CARD)
     # memory-bound at B=1, T=0: the parts' bytes add to all weight bytes (8,030,261,248 x 2 = 16.06 GB),
     # so the times add to 16.06e9 / 3.35e12 = 4.794 ms. (The step engine gathers one embedding row instead of
     # reading the whole 1.05 GB table, so its step is 0.31 ms shorter; the profile keeps the card's count.)
@@ -49,14 +52,14 @@ def test_decode_profile_adds_up_to_the_step():
     assert sum(p.values()) >= rl.decode_step("llama-3-8b", "h100-sxm").step_time_s
     assert p["MLP"] == pytest.approx(5_637_144_576 * 2 / 3.35e12)  # 3.365 ms
     assert p["attention over KV"] == 0 and p["kernel launches"] == 0
-    with_launch = decode_profile("llama-3-8b", "h100-sxm", kernels_per_step=300)
+    with_launch = decode_profile(CARD, kernels_per_step=300)
     assert with_launch["kernel launches"] == pytest.approx(1.2e-3)
     f = profile_fractions(with_launch)
     assert sum(f.values()) == pytest.approx(1.0)
 
 
 def test_long_context_makes_attention_dominate():
-    p = profile_fractions(decode_profile("llama-3-8b", "h100-sxm", batch=32, context_tokens=4096))
+    p = profile_fractions(decode_profile(Scenario(batch=32, context_tokens=4096)))
     # KV: 32 x 4096 x 131,072 B = 17.2 GB against 16.06 GB of weights
     assert max(p, key=p.get) == "attention over KV"
 
@@ -67,7 +70,7 @@ def test_bad_input():
     with pytest.raises(rl.InvalidConfigurationError):
         amdahl_breakdown([0.3, 0.5], [2])
     with pytest.raises(rl.InvalidConfigurationError):
-        decode_profile("mixtral-8x7b", "h100-sxm")
+        decode_profile(CARD.with_(model="mixtral-8x7b"))
 
 
 @given(st.floats(0, 0.5), st.floats(0, 0.5), st.floats(1, 100), st.floats(1, 100))

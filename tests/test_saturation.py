@@ -100,7 +100,7 @@ def test_figures_and_readout():
 
 
 def test_per_kernel_matmuls_flip_near_the_ridge_whatever_the_context():
-    # Issue 10: the whole-step roofline hides that the matmuls flip near B ≈ ridge (989e12 / 3.35e12 = 295.2;
+    # The whole-step roofline hides that the matmuls flip near B ≈ ridge (989e12 / 3.35e12 = 295.2;
     # 2·B FLOP per 2-byte weight) at any context, while attention stays memory-bound.
     from roofline.lessons.compute_bound.numbers import matmul_flip_batch, per_kernel_decode
 
@@ -136,7 +136,7 @@ def test_per_kernel_ceiling_moves_with_context():
 
 
 def test_simulated_saturation_wall():
-    # Issue 13: the wall under a closed loop. Each output token brings one prompt token (128 in, 128 out):
+    # The wall under a closed loop. Each output token brings one prompt token (128 in, 128 out):
     # the layers' matmuls of a prompt token, 2 × (8.03e9 − 2 × 525.3e6) = 13.96e9 FLOP, plus a decode token's
     # 2 × (8.03e9 − 525.3e6) = 15.01e9 FLOP: 28.97e9 FLOP per output token, so at most
     # 989e12 / 28.97e9 = 34,140 output tokens/s (attention only lowers it). Throughput flattens below that

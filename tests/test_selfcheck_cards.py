@@ -68,7 +68,9 @@ def test_default_answers_are_computed_by_the_library(qid, name, value, arithmeti
 
 
 def test_every_default_answer_has_a_golden_value():
-    assert {(q, n) for q, n, _, _ in GOLDEN} == {(c.qid, a.name) for c in sc.cards() for a in c.answers}
+    assert {(q, n) for q, n, _, _ in GOLDEN} == {
+        (c.qid, a.name) for c in map(sc.card, sc.QIDS) for a in c.answers
+    }
 
 
 # (card, answer, the round figure the study card prints, how far its rounding lets it be)
@@ -121,7 +123,7 @@ def test_card_data_is_consistent():
 def test_the_cards_lessons_agree_with_the_course_map():
     # The map lists, for each lesson, the study card's questions it answers: the same links both ways.
     rows = {r.number: r for r in course_map() if r.part == "card"}
-    for card in sc.cards():
+    for card in map(sc.card, sc.QIDS):
         for number in card.lessons:
             assert card.qid in rows[number].card, (card.qid, number)
     for number, row in rows.items():
@@ -144,7 +146,7 @@ def test_building_a_card_never_changes_the_callers_dict():
 
 
 def test_every_default_trap_differs_from_its_answer():
-    for card in sc.cards():
+    for card in map(sc.card, sc.QIDS):
         assert len(card.traps) == card.trap_count_built, card.qid  # none was dropped
         for trap in card.traps:
             assert not card.answer(trap.answer).accepts(trap.value), (card.qid, trap.name)
@@ -168,7 +170,7 @@ def test_a_slip_that_is_the_scenarios_own_size_is_not_a_trap():
 
 
 def test_every_card_has_its_parts_and_computed_numbers():
-    for card in sc.cards():
+    for card in map(sc.card, sc.QIDS):
         assert card.is_default and card.answers and card.worked and card.mistake
         assert card.followup_question and card.followup_answer
         html = card.reveal_html()
@@ -199,7 +201,9 @@ def test_scenario_text_follows_the_parameters():
     assert "64 users" in card.scenario and "2,000 tokens" in card.scenario and not card.is_default
     # 16.1 GB + 64 × 2,000 × 131 KB = 16.1 + 16.77 GB = 32.87 GB; / 3.35 TB/s = 9.81 ms
     assert card.answer("step_ms").value == pytest.approx((16.1e9 + 64 * 2000 * 131e3) / BW * 1e3)
-    assert sc.card("Q3", sc.default_params("Q3")).is_default  # the card's own scenario, passed back
+    assert sc.card(
+        "Q3", cards_module.SPECS["Q3"].default_params()
+    ).is_default  # the card's own scenario, passed back
 
 
 def test_card_rejects_bad_scenarios():

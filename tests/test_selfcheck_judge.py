@@ -85,7 +85,7 @@ def test_known_traps_are_recognised_and_named(qid, name, typed, trap):
 
 def test_every_trap_of_the_default_cards_is_in_the_hand_table():
     in_table = {(q, n, t) for q, n, _, t in TRAPS}
-    on_cards = {(c.qid, t.answer, t.name) for c in sc.cards() for t in c.traps}
+    on_cards = {(c.qid, t.answer, t.name) for c in map(sc.card, sc.QIDS) for t in c.traps}
     assert on_cards <= in_table
 
 

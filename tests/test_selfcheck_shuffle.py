@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.course.cards import TRAP_POWER_OF_TEN
 from roofline.lessons import pack01_speed_physics as sc
+from roofline.lessons.pack01_speed_physics.cards import SPECS
 
 
 def test_shuffle_is_seeded_and_changes_the_answers():
@@ -32,7 +33,7 @@ def test_a_sequence_of_shuffles_is_reproducible(qid):
 
 def test_a_shuffled_card_is_the_card_built_from_its_own_scenario():
     shuffled = sc.shuffled_card("Q6", 5)
-    again = sc.card("Q6", {k: v for k, v in shuffled.params.items() if k in sc.default_params("Q6")})
+    again = sc.card("Q6", {k: v for k, v in shuffled.params.items() if k in SPECS["Q6"].default_params()})
     assert again.expected() == shuffled.expected() and again.scenario == shuffled.scenario
 
 

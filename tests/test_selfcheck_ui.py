@@ -52,9 +52,9 @@ def test_widget_buttons_drive_the_same_methods():
     w.check_button.click()
     assert w.results[-1].trap == "added the speedups"
     w.reveal_button.click()
-    assert w.revealed and "Worked answer" in w.revealed_text() and "1.25×" in w.revealed_text()
+    assert w.revealed and "Worked answer" in w.answer_area.value and "1.25×" in w.answer_area.value
     w.reveal_button.click()
-    assert not w.revealed and w.revealed_text() == ""
+    assert not w.revealed and w.answer_area.value == ""
 
 
 def test_widget_shuffle_swaps_the_card_and_still_checks():

@@ -103,7 +103,7 @@ def test_batching_never_finishes_later_and_never_makes_fewer_tokens(users, n, co
 
 
 def test_batched_time_to_first_token_includes_the_prefill():
-    # Issue 10: 20 users with 1,000-token prompts. Before: TTFT = one decode step (~5 ms). Now the 20 prompts
+    # 20 users with 1,000-token prompts: the 20 prompts
     # are prefilled in one pass first. The layers' matmuls alone (8,030,261,248 parameters minus the embedding
     # and the LM head, 2 × 128,256 × 4,096 = 1,050,673,152, which a prompt token does not multiply) take
     # 20 × 1,000 tokens × 2 × 6,979,588,096 FLOP ÷ 989e12 FLOP/s = 0.282 s.
@@ -112,7 +112,7 @@ def test_batched_time_to_first_token_includes_the_prefill():
     assert b.wait_last_s >= lower
     assert b.wait_last_s == pytest.approx(rl.prefill("llama-3-8b", "h100-sxm", 1000, batch=20).step_time_s)
     assert b.finish_last_s == pytest.approx(b.wait_last_s + 399 * b.step_time_s)  # then 399 decode steps
-    # No prompt (P = 0): the first token is one decode step, as before.
+    # No prompt (P = 0): the first token is one decode step.
     b0 = serve_continuous_batching("llama-3-8b", "h100-sxm", 20, 400, 1000, prompt_tokens=0)
     assert b0.wait_last_s == pytest.approx(b0.step_time_s) and b0.finish_last_s == pytest.approx(
         400 * b0.step_time_s

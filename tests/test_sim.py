@@ -1,5 +1,7 @@
 """The serving simulator (roofline.sim): closed forms, Little's law, invariants, bounds."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +12,7 @@ from roofline import sim
 
 W8B = 16.060522496e9  # Llama 3 8B BF16 weight bytes
 TABLE = 128256 * 4096  # its input embedding (= LM head) parameters, V x d: 525,336,576
-# A decode step gathers one embedding row per token instead of reading the table (issue 10):
+# A decode step gathers one embedding row per token instead of reading the table:
 # 1 token reads the weights minus the table plus one row of d = 4096 BF16 values.
 W8B_STEP = W8B - 2 * TABLE + 2 * 4096  # 15,010,857,536 bytes
 BW = 3.35e12  # H100 SXM bytes/s
@@ -128,6 +130,19 @@ def test_disaggregated_single_request_by_hand():
     assert r.ttft_s[0] == pytest.approx(prefill_s, rel=1e-12)
     assert r.e2e_s[0] == pytest.approx(prefill_s + transfer_s + decode_s, rel=1e-12)
     assert r.num_gpus_total == 2
+
+
+def test_a_gpu_without_interconnect_serves_alone_but_cannot_disaggregate():
+    # a single measured machine has no link (0 bytes/s): one worker never moves KV, so its run is the same
+    # as on the GPU with NVLink; prefill and decode workers would have to move it, and are refused by name
+    alone = dataclasses.replace(rl.get_gpu("h100-sxm"), id="no-link", interconnect_bytes_per_s=0.0)
+    load = dict(rate_per_s=20, requests=100, input_tokens=512, output_tokens=64, replicas=2)
+    r = sim.simulate(sim.SimConfig("llama-3-8b", alone, **load))
+    linked = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", **load))
+    assert r.requests_completed == 100
+    np.testing.assert_array_equal(r.finish_s, linked.finish_s)
+    with pytest.raises(rl.InvalidConfigurationError, match="no-link has none"):
+        sim.simulate(sim.SimConfig("llama-3-8b", alone, rate_per_s=20, prefill_workers=1, decode_workers=1))
 
 
 def test_pipeline_bubble_at_batch_one():
@@ -443,26 +458,7 @@ def test_closed_loop_ramp_spreads_the_first_requests():
     assert r.requests_completed == 8
 
 
-# ---------------------------------------------------------- entry points proposed for lessons 25, 44, 59
-
-
-def test_lesson_25_under_arrivals_batching_beats_the_queue():
-    from roofline.lessons.batching import batching_under_arrivals
-
-    r = batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=0.4, output_tokens=400, requests=80)
-    one, batched = r["one at a time"], r["continuous batching"]
-    assert batched["ttft_p99_s"] < one["ttft_p99_s"]
-    assert batched["e2e_p99_s"] < one["e2e_p99_s"]
-
-
-def test_lesson_44_chunk_trade_off_under_arrivals():
-    from roofline.lessons.chunked_prefill import chunk_size_sweep
-
-    s = chunk_size_sweep("llama-3-8b", "h100-sxm", (0, 128, 2048), requests=150)
-    # whole 8,000-token prompts stall the decoders; chunks bound the gap
-    assert s.tpot_p99_s[1] < s.tpot_p99_s[0] and s.tpot_p99_s[2] < s.tpot_p99_s[0]
-    # 128-token chunks are below the ridge (~295): every chunk re-reads the weights, so prompts take longer
-    assert s.ttft_p50_s[1] > s.ttft_p50_s[2]
+# ---------------------------------------------------------------- the simulator inside lesson 59
 
 
 def test_lesson_59_dashboard_reuses_the_conversation():

@@ -1,4 +1,4 @@
-"""The serving simulator's edges (issue 21): stability verdicts, bad traces, zero-token draws, occupancy."""
+"""The serving simulator's edges: stability verdicts, bad traces, zero-token draws, occupancy."""
 
 import numpy as np
 import pytest

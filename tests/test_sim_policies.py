@@ -164,7 +164,7 @@ def test_physical_passes_reread_the_weights():
 
 def test_every_engines_scheduler_serves_a_load_to_the_end():
     # each engine's policy, on the ideal step times: everyone finishes, causally, within the KV cache
-    for engine in sim.policies.engine_ids_with_policies():
+    for engine in rl.data.engines():
         prompts = sim.LengthSpec("lognormal", 1500, sigma=0.8)
         r = sim.simulate(
             sim.SimConfig(

@@ -1,5 +1,5 @@
 """The serving simulator against measured rows (roofline.sim.serving_rows, roofline.sim.validation) and the
-error band plans quote (issue 20). Fast: a few small rows are simulated; the stored run is checked on a
+error band plans quote. Fast: a few small rows are simulated; the stored run is checked on a
 sample (tools/serving_validation.py writes it from every row)."""
 
 import importlib.util

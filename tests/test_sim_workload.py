@@ -30,7 +30,7 @@ def _csv(rows, header="arrival_s,input_tokens,output_tokens") -> str:
 def test_bursty_arrivals_keep_the_mean_rate_and_raise_the_spread():
     # Gamma renewal: shape 1 ÷ cv², scale cv² ÷ rate: gaps of mean 1 ÷ rate and std cv ÷ rate
     for cv in (0.5, 1.0, 3.0):
-        gaps = np.diff(sim.bursty_arrivals_s(8.0, 200_001, np.random.default_rng(2), cv=cv))
+        gaps = np.diff(sim.arrivals_s(8.0, 200_001, np.random.default_rng(2), cv=cv))
         assert gaps.mean() == pytest.approx(1 / 8.0, rel=0.03)
         assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.05)
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import roofline as rl
-from roofline.lessons import decode_floor, gpu_util, launch_overhead, prefill_vs_decode
+from roofline.lessons import decode_floor, gpu_util, launch_overhead
 from roofline.lessons import pack01_speed_physics as sc
+from roofline.lessons.prefill_vs_decode.lab import prefill_readout
 from roofline.scenario import Scenario
 
 
@@ -57,7 +58,7 @@ def test_one_set_of_lever_numbers_from_the_librarys_weight_formats(precision):
     read = body * (1.0 if precision == "fp8" else 0.515625) + 2 * wide
     table = decode_floor.ceiling_table("llama-3-8b", ["h100-sxm"], [precision])
     step = rl.decode_step("llama-3-8b", "h100-sxm", 1, 0, weight_precision=precision)
-    launch = launch_overhead.launch_budget("llama-3-8b", "h100-sxm", 300, 4e-6, weight_precision=precision)
+    launch = launch_overhead.launch_budget(Scenario(context_tokens=0, weight_precision=precision), 300, 4e-6)
     assert table.floor("h100-sxm", precision) == pytest.approx(read / 3.35e12, rel=1e-6)
     assert step.step_time_s == pytest.approx(read / 3.35e12, rel=1e-6)
     assert launch.roofline_time_s == pytest.approx(read / 3.35e12, rel=1e-6)
@@ -78,7 +79,7 @@ def test_one_mbu_for_the_cards_6_ms_step_in_lessons_09_16_59_and_the_card():
 def test_lesson_15s_prefill_rows_say_what_they_count():
     # 500 tokens on an H100: the card's 2·N·P = 2 × 8.03e9 × 500 / 989e12 = 8.12 ms; the layers' matmuls
     # (2·N'·P) and the full prefill are the library's; each row's label names what it counts, once.
-    text = html.unescape(prefill_vs_decode.prefill_readout(Scenario(prompt_tokens=500)))
+    text = html.unescape(prefill_readout(Scenario(prompt_tokens=500)))
     rows = dict(re.findall(r'<td class="k">([^<]+)</td><td data-key="[^"]+"><b>([^<]+)</b>', text))
     card = 2 * 8_030_261_248 * 500 / 989e12
     assert rows["the card's 2·N·P (all N × 500 tokens)"] == f"{card * 1e3:.2f} ms"

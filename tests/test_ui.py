@@ -1,7 +1,7 @@
 """Behaviour of the explorers' controls (roofline.ui.widgets) and of the Scenario's price rule.
 
 Typed values, menus without dead ends, the cost following the GPU's listed price, set-up buttons, presets,
-reset, the pinned baseline, the projector scale and the text an unrun explorer shows.
+reset, the pinned baseline and the text an unrun explorer shows.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import roofline as rl
 from roofline import engines
 from roofline.course.figures import alt_text
 from roofline.course.readouts import combine_readouts, decode_readout
-from roofline.course.widgets import RUN_HINT, Explorer, NumberControl, Prediction, Reveal
+from roofline.course.widgets import RUN_HINT, Explorer, NumberControl, Prediction
 from roofline.lessons import (
     batching,
     chunked_prefill,
@@ -233,7 +233,7 @@ def test_scenario_price_always_follows_the_gpu(first, second):
     assert default_price(second) == row
 
 
-# ---- set-up buttons, presets, reset, pin, scale --------------------------------------------------------
+# ---- set-up buttons, presets, reset, pin --------------------------------------------------------------
 
 
 def test_a_setup_button_puts_the_question_in_the_explorer(explorer):
@@ -250,19 +250,6 @@ def test_a_setup_button_can_set_fields_without_a_control():
     ex = Explorer(StepTimeVsBatch, controls=["batch"])
     ex.setup_button(kv_precision="fp8", batch=64).click()
     assert ex.scenario.kv_precision == "fp8" and ex.scenario.batch == 64
-
-
-def test_reveal_with_setup_shows_a_button_then_the_folded_answer(explorer, monkeypatch):
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
-    Reveal("Check", "<p>x</p>", setup=(explorer, {"batch": 64}, "Set up question 1"))._ipython_display_()
-    button, answer = shown
-    assert button.description == "Set up question 1"
-    assert answer._repr_html_().startswith('<details class="roofline-reveal">')  # plain HTML, readable unrun
-    assert "Run the notebook" in button._repr_mimebundle_()["text/plain"]
-    button.click()
-    assert explorer.scenario.batch == 64
-    assert not hasattr(Reveal("Check", "<p>x</p>"), "_ipython_display_")  # plain: an HTML result
 
 
 def test_a_setup_button_starts_from_the_explorers_starting_scenario(explorer):
@@ -291,13 +278,6 @@ def test_pinning_keeps_grey_curves_that_do_not_move(explorer):
     )
     explorer.unpin()
     assert explorer.live._pinned == []
-
-
-def test_projector_scale_enlarges_the_picture(explorer):
-    width = explorer.live.fig.canvas.get_width_height()[0]
-    explorer.set_scale(1.5)
-    assert explorer.live.fig.canvas.get_width_height()[0] == round(width * 1.5)
-    assert "--rs: 1.5" in explorer.style_html.value
 
 
 # ---- how it shows ------------------------------------------------------------------------------------
@@ -484,6 +464,7 @@ def test_a_prediction_must_be_written_before_the_answer_opens(explorer):
     )
     button, row, answer = p.children
     assert button.description == "Set up question 1"
+    assert "Run the notebook" in button._repr_mimebundle_()["text/plain"]  # unrun, it says how to use it
     assert p.open_button.disabled and "14.7 ms" not in answer.value  # the answer is not in the page yet
     p.open_answer()  # nothing written: nothing opens
     assert "14.7 ms" not in answer.value

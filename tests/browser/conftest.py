@@ -259,7 +259,7 @@ for lesson, makers in lesson_explorers().items():
     for i, make in enumerate(makers):
         ex = make()
         ex.add_class("roofline-lesson")
-        ex.add_class(f"roofline-lesson-{lesson}--{i}")
+        ex.add_class(f"roofline-lesson-{{lesson}}--{{i}}")
         display(ex)
 gpu_menu = cost_explorer(Scenario(batch=8, context_tokens=1000))  # fits on every GPU of the tables
 gpu_menu.add_class("roofline-gpu-menu")

@@ -16,9 +16,9 @@ Synchronization is by condition (Playwright waits for a selector or a page-side 
 from __future__ import annotations
 
 import pytest
+from lesson_registry import LEFT_OUT, lesson_explorers
 
 import roofline as rl
-from lesson_registry import LEFT_OUT, lesson_explorers
 from roofline.course.widgets import AXES
 from roofline.pricing import default_price
 

@@ -1,19 +1,11 @@
-"""``roofline``: the library's models from the shell, one subcommand per question, each in its own module
-(``roofline.apps.cli_<command>``); every one takes ``--json`` for scripts. docs/cli.md describes each
-command, every JSON field and the exit codes.
+"""``roofline``: the library's models from the shell, one subcommand per question; docs/cli.md describes
+each command, every JSON field and the exit codes.
 
-The commands only parse arguments, call the library and format what comes back; values stay in SI units
-(bytes, FLOP, seconds) until they are printed, and the JSON output keeps them in SI. This module builds the
-parser and keeps one error contract for all of them: exit code 0 on success, 1 for a valid answer that is
-"no" (``fit --batch`` does not fit, ``serve``'s load is unsustainable), 2 for bad input (unknown name, a
-number out of range, unsupported precision, a configuration that does not fit in memory, a broken data
-table, argument errors) and 3 for a bug. Every failure prints one ``error: ...`` line on stderr (argument
-errors keep argparse's usage line before it) and, with ``--json``, ``{"command": ..., "error": {"type":
-..., "message": ...}}`` on stdout (``suggestions`` too for an unknown name).
-
-A command module has ``add_parser(subparsers)`` and ``run(args) -> int``; ``COMMAND_MODULES`` registers it,
-one line each. What the commands share is in ``cli_options`` (the options and their checks),
-``cli_output`` (printing, exit codes, errors) and ``cli_figures`` (the library's figures several show).
+A command module (``cli_<command>``, registered in ``COMMAND_MODULES``) has ``add_parser(subparsers)`` and
+``run(args) -> int``; it parses, calls the library and formats (SI units until printed, and in JSON). This
+module keeps one error contract for all of them: exit code 0 on success, 1 for a valid answer that is
+"no", 2 for bad input, 3 for a bug; every failure prints one ``error: ...`` line on stderr and, with
+``--json``, ``{"command": ..., "error": {"type": ..., "message": ...}}`` on stdout.
 """
 
 from __future__ import annotations
@@ -50,11 +42,8 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in command_modules:
         module = importlib.import_module(module_name)
-        before = set(sub.choices)
         module.add_parser(sub)
-        for name in set(sub.choices) - before:  # its run handles them, unless it named a handler
-            if sub.choices[name].get_default("handler") is None:
-                sub.choices[name].set_defaults(handler=module.run)
+        list(sub.choices.values())[-1].set_defaults(handler=module.run)  # the one it added
     parser.commands = sub.choices
     return parser
 
@@ -68,12 +57,8 @@ def _default_weights(args) -> None:
 
 
 def main(argv: list[str] | None = None, command_modules: Iterable[str] | None = None) -> int:
-    """Run the command line; return the exit code (never raises SystemExit itself).
-
-    Every failure is reported the same way, whichever command raised it: ``error: ...`` on stderr and,
-    with ``--json``, ``{"command": ..., "error": {"type": ..., "message": ...}}`` on stdout. numpy
-    floating-point trouble is an error too, never a stray warning.
-    """
+    """Run the command line; return the exit code (never raises SystemExit itself). numpy floating-point
+    trouble is an error too, never a stray warning."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     json_mode = "--json" in argv  # known before parsing, so argument errors can be JSON too
     command = None

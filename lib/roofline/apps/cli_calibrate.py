@@ -7,17 +7,16 @@ Taught in notebooks/floor_to_real_server.ipynb. Each ``--point`` is one measurem
     ttft=MS[,batch=B][,prompt=P]       the time to first token of B prompts of P tokens, alone
     latency=MS,batch=B,prompt=P,output=O   a whole static batch
 
-The fit starts from ``--base``'s fitted costs (default vLLM) and keeps its kernels
-(``roofline.calibration.calibrate``); the engine is saved in your own tables (``roofline list engines``
-shows it) unless ``--dry-run``, and then ``--engine NAME`` works in every command and explorer. A
-measurement below the ideal floor, or two of one configuration more than 2x apart, is refused with why.
+The fit starts from ``--base``'s costs and kernels (``roofline.calibration.calibrate``); unless
+``--dry-run`` the engine is saved in your own tables, and ``--engine NAME`` works in every command and
+explorer. A measurement below the floor, or two of one configuration more than 2x apart, is refused.
 """
 
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps.cli_options import add_common_arguments, lower, usage_error
-from roofline.apps.cli_output import EXIT_OK, fmt_seconds, print_json, rows_text
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.calibration import calibrate
 
 KEYS = {"batch": "batch", "context": "input_tokens", "prompt": "input_tokens", "output": "output_tokens"}
@@ -31,8 +30,8 @@ def add_parser(subparsers) -> None:
         description="Fit your engine's per-step, per-layer and per-sequence costs to your measurements; "
         "the kernels keep their measured efficiencies.",
     )
-    add_common_arguments(p)
-    p.add_argument("--name", type=lower, required=True, help="your engine's id (e.g. my-vllm)")
+    opt.add_common_arguments(p)
+    p.add_argument("--name", type=opt.lower, required=True, help="your engine's id (e.g. my-vllm)")
     p.add_argument("--base", default="vllm", metavar="ENGINE", help="the engine you measured (default vllm)")
     p.add_argument(
         "--point",
@@ -61,19 +60,19 @@ def parse_point(text: str, args) -> calibrate.Point:
         try:
             number = float(value)
         except ValueError:
-            raise usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
+            raise opt.usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
         if key in calibrate.KINDS and kind is None:
             kind, fields["measured_s"] = key, number / 1000
         elif key in KEYS and number == int(number) and number >= (0 if key == "context" else 1):
             fields[KEYS[key]] = int(number)
         else:
-            raise usage_error(
+            raise opt.usage_error(
                 "calibrate",
                 f"--point {text!r}: unknown or bad part {part!r} (kinds: tpot, ttft, latency in "
                 "ms; then batch=, context=, prompt=, output= as whole numbers)",
             )
     if kind is None:
-        raise usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
+        raise opt.usage_error("calibrate", f"--point {text!r}: give one of tpot=MS, ttft=MS, latency=MS")
     if kind == "tpot":
         fields.setdefault("output_tokens", 1)
     return calibrate.Point(
@@ -97,17 +96,17 @@ def run(args) -> int:
     weak = cal.provenance.get("prior_dominated", [])
     if args.json:
         base_costs = engines.load_calibration().overheads_for(base.id)[0] if args.dry_run else None
-        print_json({"command": "calibrate", "engine": args.name, "base": base.id, "points": len(points),
-                    "costs_s": costs, "base_costs_s": base_costs, "prior_dominated": weak,
-                    "saved": saved})  # fmt: skip
-        return EXIT_OK
-    rows = [(name.replace("_s", "").replace("_", " "), fmt_seconds(value)) for name, value in costs.items()]
+        out.print_json({"command": "calibrate", "engine": args.name, "base": base.id, "points": len(points),
+                        "costs_s": costs, "base_costs_s": base_costs, "prior_dominated": weak,
+                        "saved": saved})  # fmt: skip
+        return out.EXIT_OK
+    rows = [(name.replace("_s", "").replace("_", " "), out.fmt_seconds(s)) for name, s in costs.items()]
     print(f"calibrate: {args.name}, on {base.name}'s kernels, from {len(points)} measurement(s)")
-    print(rows_text(rows))
+    print(out.rows_text(rows))
     if weak:
         print(
             f"kept near {base.id}'s values (your points do not pin them): "
             + ", ".join(w.split(".")[-1] for w in weak)
         )
     print("saved: " + ", ".join(saved) if saved else "not saved (--dry-run)")
-    return EXIT_OK
+    return out.EXIT_OK

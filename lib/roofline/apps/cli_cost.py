@@ -16,155 +16,134 @@ from __future__ import annotations
 import sys
 
 import roofline as rl
-from roofline.apps.cli_figures import achievable_decode, does_not_fit, ideal_step, price_fields, price_of
-from roofline.apps.cli_options import (
-    BATCH,
-    CONTEXT,
-    add_common_arguments,
-    add_engine_argument,
-    add_price_arguments,
-    real_number,
-)
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    extrapolation_rows,
-    fmt_count,
-    fmt_seconds,
-    fmt_usd,
-    precisions_text,
-    price_text,
-    print_json,
-    rows_text,
-    setup_text,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.units import SECONDS_PER_HOUR
 
 
 def add_parser(sub) -> None:
     """The ``cost`` subcommand and its options."""
     p = sub.add_parser("cost", help="dollars per million output tokens, ideal and achievable")
-    add_common_arguments(p, required=False, kv_default=None)
-    p.add_argument("--batch", type=BATCH, default=None, help="users decoding together (default 1)")
-    p.add_argument("--context", type=CONTEXT, default=None, help="tokens of KV each user holds (default 0)")
-    p.add_argument("--tokens-per-s", type=real_number(0, 1e12, "tokens/s", above=True), default=None,
+    opt.add_common_arguments(p, required=False, kv_default=None)
+    p.add_argument("--batch", type=opt.BATCH, default=None, help="users decoding together (default 1)")
+    p.add_argument("--context", type=opt.CONTEXT, default=None,
+                   help="tokens of KV each user holds (default 0)")  # fmt: skip
+    p.add_argument("--tokens-per-s", type=opt.real_number(0, 1e12, "tokens/s", above=True), default=None,
                    metavar="RATE",
                    help="a throughput to price directly (all GPUs together), instead of a model")  # fmt: skip
-    add_price_arguments(p)
-    add_engine_argument(p)
-    p.set_defaults(handler=lambda args: run(args, p))
+    opt.add_price_arguments(p)
+    opt.add_engine_argument(p)
+    p.set_defaults(parser=p)  # reports options that do not go together
 
 
-def run(args, parser) -> int:
-    """Run ``cost`` from parsed ``args``; ``parser`` reports options that do not go together."""
+def run(args) -> int:
+    """Run ``cost`` from parsed ``args``; return the exit code."""
     if args.tokens_per_s is not None:
-        usd_per_gpu_hour, price = _throughput_price(args, parser)
+        usd_per_gpu_hour, price = _throughput_price(args)
         d, step, tps = {"command": "cost", "mode": "throughput"}, None, args.tokens_per_s
     else:
         gpu = args.gpu or (rl.get_price(args.price).gpu if args.price else None)
         if not args.model or not gpu:
-            parser.error("give --tokens-per-s, or --model and --gpu (the GPU may come from --price)")
+            args.parser.error("give --tokens-per-s, or --model and --gpu (the GPU may come from --price)")
         args.kv = args.kv or "bf16"
-        usd_per_gpu_hour, price = price_of(gpu, args.usd_per_hour, args.price)
+        usd_per_gpu_hour, price = fig.price_of(gpu, args.usd_per_hour, args.price)
         if usd_per_gpu_hour is None:
-            parser.error(f"GPU {rl.get_gpu(gpu).id} has no price in data/prices.toml: give --usd-per-hour")
+            args.parser.error(
+                f"GPU {rl.get_gpu(gpu).id} has no price in data/prices.toml: give --usd-per-hour"
+            )
         if price and rl.get_gpu(gpu).id != price.gpu:
             print(
                 f"warning: price {price.id!r} is for {price.gpu}, not {rl.get_gpu(gpu).id}", file=sys.stderr
             )
+        batch, context = args.batch or 1, args.context or 0
         try:
-            d, step = _cost_of_model(args, gpu, usd_per_gpu_hour)
+            step = fig.ideal_step(args, batch, context, gpu=gpu)
+            real = fig.achievable_decode(args, batch, context, gpu=gpu)
         except rl.DoesNotFitError:
-            why = ": no throughput to price"
-            return does_not_fit(args, "cost", args.batch or 1, args.context or 0, gpu=gpu, why=why)
+            return fig.does_not_fit(args, "cost", batch, context, gpu=gpu, why=": no throughput to price")
+        real["usd_per_million_tokens"] = rl.cost_per_million_tokens_usd(
+            usd_per_gpu_hour, real["tokens_per_s_total"], args.gpus
+        )
+        d = {
+            "command": "cost",
+            "mode": "model",
+            "model_id": step.model_id,
+            "gpu_id": step.gpu_id,
+            "weight_precision": args.weights,
+            "kv_precision": args.kv,
+            "batch": batch,
+            "context_tokens": context,
+            "step_time_s": step.step_time_s,
+            "binding": step.binding,
+            "tokens_per_s_per_user": step.tokens_per_s_per_user,
+            "achievable": real,
+        }
         tps = step.tokens_per_s_total
     d.update(
         num_gpus=args.gpus,
         usd_per_gpu_hour=usd_per_gpu_hour,
-        **price_fields(price),
+        **fig.price_fields(price),
         tokens_per_s_total=tps,
         tokens_per_hour=rl.tokens_per_hour(tps),
         seconds_per_million_tokens=rl.seconds_per_million_tokens(tps),
         usd_per_million_tokens=rl.cost_per_million_tokens_usd(usd_per_gpu_hour, tps, args.gpus),
     )
     if args.json:
-        print_json(d)
+        out.print_json(d)
     else:
         _print_cost(args, d, step, price)
-    return EXIT_OK
+    return out.EXIT_OK
 
 
-def _throughput_price(args, parser):
+def _throughput_price(args):
     """Throughput mode: the price given (a throughput has no model or GPU to take one from)."""
     model_args = [("--model", args.model), ("--gpu", args.gpu), ("--batch", args.batch),
                   ("--context", args.context), ("--weights", args.weights), ("--kv", args.kv)]  # fmt: skip
     given = [flag for flag, v in model_args if v is not None]
     if given:
-        parser.error(
+        args.parser.error(
             f"--tokens-per-s does not go with {', '.join(given)}: give either a throughput "
             "or a model and GPU to model one"
         )
     if args.usd_per_hour is None and args.price is None:
-        parser.error("a throughput has no GPU to take a price from: give --usd-per-hour or --price")
-    return price_of(None, args.usd_per_hour, args.price)
-
-
-def _cost_of_model(args, gpu, usd_per_gpu_hour) -> tuple[dict, rl.Step]:
-    """Model mode: the ideal decode step and the engine's, priced (raises ``DoesNotFitError``)."""
-    batch = 1 if args.batch is None else args.batch
-    context = 0 if args.context is None else args.context
-    step = ideal_step(args, batch, context, gpu=gpu)
-    real = achievable_decode(args, batch, context, gpu=gpu)
-    real["usd_per_million_tokens"] = rl.cost_per_million_tokens_usd(
-        usd_per_gpu_hour, real["tokens_per_s_total"], args.gpus
-    )
-    d = {
-        "command": "cost",
-        "mode": "model",
-        "model_id": step.model_id,
-        "gpu_id": step.gpu_id,
-        "weight_precision": args.weights,
-        "kv_precision": args.kv,
-        "batch": batch,
-        "context_tokens": context,
-        "step_time_s": step.step_time_s,
-        "binding": step.binding,
-        "tokens_per_s_per_user": step.tokens_per_s_per_user,
-        "achievable": real,
-    }
-    return d, step
+        args.parser.error("a throughput has no GPU to take a price from: give --usd-per-hour or --price")
+    return fig.price_of(None, args.usd_per_hour, args.price)
 
 
 def _print_cost(args, d: dict, step, price) -> None:
     tps, num_gpus, usd = d["tokens_per_s_total"], d["num_gpus"], d["usd_per_million_tokens"]
     if step is None:
-        print(f"cost: {fmt_count(tps)} tokens/s on {num_gpus} GPU{'s' if num_gpus > 1 else ''}")
-        rows = [("throughput", f"{fmt_count(tps)} tokens/s total")]
+        print(f"cost: {out.fmt_count(tps)} tokens/s on {num_gpus} GPU{'s' if num_gpus > 1 else ''}")
+        rows = [("throughput", f"{out.fmt_count(tps)} tokens/s total")]
     else:
         real = d["achievable"]
         print(
-            f"cost: {setup_text(step.model_id, step.gpu_id, num_gpus)}, batch {d['batch']}, context "
+            f"cost: {step.model_id} on {num_gpus} × {step.gpu_id}, batch {d['batch']}, context "
             f"{d['context_tokens']:,} tokens, "
-            f"{precisions_text(args.weights, args.kv, args.weights_defaulted)}"
+            f"{out.precisions_text(args.weights, args.kv, args.weights_defaulted)}"
         )
         rows = [
-            ("step time", f"{fmt_seconds(step.step_time_s)} ({step.binding}-bound) ideal; "
-                          f"{fmt_seconds(real['step_time_s'])} {real['engine']}"),
-            ("throughput", f"{fmt_count(tps)} tokens/s total ({fmt_count(step.tokens_per_s_per_user)} per "
-                           f"user) ideal; {fmt_count(real['tokens_per_s_total'])} {real['engine']}"),
+            ("step time", f"{out.fmt_seconds(step.step_time_s)} ({step.binding}-bound) ideal; "
+                          f"{out.fmt_seconds(real['step_time_s'])} {real['engine']}"),
+            ("throughput", f"{out.fmt_count(tps)} tokens/s total "
+                           f"({out.fmt_count(step.tokens_per_s_per_user)} per user) ideal; "
+                           f"{out.fmt_count(real['tokens_per_s_total'])} {real['engine']}"),
         ]  # fmt: skip
     spm = d["seconds_per_million_tokens"]
     rows += [
-        ("price", price_text(d["usd_per_gpu_hour"], price, num_gpus)),
-        ("tokens per hour", fmt_count(d["tokens_per_hour"])),
-        ("1M tokens take", f"{fmt_count(spm)} s ({spm / SECONDS_PER_HOUR:.3g} h)"),
+        ("price", out.price_text(d["usd_per_gpu_hour"], price, num_gpus)),
+        ("tokens per hour", out.fmt_count(d["tokens_per_hour"])),
+        ("1M tokens take", f"{out.fmt_count(spm)} s ({spm / SECONDS_PER_HOUR:.3g} h)"),
     ]
     if step is None:
-        rows.append(("cost", f"{fmt_usd(usd)} per million output tokens"))
+        rows.append(("cost", f"{out.fmt_usd(usd)} per million output tokens"))
     else:
         rows += [
-            ("cost (ideal)", f"{fmt_usd(usd)} per million output tokens (the floor: no engine is cheaper)"),
-            (f"cost ({real['engine']})", f"{fmt_usd(real['usd_per_million_tokens'])} per million output "
+            ("cost (ideal)",
+             f"{out.fmt_usd(usd)} per million output tokens (the floor: no engine is cheaper)"),
+            (f"cost ({real['engine']})", f"{out.fmt_usd(real['usd_per_million_tokens'])} per million output "
                                          "tokens (achievable, calibrated on published runs)"),
-            *extrapolation_rows(real),
+            *out.extrapolation_rows(real),
         ]  # fmt: skip
-    print(rows_text(rows))
+    print(out.rows_text(rows))

@@ -1,12 +1,10 @@
 """``roofline diagnose``: your measured speed against the floor and what a tuned engine reaches.
 
-Taught in notebooks/floor_to_real_server.ipynb. Give one measurement: a user's decode rate
-(``--tokens-per-s``) or time per output token (``--tpot-ms``), or a time to first token (``--ttft-ms`` with
-``--prompt``). The command places it against the ideal floor and the engine's achievable time, itemised
-(the gap budget: kernel efficiency, per-step, per-layer, communication), and says which part of the gap it
-sits in. A measurement below the floor is impossible at the precision given: it names the weight
-precisions whose floor would allow it, both from ``roofline.engines.diagnose_measurement`` (a prompt: one
-request alone, no queueing). docs/cli.md lists the JSON fields.
+Taught in notebooks/floor_to_real_server.ipynb. One measurement (a user's decode rate ``--tokens-per-s``,
+a time per output token ``--tpot-ms``, or a time to first token ``--ttft-ms`` with ``--prompt``) placed
+against the ideal floor and the engine's achievable time, itemised into the gap budget
+(``roofline.engines.diagnose_measurement``), with the part of the gap it sits in. A measurement below the
+floor names the weight precisions whose floor would allow it. docs/cli.md lists the JSON fields.
 
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
@@ -24,27 +22,9 @@ import numpy as np
 
 import roofline as rl
 from roofline import engines
-from roofline.apps.cli_figures import coverage_fields, decode_times, prefill_times, setup_fields, step_timer
-from roofline.apps.cli_options import (
-    BATCH,
-    CONTEXT,
-    MILLISECONDS,
-    TOKENS,
-    add_common_arguments,
-    add_engine_argument,
-    check_tensor_parallel,
-    check_window,
-    real_number,
-    usage_error,
-)
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    extrapolation_rows,
-    fmt_seconds,
-    print_json,
-    rows_text,
-    weights_text,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 
 # What each part of the gap budget is, for the verdict (roofline.engines.BUDGET_PARTS).
@@ -64,68 +44,71 @@ def add_parser(subparsers) -> None:
         description="Your measurement against the ideal floor and the engine's achievable time, itemised; "
         "which part of the gap it sits in.",
     )
-    add_common_arguments(p)
+    opt.add_common_arguments(p)
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--tokens-per-s", type=real_number(0, 1e9, "tokens/s", above=True), metavar="X",
+    what.add_argument("--tokens-per-s", type=opt.real_number(0, 1e9, "tokens/s", above=True), metavar="X",
                       help="one user's decode rate (1 ÷ time per output token), tokens/s")  # fmt: skip
     what.add_argument(
-        "--tpot-ms", type=MILLISECONDS, metavar="MS", help="time per output token (one decode step), ms"
+        "--tpot-ms", type=opt.MILLISECONDS, metavar="MS", help="time per output token (one decode step), ms"
     )
     what.add_argument(
-        "--ttft-ms", type=MILLISECONDS, metavar="MS", help="time to first token of one request alone, ms"
+        "--ttft-ms", type=opt.MILLISECONDS, metavar="MS", help="time to first token of one request alone, ms"
     )
-    p.add_argument("--batch", type=BATCH, default=1, metavar="B",
+    p.add_argument("--batch", type=opt.BATCH, default=1, metavar="B",
                    help="users decoding together when you measured (default 1)")  # fmt: skip
-    p.add_argument("--context", type=CONTEXT, default=0, metavar="T",
+    p.add_argument("--context", type=opt.CONTEXT, default=0, metavar="T",
                    help="tokens of KV each user held, decode (default 0)")  # fmt: skip
-    p.add_argument("--prompt", type=TOKENS, default=None, metavar="P", help="prompt tokens, with --ttft-ms")
-    add_engine_argument(p, "the achievable time")
+    p.add_argument("--prompt", type=opt.TOKENS, default=None, metavar="P",
+                   help="prompt tokens, with --ttft-ms")  # fmt: skip
+    opt.add_engine_argument(p, "the achievable time")
 
 
 def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
     """The weight precisions (basic and presets) whose floor on this GPU is at or below ``measured_s``
     (seconds): what the measurement could have run in, if not in ``--weights``."""
-    out = []
+    within = []
     for w in dict.fromkeys([*PRECISIONS, *WEIGHT_FORMATS]):
         try:
+            timer = fig.step_timer(args, weights=w, engine="ideal")
             times = (
-                decode_times(args, args.batch, args.context, weights=w, engine="ideal")
+                engines.decode_step_times(timer, args.batch, args.context)
                 if phase == "decode"
-                else prefill_times(args, weights=w, engine="ideal")
+                else engines.prefill_times(timer, args.prompt)
             )
         except rl.UnsupportedPrecisionError:
             continue
         floor = float(times["floor"])
         if np.isfinite(floor) and floor <= measured_s:
-            out.append({"weight_precision": w, "floor_s": floor})
-    return out
+            within.append({"weight_precision": w, "floor_s": floor})
+    return within
 
 
 def run(args) -> int:
     """Diagnose one measurement; print the verdict."""
-    check_tensor_parallel(args.model, args.gpus, args.engine)
+    opt.check_tensor_parallel(args.model, args.gpus, args.engine)
     decode = args.ttft_ms is None
     if decode:
         if args.prompt is not None:
-            raise usage_error("diagnose", "--prompt goes with --ttft-ms; a decode step has --context")
-        check_window(args.model, args.context, "a decode step at --context tokens")
+            raise opt.usage_error("diagnose", "--prompt goes with --ttft-ms; a decode step has --context")
+        opt.check_window(args.model, args.context, "a decode step at --context tokens")
         measured_s = 1 / args.tokens_per_s if args.tokens_per_s is not None else args.tpot_ms / 1000
         measured = {"tokens_per_s": args.tokens_per_s} if args.tokens_per_s else {"tpot_s": measured_s}
     else:
         if args.prompt is None:
-            raise usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
-        check_window(args.model, args.prompt, "a prompt of --prompt tokens")
+            raise opt.usage_error("diagnose", "--ttft-ms needs --prompt (the prompt's tokens)")
+        opt.check_window(args.model, args.prompt, "a prompt of --prompt tokens")
         measured_s, measured = args.ttft_ms / 1000, {"ttft_s": args.ttft_ms / 1000}
     phase = "decode" if decode else "prefill"
+    prompt = None if decode else args.prompt
     d = engines.diagnose_measurement(
-        step_timer(args), measured_s, args.batch, args.context, prompt_tokens=None if decode else args.prompt
+        fig.step_timer(args), measured_s, args.batch, args.context, prompt_tokens=prompt
     )
     d["measured_s"] = d.pop("measured_step_s")
     below = d["sits_in"].startswith("below the floor")
     lengths = {"context_tokens": args.context} if decode else {"input_tokens": args.prompt}
-    out = {
+    result = {
         "command": "diagnose",
-        **setup_fields(args),
+        **fig.setup_fields(args),
         "phase": phase,
         "batch": args.batch if decode else 1,
         "context_tokens": args.context if decode else None,
@@ -134,17 +117,17 @@ def run(args) -> int:
         **d,
         "below_floor": below,
         "precisions_within_floor": precisions_within(args, d["measured_s"], phase) if below else [],
-        **coverage_fields(args, args.batch if decode else 1, **lengths),
+        **fig.coverage_fields(args, args.batch if decode else 1, **lengths),
     }
     if args.json:
-        print_json(out)
+        out.print_json(result)
     else:
-        print(_human(out, args))
-    return EXIT_OK
+        print(_human(result, args))
+    return out.EXIT_OK
 
 
 def _t(s: float) -> str:
-    return "0" if s == 0 else fmt_seconds(s)
+    return "0" if s == 0 else out.fmt_seconds(s)
 
 
 def _verdict(d: dict) -> str:
@@ -176,7 +159,7 @@ def _human(d: dict, args) -> str:
     )
     head = (
         f"diagnose: {d['model_id']} on {d['num_gpus']:,} × {d['gpu_id']}, {what}, weights "
-        f"{weights_text(d['weight_precision'], args.weights_defaulted)}, KV {d['kv_precision']}"
+        f"{out.weights_text(d['weight_precision'], args.weights_defaulted)}, KV {d['kv_precision']}"
     )
 
     def vs(ref: float) -> str:  # the measurement against a reference time (and its rate, for decode)
@@ -201,6 +184,6 @@ def _human(d: dict, args) -> str:
         ("MBU, MFU", f"{d['mbu']:.1%}, {d['mfu']:.1%} (bytes and FLOPs of the step ÷ time ÷ peak)"),
         ("gap budget", f"{parts} = {_t(d['budget']['total'])}"),
         ("verdict", _verdict(d)),
-        *extrapolation_rows(d),
+        *out.extrapolation_rows(d),
     ]
-    return "\n".join([head, rows_text(rows)])
+    return "\n".join([head, out.rows_text(rows)])

@@ -1,9 +1,6 @@
-"""The figures several ``roofline`` commands show, each asked of the library in one place: the ideal decode
-step, the engine's step and prompt times (``roofline.engines``) and where they leave the calibrated range,
-prices, and the memory numbers of a configuration that does not fit.
-
-Each takes the parsed options (``args``: ``model``, ``gpu``, ``gpus``, ``weights``, ``kv``, ``engine``, as
-``roofline.apps.cli_options.add_common_arguments`` and ``add_engine_argument`` name them).
+"""The figures several ``roofline`` commands show, each asked of the library in one place from the parsed
+options (``args``): the ideal decode step, the engine's times (``roofline.engines``) and where they leave
+the calibrated range, prices, and the memory numbers of a configuration that does not fit.
 """
 
 from __future__ import annotations
@@ -11,7 +8,7 @@ from __future__ import annotations
 import roofline as rl
 from roofline import engines
 from roofline.apps.cli_options import tensor_parallel_problem
-from roofline.apps.cli_output import fmt_capacity, precisions_text, report_error, rows_text, setup_text
+from roofline.apps.cli_output import fmt_capacity, precisions_text, report_error, rows_text
 from roofline.data import table_dir
 from roofline.pricing import default_price
 from roofline.units import MS, fmt_bytes
@@ -58,16 +55,14 @@ def coverage_fields(args, batch, *, gpu=None, input_tokens=None, output_tokens=N
 
 
 def ideal_step(args, batch: int, context: int, *, gpu=None, **options) -> rl.Step:
-    """``roofline.decode_step`` of ``batch`` users holding ``context`` tokens each (``options``: its other
-    keywords)."""
+    """``roofline.decode_step`` of ``batch`` users holding ``context`` tokens each (``options``: its own)."""
     return rl.decode_step(args.model, gpu or args.gpu, batch, context, num_gpus=args.gpus,
                           weight_precision=args.weights, kv_precision=args.kv, **options)  # fmt: skip
 
 
 def step_timer(args, *, model=None, gpu=None, weights=None, engine=None) -> engines.StepTimer:
-    """The command's deployment (``--engine``, ``--model``, ``--gpu``, ``--gpus``, ``--weights``, ``--kv``,
-    any ``--parallel``) as a ``roofline.engines.StepTimer``, with the model, GPU, weights or engine given
-    instead."""
+    """The command's deployment as a ``roofline.engines.StepTimer``, or with the model, GPU, weights or
+    engine given instead."""
     return engines.StepTimer(
         engine or args.engine,
         model or args.model,
@@ -79,23 +74,10 @@ def step_timer(args, *, model=None, gpu=None, weights=None, engine=None) -> engi
     )
 
 
-def decode_times(args, batch, context, *, model=None, gpu=None, weights=None, engine=None, **options) -> dict:
-    """``roofline.engines.decode_step_times`` (seconds), the command's model, GPU, weights and engine unless
-    others are given (``options``: its keywords)."""
-    timer = step_timer(args, model=model, gpu=gpu, weights=weights, engine=engine)
-    return engines.decode_step_times(timer, batch, context, **options)
-
-
-def prefill_times(args, *, weights=None, engine=None) -> dict:
-    """``roofline.engines.prefill_times`` (seconds) of ``args.prompt``, the command's weights and engine
-    unless others are given."""
-    return engines.prefill_times(step_timer(args, weights=weights, engine=engine), args.prompt)
-
-
 def _calibration_file() -> str:
-    """The calibration file the figure came from, as "<folder>/calibration.toml": the shipped one unless
-    ``$ROOFLINE_DATA_DIR`` holds its own (``roofline.data.table_dir``)."""
-    return str(table_dir("calibration.toml")).rstrip("/").rsplit("/", 1)[-1] + "/calibration.toml"
+    """The calibration file the figure came from, as "<folder>/calibration.toml" (``roofline.data.table_dir``:
+    the shipped one unless ``$ROOFLINE_DATA_DIR`` holds its own)."""
+    return f"{table_dir('calibration.toml').name}/calibration.toml"
 
 
 def achievable_decode(args, batch: int, context: int, *, gpu=None) -> dict:
@@ -103,7 +85,8 @@ def achievable_decode(args, batch: int, context: int, *, gpu=None) -> dict:
     gpu = gpu or args.gpu
     # A CPU that cannot hide its kernel launches slows any engine.
     launch_s = getattr(args, "launch_overhead_ms", 0.0) * MS
-    step = float(decode_times(args, batch, context, gpu=gpu, launch_overhead_s=launch_s)["total"])
+    times = engines.decode_step_times(step_timer(args, gpu=gpu), batch, context, launch_overhead_s=launch_s)
+    step = float(times["total"])
     return {
         "engine": engines.get_engine(args.engine).id,
         "step_time_s": step,
@@ -118,7 +101,7 @@ def achievable_prefill(args) -> dict:
     """The engine's pass of ``args.prompt`` tokens next to the ideal one: the ``achievable`` JSON object."""
     return {
         "engine": engines.get_engine(args.engine).id,
-        "time_s": float(prefill_times(args)["total"]),
+        "time_s": float(engines.prefill_times(step_timer(args), args.prompt)["total"]),
         "calibration": _calibration_file(),
         **coverage_fields(args, 1, input_tokens=args.prompt),
     }
@@ -136,9 +119,8 @@ def available_text(have: float, gpu, num_gpus: int, memory: str, hint: str = "")
 
 
 def does_not_fit(args, command: str, batch: int, context: int, *, gpu=None, why="", json_extra=None) -> int:
-    """Report weights plus KV cache beyond the GPUs' memory (exit code 2): the explanation on stderr and,
-    with --json, the memory numbers and the error object on stdout (``json_extra`` first: the masked step
-    of ``step``)."""
+    """Report weights plus KV cache beyond the GPUs' memory (``report_error``) with the memory numbers
+    (``json_extra`` first in JSON: the masked step of ``step``)."""
     gpu, model, weights, kv, num_gpus = gpu or args.gpu, args.model, args.weights, args.kv, args.gpus
     need = rl.memory_needed_bytes(model, batch, context, weights, kv)
     have = rl.memory_available_bytes(gpu, num_gpus)
@@ -157,7 +139,7 @@ def does_not_fit(args, command: str, batch: int, context: int, *, gpu=None, why=
     fields = {"memory_needed_bytes": need, "memory_capacity_bytes": have, "weight_bytes": w,
               "kv_cache_bytes": kv_total, "max_batch": largest, "fits": False}  # fmt: skip
     head = (
-        f"{setup_text(rl.get_model(model).id, rl.get_gpu(gpu).id, num_gpus)} does not fit at batch {batch}, "
+        f"{rl.get_model(model).id} on {num_gpus} × {rl.get_gpu(gpu).id} does not fit at batch {batch}, "
         f"context {context:,} tokens ({precisions_text(weights, kv, args.weights_defaulted)}){why}."
     )
     json_fields = {k: v for k, v in {**(json_extra or {}), **fields}.items() if k not in ("command", "error")}

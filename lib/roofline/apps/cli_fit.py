@@ -13,25 +13,19 @@ and (``--batch``) whether that many users fit: exit code 1 if they do not. docs/
 from __future__ import annotations
 
 import roofline as rl
-from roofline.apps.cli_figures import available_text, setup_fields
-from roofline.apps.cli_options import (
-    BATCH,
-    TOKENS,
-    add_common_arguments,
-    check_window,
-    tensor_parallel_problem,
-)
-from roofline.apps.cli_output import EXIT_NO, EXIT_OK, precisions_text, print_json, rows_text, setup_text
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.units import fmt_bytes
 
 
 def add_parser(sub) -> None:
     """The ``fit`` subcommand and its options."""
     p = sub.add_parser("fit", help="memory needed vs available; the largest batch at a context")
-    add_common_arguments(p)
-    p.add_argument("--context", type=TOKENS, required=True, help="tokens of KV each user holds")
+    opt.add_common_arguments(p)
+    p.add_argument("--context", type=opt.TOKENS, required=True, help="tokens of KV each user holds")
     p.add_argument(
-        "--batch", type=BATCH, default=None, help="check this many users (exit 1 if they do not fit)"
+        "--batch", type=opt.BATCH, default=None, help="check this many users (exit 1 if they do not fit)"
     )
     p.add_argument(
         "--memory", choices=["engine", "ideal"], default="engine",
@@ -44,13 +38,13 @@ def run(args) -> int:
     prec = dict(weight_precision=args.weights, kv_precision=args.kv)
     m, g = rl.get_model(args.model), rl.get_gpu(args.gpu)
     rl.peak_flops_per_s(g, args.weights)  # same precision rule as step: no tensor-core math, no answer
-    check_window(m, args.context, "a user holding this context")  # as step: no answer beyond the window
+    opt.check_window(m, args.context, "a user holding this context")  # as step: no answer beyond the window
     largest = int(rl.max_batch(m, g, args.context, num_gpus=args.gpus, memory=args.memory, **prec))
     per_token = rl.kv_bytes_per_token(m, args.kv)
     have = rl.memory_available_bytes(g, args.gpus, args.memory)
     d = {
         "command": "fit",
-        **setup_fields(args, engine=False),
+        **fig.setup_fields(args, engine=False),
         "context_tokens": args.context,
         "weight_bytes": rl.weight_bytes(m, args.weights),
         "kv_bytes_per_token": per_token,
@@ -63,7 +57,7 @@ def run(args) -> int:
                                                                    args.kv),
         "batch": None, "memory_needed_bytes": None, "fits": None, "margin_bytes": None, "margin_users": None,
         # vLLM's memory budget assumes vLLM can run this split: say so when it would refuse it
-        "tensor_parallel_problem": (tensor_parallel_problem(m, args.gpus, "vllm") or None)
+        "tensor_parallel_problem": (opt.tensor_parallel_problem(m, args.gpus, "vllm") or None)
         if args.memory == "engine" else None,
     }  # fmt: skip
     if args.batch is not None:
@@ -71,15 +65,15 @@ def run(args) -> int:
         ok = bool(rl.fits(m, g, args.batch, args.context, num_gpus=args.gpus, memory=args.memory, **prec))
         d.update(batch=args.batch, memory_needed_bytes=need, fits=ok, margin_bytes=have - need,
                  margin_users=largest - args.batch)  # fmt: skip
-    code = EXIT_NO if d["fits"] is False else EXIT_OK
+    code = out.EXIT_NO if d["fits"] is False else out.EXIT_OK
     if args.json:
-        print_json(d)
+        out.print_json(d)
         return code
     print(
-        f"fit: {setup_text(m.id, g.id, args.gpus)}, context {args.context:,} tokens, "
-        f"{precisions_text(args.weights, args.kv, args.weights_defaulted)}"
+        f"fit: {m.id} on {args.gpus} × {g.id}, context {args.context:,} tokens, "
+        f"{out.precisions_text(args.weights, args.kv, args.weights_defaulted)}"
     )
-    print(rows_text(_rows(d, args)))
+    print(out.rows_text(_rows(d, args)))
     return code
 
 
@@ -89,8 +83,8 @@ def _rows(d: dict, args) -> list[tuple[str, str]]:
         ("weights", fmt_bytes(d["weight_bytes"])),
         ("KV cache per user", f"{fmt_bytes(d['kv_bytes_per_user'])} ({fmt_bytes(d['kv_bytes_per_token'])} "
                               f"per token × {args.context:,} tokens)"),
-        ("memory available", available_text(have, args.gpu, args.gpus, args.memory,
-                                             "; --memory ideal counts all")),
+        ("memory available", fig.available_text(have, args.gpu, args.gpus, args.memory,
+                                                "; --memory ideal counts all")),
         ("largest batch", f"{largest} users (needing {fmt_bytes(d['memory_needed_at_max_batch_bytes'])})"
          if largest > 0 else f"0: the weights alone need more than {fmt_bytes(have)}"),
     ]  # fmt: skip

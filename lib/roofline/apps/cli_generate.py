@@ -1,10 +1,8 @@
 """``roofline generate``: a static batch, the ideal floor and the achievable (calibrated) figures.
 
-B requests, each with I prompt tokens and O output tokens, run together: one prefill of the B × I prompt
-tokens (TTFT), then O decode steps with each request's context growing from I to I + O. The numbers come
-from ``roofline.engines.generate``; this module only parses, checks what a real engine would refuse (a
-request longer than the model's window, a tensor-parallel size that does not divide the heads, more
-pipeline stages than layers) and formats. docs/cli.md lists every field.
+B requests of I prompt and O output tokens run together: one prefill of B × I tokens (TTFT), then O decode
+steps (``roofline.engines.generate``), after the checks a real engine would make (the model's window, the
+tensor-parallel split, the pipeline stages). docs/cli.md lists every field.
 
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
@@ -19,17 +17,9 @@ pipeline stages than layers) and formats. docs/cli.md lists every field.
 from __future__ import annotations
 
 from roofline import engines
-from roofline.apps.cli_figures import step_timer
-from roofline.apps.cli_options import (
-    BATCH,
-    TOKENS,
-    add_common_arguments,
-    add_engine_argument,
-    check_pipeline,
-    check_tensor_parallel,
-    check_window,
-)
-from roofline.apps.cli_output import EXIT_OK, jsonable, precisions_text, print_json, rows_text
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.calibration.measurements import nearest_measured
 from roofline.units import fmt_time
 
@@ -47,16 +37,16 @@ def add_parser(subparsers) -> None:
         description="A static batch of B requests, each with I prompt tokens and O output tokens: the ideal "
         "floor and what a calibrated engine achieves (see docs/cli.md).",
     )
-    add_common_arguments(p)
+    opt.add_common_arguments(p)
     p.add_argument(
         "--parallel", choices=("tensor", "pipeline"), type=str.lower, default=None,
         help="tensor: every layer split over the GPUs; pipeline: layers split, a token visits the GPUs in "
         "turn (default: how the engine runs; llama.cpp pipeline, the others tensor)",
     )  # fmt: skip
-    p.add_argument("--batch", type=BATCH, required=True, metavar="B", help="requests in the static batch")
-    p.add_argument("--input", type=TOKENS, required=True, metavar="I", help="prompt tokens per request")
-    p.add_argument("--output", type=TOKENS, required=True, metavar="O", help="output tokens per request")
-    add_engine_argument(p)
+    p.add_argument("--batch", type=opt.BATCH, required=True, metavar="B", help="requests in the static batch")
+    p.add_argument("--input", type=opt.TOKENS, required=True, metavar="I", help="prompt tokens per request")
+    p.add_argument("--output", type=opt.TOKENS, required=True, metavar="O", help="output tokens per request")
+    opt.add_engine_argument(p)
 
 
 def result_dict(r: engines.GenerateResult) -> dict:
@@ -67,18 +57,18 @@ def result_dict(r: engines.GenerateResult) -> dict:
         **{k: d[v] for k, v in FIELDS.items()},
         "default_engine": engines.DEFAULT_ENGINE,
     }
-    return jsonable({**named, **{k: d[k] for k in ("fits", "ideal", "achievable", "calibration")}})
+    return out.jsonable({**named, **{k: d[k] for k in ("fits", "ideal", "achievable", "calibration")}})
 
 
 def run(args) -> int:
     """Run ``generate`` from parsed ``args``; return the exit code (errors raise, ``cli.main`` reports)."""
-    check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+    opt.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
     parallel = args.parallel or engines.get_engine(args.engine).parallel
     if parallel == "pipeline":
-        check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
-    check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
+        opt.check_pipeline(args.model, args.gpus, "--gpus in a pipeline")
+    opt.check_tensor_parallel(args.model, args.gpus, args.engine, parallel)
     r = engines.generate(
-        step_timer(args), batch=args.batch, input_tokens=args.input, output_tokens=args.output
+        fig.step_timer(args), batch=args.batch, input_tokens=args.input, output_tokens=args.output
     )
     c = r.calibration  # where the engine's figure is extrapolated, the measured runs closest to it
     c["nearest_measured"] = (
@@ -87,10 +77,10 @@ def run(args) -> int:
         else []
     )
     if args.json:
-        print_json(result_dict(r))
+        out.print_json(result_dict(r))
     else:
         print(_human(r, args.weights_defaulted))
-    return EXIT_OK
+    return out.EXIT_OK
 
 
 def _human(r: engines.GenerateResult, weights_defaulted: str) -> str:
@@ -106,9 +96,9 @@ def _human(r: engines.GenerateResult, weights_defaulted: str) -> str:
     lines = [
         f"{r.model_id} on {r.num_gpus} × {r.gpu_id} ({r.parallel} parallel), {r.batch} requests × "
         f"{r.input_tokens:,} in / {r.output_tokens:,} out, "
-        f"{precisions_text(r.weight_precision, r.kv_precision, weights_defaulted)}",
+        f"{out.precisions_text(r.weight_precision, r.kv_precision, weights_defaulted)}",
         "",
-        rows_text(rows, indent="", right=frozenset({1})),
+        out.rows_text(rows, indent="", right=frozenset({1})),
         "",
         f"calibration: {c['gpu_family']} × {r.engine}: {c['bandwidth_fraction']:.0%} of bandwidth, "
         f"{c['compute_fraction']:.0%} of peak math ({c['fractions_from']}); per step "

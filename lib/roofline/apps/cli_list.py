@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import roofline as rl
-from roofline.apps.cli_figures import price_fields, price_of
-from roofline.apps.cli_options import add_json_argument, lower
-from roofline.apps.cli_output import EXIT_OK, fmt_capacity, print_json, table
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.engines import engine_ids, get_engine
 from roofline.units import GB, TB, TFLOPS, KiB
 
@@ -23,9 +23,9 @@ def add_parser(sub) -> None:
     """The ``list`` subcommand and its options."""
     p = sub.add_parser("list", help="the GPU, model and price tables")
     p.add_argument("what", choices=["gpus", "models", "prices", "engines"])
-    p.add_argument("--precision", type=lower, default="bf16", help="precision for the peak/ridge (gpus) or "
-                   "bytes (models) columns (default bf16)")  # fmt: skip
-    add_json_argument(p)
+    p.add_argument("--precision", type=opt.lower, default="bf16", help="precision for the peak/ridge "
+                   "(gpus) or bytes (models) columns (default bf16)")  # fmt: skip
+    opt.add_json_argument(p)
 
 
 def run(args) -> int:
@@ -35,34 +35,30 @@ def run(args) -> int:
     items, headers, rows, right, note = tables[args.what](args.precision)
     if args.json:
         precision = {"precision": args.precision} if args.what == "models" else {}
-        print_json({"command": "list", "what": args.what, **precision, "items": items})
+        out.print_json({"command": "list", "what": args.what, **precision, "items": items})
     else:
-        print(table(headers, rows, right))
+        print(out.table(headers, rows, right))
         print(note)
-    return EXIT_OK
-
-
-def _ridge(gpu, precision: str):
-    try:
-        peak = rl.peak_flops_per_s(gpu, precision)
-    except rl.UnsupportedPrecisionError:
-        return None, None
-    return peak, rl.ridge_point_flop_per_byte(peak, gpu.memory_bandwidth_bytes_per_s)
+    return out.EXIT_OK
 
 
 def _gpus(prec: str):
     """`roofline list gpus`: each GPU with its ridge points and default price."""
     items, rows = [], []
     for g in rl.gpus().values():
-        usd, row = price_of(g)
+        usd, row = fig.price_of(g)
         ridges = {k: rl.ridge_point_flop_per_byte(v, g.memory_bandwidth_bytes_per_s)
                   for k, v in g.dense_flops_per_s.items()}  # fmt: skip
         items.append({**asdict(g), "ridge_point_flop_per_byte": ridges, "usd_per_gpu_hour": usd,
-                      **price_fields(row)})  # fmt: skip
-        peak, ridge = _ridge(g, prec)
+                      **fig.price_fields(row)})  # fmt: skip
+        try:
+            peak = rl.peak_flops_per_s(g, prec)
+            ridge = rl.ridge_point_flop_per_byte(peak, g.memory_bandwidth_bytes_per_s)
+        except rl.UnsupportedPrecisionError:
+            peak = ridge = None
         rows.append([
             g.id,
-            fmt_capacity(g),  # as the data sheet prints it (80 GiB of HBM), and in decimal bytes
+            out.fmt_capacity(g),  # as the data sheet prints it (80 GiB of HBM), and in decimal bytes
             f"{g.memory_bandwidth_bytes_per_s / TB:g}",
             "-" if peak is None else f"{peak / TFLOPS:g}",
             "-" if ridge is None else f"{ridge:.0f}",

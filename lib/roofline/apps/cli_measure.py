@@ -1,14 +1,9 @@
 """``roofline measure``: this machine's roofline, measured (bandwidth, matmul FLOP/s, ridge, call overhead).
 
 Taught in notebooks/measure_your_machine.ipynb; docs/cli.md describes the output and every JSON field.
-
-    uv run roofline measure [--quick] [--json] [--save NAME]
-    uv run --group engine roofline measure --engine llama.cpp [--quick] [--json]
-
-``--save NAME`` stores the figures as a user GPU row (``roofline.measure.userdata``), so
-``roofline step --gpu NAME --weights fp32 --kv fp32 ...`` and every explorer can use this machine.
-``--engine llama.cpp`` then runs llama.cpp on random-weight models made here and places its decode and
-prompt speeds on the measured roofline (``roofline.measure.engine_lab`` and ``engine_roofline``).
+``--save NAME`` stores the figures as a user GPU row (``roofline.measure.userdata``) every command and
+explorer can use; ``--engine llama.cpp`` also places llama.cpp's speeds on random-weight models made here
+on the measured roofline (``roofline.measure.engine_lab`` and ``engine_roofline``).
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from roofline.apps.cli_output import EXIT_OK
+from roofline.apps import cli_output as out
 from roofline.measure import bench
 from roofline.measure.userdata import check_save_name, save_user_gpu
 from roofline.units import GB, MS, US
@@ -60,7 +55,7 @@ def run(args) -> int:
     if args.json:
         payload = {"command": "measure", **m.to_dict(), "saved_to": str(saved) if saved else None}
         print(json.dumps({**payload, **(engine or {})}, indent=2, default=float))
-        return EXIT_OK
+        return out.EXIT_OK
     d, t = m.details, m.threads
     print(f"This machine: {d['machine']}, {t['cpu_count']} logical CPUs, BLAS {t['blas']}")
     print(f"  (BLAS threads: {t['blas_threads'] or t['blas_threads_source']}; env {t['env'] or 'none set'})")
@@ -107,7 +102,7 @@ def run(args) -> int:
         )
     if engine is not None:
         print_engine(engine)
-    return EXIT_OK
+    return out.EXIT_OK
 
 
 def run_engine(machine, args) -> dict:

@@ -1,7 +1,6 @@
-"""The options of the ``roofline`` commands, spelt the same way in each: bounded number types, the model,
-GPU, precision, engine and price options, argument errors (``UsageError``, raised instead of argparse's
-print-and-exit so --json can report them), and the checks of a command's options against the model and
-the engine it names (context window, tensor-parallel split, pipeline stages).
+"""The options of the ``roofline`` commands, spelt the same way in each: bounded number types, the shared
+options, argument errors (``UsageError``, raised rather than printed so --json can report them), and the
+checks of options against the model and the engine (context window, tensor-parallel split, pipeline).
 
 >>> whole_number(1, 10, "users")("3")
 3
@@ -26,8 +25,8 @@ MAX_USD_PER_HOUR = 1e6
 
 
 class UsageError(Exception):
-    """An argument error: argparse's own (``Parser.error``), or options a command finds do not go together
-    (``usage_error``). ``main`` prints ``usage``, then "``prog``: error: ``message``"."""
+    """An argument error (``Parser.error``, ``usage_error``): ``main`` prints ``usage``, then "``prog``:
+    error: ``message``"."""
 
     def __init__(self, message: str, prog: str, usage: str = ""):
         super().__init__(message)
@@ -42,8 +41,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def usage_error(command: str, message: str) -> UsageError:
-    """An argument error a command finds after parsing: raise it, and ``main`` reports it like argparse's
-    own (exit code 2, JSON type ``UsageError``)."""
+    """An argument error a command finds after parsing, reported like argparse's own (no usage line)."""
     return UsageError(message, f"roofline {command}")
 
 
@@ -98,8 +96,7 @@ def whole_number(least: int, most: int, unit: str = "") -> _Bounded:
 
 
 def real_number(least: float, most: float, unit: str = "", *, above=False, below=False) -> _Bounded:
-    """An argparse type for a finite float option in [least, most] (``above``: strictly more than least;
-    ``below``: strictly less than most).
+    """An argparse type for a finite float option in [least, most] (``above``, ``below``: excluding them).
 
     >>> real_number(0, 1e6, "USD")("nan")
     Traceback (most recent call last):
@@ -131,8 +128,8 @@ def add_json_argument(p) -> None:
 
 
 def add_common_arguments(p, *, required: bool = True, kv_default: str | None = "bf16") -> None:
-    """--model, --gpu, --gpus, --weights, --kv and --json, as every model command spells them. ``--weights``
-    left out is the model's release format (``main`` fills it in and sets ``args.weights_defaulted``)."""
+    """--model, --gpu, --gpus, --weights, --kv and --json. ``--weights`` left out is the model's release
+    format (``main`` fills it in and sets ``args.weights_defaulted``)."""
     p.add_argument(
         "--model", type=lower, required=required, default=None, help="model id (see `roofline list models`)"
     )
@@ -152,10 +149,9 @@ def add_common_arguments(p, *, required: bool = True, kv_default: str | None = "
 
 
 def add_engine_argument(p, what: str = "the achievable figure") -> None:
-    """``--engine``: a real engine by default (``roofline.engines.DEFAULT_ENGINE``); a misspelt name is an
-    ``UnknownNameError`` naming the closest engines."""
-    # Not the engine list itself: building the parser must not read the user's tables (a broken one is
-    # reported by the command that uses it, and `measure --save` checks its destination first).
+    """``--engine``: a real engine by default (``roofline.engines.DEFAULT_ENGINE``)."""
+    # No choices: building the parser must not read the user's tables (a broken one is reported by the
+    # command that uses it, as an unknown name is, with the closest engines).
     p.add_argument(
         "--engine", default=DEFAULT_ENGINE, metavar="ENGINE",
         help=f"engine whose calibrated efficiency gives {what} (default {DEFAULT_ENGINE}; "
@@ -176,8 +172,8 @@ def add_price_arguments(p) -> None:
 
 
 def check_window(model, tokens: int, what: str) -> None:
-    """Refuse ``tokens`` (a request's prompt + answer, or the context a user holds) beyond the model's
-    context window (``max_context_tokens``), as ``decode_step`` does: ``ContextTooLongError``.
+    """Refuse ``tokens`` (a request's prompt + answer, or a user's context) beyond the model's context window,
+    as ``decode_step`` does: ``ContextTooLongError``.
 
     >>> check_window("llama-3-8b", 100_001, "a request of 100,000 prompt + 1 output tokens")
     Traceback (most recent call last):

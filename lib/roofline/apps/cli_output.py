@@ -12,9 +12,8 @@ import json
 import math
 import sys
 
-import numpy as np
-
 import roofline as rl
+from roofline.results import plain
 from roofline.units import GB, GiB, fmt_bytes, fmt_time
 
 EXIT_OK = 0
@@ -109,20 +108,16 @@ def table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
 def jsonable(value):
     """numpy scalars and arrays to plain Python; NaN and infinities to None (JSON has neither).
 
+    >>> import numpy as np
     >>> jsonable({"t": np.float64(0.5), "n": [np.int64(2), float("inf")]})
     {'t': 0.5, 'n': [2, None]}
     """
+    value = plain(value)
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def print_json(obj: dict) -> None:
@@ -131,9 +126,8 @@ def print_json(obj: dict) -> None:
 
 
 def picked(result, names: tuple[str, ...], counts: tuple[str, ...] = ()) -> dict:
-    """The named fields of a library result, in order (``to_dict`` where it has them, else attributes), the
-    ``counts`` among them as integers: a field the library adds leaves the output as it is, a field it
-    renames fails the tests."""
+    """The named fields of a library result, in order (``to_dict``'s, else attributes), the ``counts`` among
+    them as integers: a field the library adds leaves the output as it is, one it renames fails the tests."""
     d = result.to_dict()
     out = {name: d[name] if name in d else getattr(result, name) for name in names}
     return {**out, **{name: int(out[name]) for name in counts}}
@@ -142,8 +136,8 @@ def picked(result, names: tuple[str, ...], counts: tuple[str, ...] = ()) -> dict
 def report_error(
     kind: str, message: str, *, json_mode: bool, command, detail="", fields=None, extra=None
 ) -> int:
-    """An error on stderr (``error: ...``) and, with --json, as a JSON object on stdout; exit code 2.
-    ``fields`` go beside ``error`` (the memory numbers of a does-not-fit), ``extra`` inside it."""
+    """``error: message`` (and ``detail``) on stderr and, with --json, the JSON error object on stdout
+    (``fields`` beside ``error``, ``extra`` inside it); exit code 2."""
     print(f"error: {message}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
     if json_mode:
         error = {"type": kind, "message": message, **(extra or {})}
@@ -152,9 +146,8 @@ def report_error(
 
 
 def weights_text(weights: str, defaulted: str) -> str:
-    """The weight precision as output says it: "bf16 as released" when ``--weights`` was left out and
-    ``defaulted`` (the release format) is what runs; "fp16 (released as bf16, ...)" when the GPU runs the
-    release in another format (``default_weight_precision``: BF16 on an Apple GPU).
+    """The weight precision as output says it, ``defaulted`` the release format when ``--weights`` was left
+    out (``default_weight_precision``: an Apple GPU runs BF16 weights as FP16).
 
     >>> weights_text("bf16", "bf16"), weights_text("fp16", "bf16"), weights_text("fp8", "")
     ('bf16 as released', 'fp16 (released as bf16, run as fp16: this GPU has no bf16 math)', 'fp8')
@@ -171,14 +164,8 @@ def precisions_text(weights: str, kv: str, defaulted: str) -> str:
     return f"weights {weights_text(weights, defaulted)}, KV {kv}"
 
 
-def setup_text(model_id: str, gpu_id: str, num_gpus: int) -> str:
-    """ "llama-3-8b on 2 × h100-sxm"."""
-    return f"{model_id} on {num_gpus} × {gpu_id}"
-
-
 def fmt_capacity(gpu, num_gpus: int = 1) -> str:
-    """A GPU's memory as its data sheet says it and in decimal bytes: "80 GiB (85.9 GB)", "2 × 80 GiB
-    (172 GB)"; rows sized in decimal GB print once: "24 GB".
+    """A GPU's memory as its data sheet says it and in decimal bytes; rows sized in decimal GB print once.
 
     >>> fmt_capacity("h100-sxm"), fmt_capacity("h100-sxm", 2)
     ('80 GiB (85.9 GB)', '2 × 80 GiB (172 GB)')
@@ -193,8 +180,7 @@ def fmt_capacity(gpu, num_gpus: int = 1) -> str:
 
 def price_text(usd_per_gpu_hour: float, row, num_gpus: int) -> str:
     """ "$3.00 per GPU-hour × 1 GPU (h100-example-3usd: course example, <its date>)", ``row`` the price
-    row or None; for a GPU people buy, "owned: ..." says the hourly figure is purchase and power spread
-    over its life."""
+    row or None; an owned GPU's hourly figure is its purchase and power spread over its life."""
     text = f"{fmt_usd(usd_per_gpu_hour)} per GPU-hour × {num_gpus:,} GPU{'s' if num_gpus != 1 else ''}"
     if row is not None:
         how = "owned: purchase and power spread over its life, " if row.kind == "own" else ""

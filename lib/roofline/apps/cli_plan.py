@@ -1,11 +1,9 @@
 """``roofline plan``: how many GPUs serve a request rate within TTFT and TPOT targets, and what they cost.
 
-Taught in notebooks/slos_and_capacity.ipynb; the search is ``roofline.sim.plan_capacity`` (replicas 1, 2,
-3, … of one deployment, each run through the serving simulator, until p99 TTFT and p99 TPOT meet the
-targets). The answer uses a real engine's step times and scheduler (``--engine``, default ``vllm``); the
-same search with every step at the roofline floor is shown beside it (the fewest GPUs physics allows).
-Each GPU is priced with its own price unless ``--usd-per-hour`` or ``--price`` says otherwise. docs/cli.md
-lists every JSON field.
+Taught in notebooks/slos_and_capacity.ipynb. ``roofline.sim.plan_capacity`` tries replicas 1, 2, 3, … of one
+deployment through the serving simulator until p99 TTFT and p99 TPOT meet the targets, with the engine's
+step times and scheduler, and again with every step at the floor (the fewest GPUs physics allows); each GPU
+priced as ``roofline serve`` prices it. docs/cli.md lists every JSON field.
 
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
@@ -22,31 +20,10 @@ from __future__ import annotations
 
 import roofline as rl
 from roofline import sim
-from roofline.apps.cli_figures import coverage_fields, price_fields, price_of, setup_fields
-from roofline.apps.cli_options import (
-    add_common_arguments,
-    add_engine_argument,
-    add_price_arguments,
-    check_tensor_parallel,
-    whole_number,
-)
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    extrapolation_rows,
-    jsonable,
-    price_text,
-    print_json,
-    rows_text,
-    weights_text,
-)
-from roofline.apps.cli_serve import (
-    MAX_REPLICAS,
-    SEED,
-    add_load_arguments,
-    add_slo_arguments,
-    slo_targets,
-    workload,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
+from roofline.apps import cli_serve as serve
 from roofline.assumptions import assumption
 from roofline.engines import get_engine
 from roofline.sim import validation
@@ -63,67 +40,47 @@ def add_parser(subparsers) -> None:
         description="Replicas of one deployment, tried in turn through the serving simulator "
         "(roofline.sim.plan_capacity), until p99 TTFT and p99 TPOT meet the targets.",
     )
-    add_common_arguments(p)
-    add_load_arguments(p, trace=False)
-    add_slo_arguments(p)
-    p.add_argument("--max-replicas", type=whole_number(1, MAX_REPLICAS, "replicas"), default=64, metavar="R",
+    opt.add_common_arguments(p)
+    serve.add_load_arguments(p, trace=False)
+    serve.add_slo_arguments(p)
+    replicas = opt.whole_number(1, serve.MAX_REPLICAS, "replicas")
+    p.add_argument("--max-replicas", type=replicas, default=64, metavar="R",
                    help="give up beyond this many replicas (default 64)")  # fmt: skip
-    p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
-    add_engine_argument(p, "the step times and the scheduler")
-    add_price_arguments(p)
+    p.add_argument("--seed", type=serve.SEED, default=0, help="random seed (default 0)")
+    opt.add_engine_argument(p, "the step times and the scheduler")
+    opt.add_price_arguments(p)
 
 
 def run(args) -> int:
     """Plan with the engine and with the ideal; print both."""
-    check_tensor_parallel(args.model, args.gpus, args.engine)
-    load = workload(args, "plan")
-    usd, price = price_of(args.gpu, args.usd_per_hour, args.price)
+    opt.check_tensor_parallel(args.model, args.gpus, args.engine)
+    load = serve.workload(args, "plan")
+    usd, price = fig.price_of(args.gpu, args.usd_per_hour, args.price)
+    config = serve.sim_config(args, load, usd)
     engine = get_engine(args.engine)
-    p = _plan(args, engine.id, None, usd, load)
+    p = _plan(args, config, engine.id)
     try:  # the floor: the same search with every step at the roofline, the engine's scheduler kept
-        ideal = p if engine.kind == "ideal" else _plan(args, "ideal", engine.id, usd, load)
-    except rl.InvalidConfigurationError:  # cannot happen when the engine's plan succeeded; be safe
+        ideal = p if engine.kind == "ideal" else _plan(args, config, "ideal", engine.id)
+    except rl.InvalidConfigurationError:  # even max_replicas miss within the floor's error band
         ideal = None
     d = result_dict(args, p, ideal, usd, price, load)
     if args.json:
-        print_json(d)
+        out.print_json(d)
     else:
         print(_human(d, args, price))
-    return EXIT_OK
+    return out.EXIT_OK
 
 
-def _plan(args, engine: str, policy, usd: float | None, load: dict) -> sim.CapacityPlan:
-    return sim.plan_capacity(
-        sim.SimConfig(
-            args.model,
-            args.gpu,
-            rate_per_s=args.rate,
-            input_tokens=load["input_tokens"],
-            output_tokens=load["output_tokens"],
-            **slo_targets(args),
-            requests=load["requests"],
-            seed=args.seed,
-            engine=engine,
-            policy=policy,
-            num_gpus=args.gpus,
-            weight_precision=args.weights,
-            kv_precision=args.kv,
-            usd_per_gpu_hour=0.0 if usd is None else usd,
-        ),
-        max_replicas=args.max_replicas,
-    )
+def _plan(args, config: dict, engine: str, policy: str | None = None) -> sim.CapacityPlan:
+    config = sim.SimConfig(args.model, args.gpu, engine=engine, policy=policy, **config)
+    return sim.plan_capacity(config, max_replicas=args.max_replicas)
 
 
-def _plan_dict(p, usd) -> dict:
-    return {
-        "replicas": p.replicas,
-        "num_gpus_total": p.num_gpus_total,
-        "meets_slo": p.meets_slo,
-        "p99_ttft_s": p.p99_ttft_s,
-        "p99_tpot_s": p.p99_tpot_s,
-        "usd_per_hour": None if usd is None else p.usd_per_hour,
-        "usd_per_million_output_tokens": None if usd is None else p.usd_per_million_output_tokens,
-    }
+def _plan_dict(p: sim.CapacityPlan, usd: float | None) -> dict:
+    fields = ("replicas", "num_gpus_total", "meets_slo", "p99_ttft_s", "p99_tpot_s", "usd_per_hour",
+              "usd_per_million_output_tokens")  # fmt: skip
+    d = out.picked(p, fields)
+    return d if usd is not None else {**d, "usd_per_hour": None, "usd_per_million_output_tokens": None}
 
 
 def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
@@ -133,11 +90,13 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     policy = sim.engine_policy(
         args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens
     )
-    targets = {k: assumption(DEFAULT_TARGETS[k]) if v is None else v for k, v in slo_targets(args).items()}
+    targets = {
+        k: assumption(DEFAULT_TARGETS[k]) if v is None else v for k, v in serve.slo_targets(args).items()
+    }
     lengths = {"input_tokens": load["input_tokens"], "output_tokens": load["output_tokens"]}
-    return jsonable({
+    return out.jsonable({
         "command": "plan",
-        **setup_fields(args),
+        **fig.setup_fields(args),
         "rate_per_s": args.rate,
         **lengths,
         "requests": load["requests"],
@@ -146,12 +105,12 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
         "scheduler": policy.describe(),
         **_plan_dict(p, usd),
         "usd_per_gpu_hour": usd,
-        **price_fields(price),
+        **fig.price_fields(price),
         "tried": [{"replicas": k, "p99_ttft_s": t, "p99_tpot_s": o, "meets_slo": ok}
                   for k, t, o, ok in p.tried],
         "ideal": None if ideal is None else _plan_dict(ideal, usd),
         "error_band": dict(validation.error_band(get_engine(args.engine).id)),
-        **coverage_fields(args, None, **lengths),
+        **fig.coverage_fields(args, None, **lengths),
     })  # fmt: skip
 
 
@@ -190,7 +149,7 @@ def _human(d: dict, args, price) -> str:
     head = (
         f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), "
         f"Poisson {d['rate_per_s']:g} req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
-        f"{weights_text(d['weight_precision'], args.weights_defaulted)}; targets p99 TTFT <= "
+        f"{out.weights_text(d['weight_precision'], args.weights_defaulted)}; targets p99 TTFT <= "
         f"{_ms(d['slo_ttft_s'])}, p99 TPOT <= {_ms(d['slo_tpot_s'])}"
     )
     rows = [(d["engine"], _gpus(d)), ("  cost", _cost(d)), ("  error band", _band_text(d["error_band"]))]
@@ -200,5 +159,5 @@ def _human(d: dict, args, price) -> str:
     tried = ", ".join(f"{t['replicas']} ({'meets' if t['meets_slo'] else 'misses'})" for t in d["tried"])
     rows += [("tried", f"replicas {tried}"), ("scheduler", d["scheduler"])]
     if d["usd_per_gpu_hour"] is not None:
-        rows.append(("price", price_text(d["usd_per_gpu_hour"], price, 1)))
-    return "\n".join([head, rows_text(rows + extrapolation_rows(d))])
+        rows.append(("price", out.price_text(d["usd_per_gpu_hour"], price, 1)))
+    return "\n".join([head, out.rows_text(rows + out.extrapolation_rows(d))])

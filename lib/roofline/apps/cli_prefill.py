@@ -13,20 +13,9 @@ docs/cli.md lists every JSON field.
 from __future__ import annotations
 
 import roofline as rl
-from roofline.apps.cli_figures import achievable_prefill, does_not_fit, ideal_step
-from roofline.apps.cli_options import CONTEXT, TOKENS, add_common_arguments, add_engine_argument
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    achievable_rows,
-    fmt_count,
-    fmt_flop,
-    fmt_seconds,
-    picked,
-    precisions_text,
-    print_json,
-    rows_text,
-    setup_text,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.units import fmt_bytes
 
 # The JSON fields of the library's result `prefill` promises (docs/cli.md), in order.
@@ -39,14 +28,14 @@ FIELDS = (
 def add_parser(sub) -> None:
     """The ``prefill`` subcommand and its options."""
     p = sub.add_parser("prefill", help="one prompt pass, and how many decode steps it stalls")
-    add_common_arguments(p)
-    p.add_argument("--prompt", type=TOKENS, required=True, help="prompt length in tokens")
+    opt.add_common_arguments(p)
+    p.add_argument("--prompt", type=opt.TOKENS, required=True, help="prompt length in tokens")
     p.add_argument(
         "--no-attention", action="store_true", help="leave out attention's P² FLOPs (2 × N × P only)"
     )
-    p.add_argument("--decode-context", type=CONTEXT, default=0, metavar="TOKENS",
+    p.add_argument("--decode-context", type=opt.CONTEXT, default=0, metavar="TOKENS",
                    help="context of the batch-1 decode step the stall is counted in (default 0)")  # fmt: skip
-    add_engine_argument(p)
+    opt.add_engine_argument(p)
 
 
 def run(args) -> int:
@@ -57,15 +46,15 @@ def run(args) -> int:
         rl.check_fits(args.model, args.gpu, 1, args.prompt, **common)
         p = rl.prefill(args.model, args.gpu, args.prompt, include_attention=not args.no_attention, **common)
     except rl.DoesNotFitError:
-        return does_not_fit(args, "prefill", 1, args.prompt, why=": no prompt pass")
+        return fig.does_not_fit(args, "prefill", 1, args.prompt, why=": no prompt pass")
     try:
-        decode = ideal_step(args, 1, args.decode_context)
+        decode = fig.ideal_step(args, 1, args.decode_context)
     except rl.DoesNotFitError:
         why = ": no decode step to count the stall in"
-        return does_not_fit(args, "prefill", 1, args.decode_context, why=why)
+        return fig.does_not_fit(args, "prefill", 1, args.decode_context, why=why)
     d = {
         "command": "prefill",
-        **picked(p, FIELDS, counts=("prompt_tokens", "num_gpus")),
+        **out.picked(p, FIELDS, counts=("prompt_tokens", "num_gpus")),
         "weight_precision": args.weights,
         "kv_precision": args.kv,
         "include_attention": not args.no_attention,
@@ -73,35 +62,35 @@ def run(args) -> int:
         "decode_step_time_s": decode.step_time_s,
         "stalled_decode_steps": rl.stalled_decode_steps(p.time_s, decode.step_time_s),
         "compute_bound_prompt_tokens": rl.compute_bound_prompt_tokens(args.model, args.gpu, args.weights),
-        "achievable": achievable_prefill(args),
+        "achievable": fig.achievable_prefill(args),
     }
     if args.json:
-        print_json(d)
-        return EXIT_OK
+        out.print_json(d)
+        return out.EXIT_OK
     print(
-        f"prefill: {setup_text(p.model_id, p.gpu_id, args.gpus)}, prompt {args.prompt:,} tokens, "
-        f"{precisions_text(args.weights, args.kv, args.weights_defaulted)}"
+        f"prefill: {p.model_id} on {args.gpus} × {p.gpu_id}, prompt {args.prompt:,} tokens, "
+        f"{out.precisions_text(args.weights, args.kv, args.weights_defaulted)}"
     )
-    print(rows_text(_rows(p, d, args)))
-    return EXIT_OK
+    print(out.rows_text(_rows(p, d, args)))
+    return out.EXIT_OK
 
 
 def _rows(p, d: dict, args) -> list[tuple[str, str]]:
     attention = (
-        f" (of which attention {fmt_flop(p.attention_flops)})"
+        f" (of which attention {out.fmt_flop(p.attention_flops)})"
         if not args.no_attention
         else " (2 × N × P; attention left out)"
     )
     return [
-        ("FLOPs", fmt_flop(p.flops) + attention),
+        ("FLOPs", out.fmt_flop(p.flops) + attention),
         ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
-        ("compute time", fmt_seconds(p.compute_time_s)),
-        ("memory time", fmt_seconds(p.memory_time_s)),
-        ("prefill time", fmt_seconds(p.time_s) + " (the ideal: a floor no engine beats)"),
-        *achievable_rows(d["achievable"], "time_s"),
+        ("compute time", out.fmt_seconds(p.compute_time_s)),
+        ("memory time", out.fmt_seconds(p.memory_time_s)),
+        ("prefill time", out.fmt_seconds(p.time_s) + " (the ideal: a floor no engine beats)"),
+        *out.achievable_rows(d["achievable"], "time_s"),
         ("binding", f"{p.binding}-bound"),
-        ("stalls", f"{fmt_count(d['stalled_decode_steps'])} decode steps of "
-                   f"{fmt_seconds(d['decode_step_time_s'])} (batch-1 decode at context "
+        ("stalls", f"{out.fmt_count(d['stalled_decode_steps'])} decode steps of "
+                   f"{out.fmt_seconds(d['decode_step_time_s'])} (batch-1 decode at context "
                    f"{args.decode_context:,}) if the prompt runs unchunked"),
         ("compute-bound", f"above about {d['compute_bound_prompt_tokens']:,.0f} prompt tokens at "
                           f"{args.weights} (attention and KV writes ignored)"),

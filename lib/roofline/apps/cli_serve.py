@@ -1,14 +1,10 @@
-"""``roofline serve``: simulate a serving deployment under load, with a real engine and the ideal beside it.
+"""``roofline serve``: simulate a serving deployment under load (``roofline.sim``), with the engine's step
+times and scheduler (``--engine``, default ``vllm``) and, beside it, the same run with every step at the
+roofline floor. Taught in notebooks/slos_and_capacity.ipynb; docs/cli.md lists every JSON field.
 
-Taught in notebooks/slos_and_capacity.ipynb; the simulator is ``roofline.sim``. docs/cli.md documents
-the command and every JSON field.
-
-The run uses the engine's step times and scheduler (``--engine``, default a real one, ``vllm``); the same
-run with every step at the roofline floor (the engine's scheduler kept) is shown beside it as the ideal.
 Each GPU is priced with its own price (``roofline.pricing.default_price``) unless ``--usd-per-hour`` or
-``--price`` says otherwise. Exit code 1: the simulation ran but the load is unsustainable (the queue grows
-without bound; the numbers are still printed). The load options, ``workload`` and ``slo_targets`` serve
-``roofline plan`` too.
+``--price`` says otherwise. Exit code 1: the load is unsustainable (the queue grows without bound; the
+numbers are still printed). The load and target options serve ``roofline plan`` too.
 
 >>> import contextlib, io, json
 >>> from roofline.apps.cli import main
@@ -26,41 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from roofline import sim
-from roofline.apps.cli_figures import coverage_fields, price_fields, price_of
-from roofline.apps.cli_options import (
-    CONTEXT,
-    MAX_BATCH,
-    MAX_TOKENS,
-    MILLISECONDS,
-    TOKENS,
-    add_common_arguments,
-    add_engine_argument,
-    add_price_arguments,
-    check_pipeline,
-    check_tensor_parallel,
-    check_window,
-    real_number,
-    usage_error,
-    whole_number,
-)
-from roofline.apps.cli_output import (
-    EXIT_NO,
-    EXIT_OK,
-    extrapolation_rows,
-    jsonable,
-    picked,
-    price_text,
-    print_json,
-    rows_text,
-    weights_text,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.engines import DEFAULT_ENGINE, get_engine
 
 MAX_REQUESTS = 1_000_000  # simulated requests (and closed-loop clients): memory and time stay bounded
 MAX_REPLICAS = 1_000  # simulated workers: each is an object with its own queues
 MAX_RATE_PER_S = 1e6  # requests per second
 MAX_STAGES = 1_000  # and at most the model's layers (checked once the model is known)
-SEED = whole_number(0, 2**63 - 1)
+SEED = opt.whole_number(0, 2**63 - 1)
 
 # Fields of ``SimResult.to_dict`` that ``serve`` prints, in order (a promise to scripts: never removed).
 FIELDS = (
@@ -71,6 +42,8 @@ FIELDS = (
     "usd_per_gpu_hour", "usd_per_million_output_tokens_at_slo", "sustainable_rate_per_s", "unstable",
     "truncated", "message",
 )  # fmt: skip
+# The options giving each replica's shape, passed to the simulator and echoed in JSON as they are.
+WORKERS = ("replicas", "pipeline_stages", "prefill_workers", "decode_workers", "prefix_hit_rate")
 IDEAL_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "throughput_output_tokens_per_s", "goodput_requests_per_s",
                 "usd_per_million_output_tokens_at_slo", "sustainable_rate_per_s", "unstable")  # fmt: skip
 
@@ -83,26 +56,26 @@ def add_parser(subparsers) -> None:
         description="Discrete-event simulation of continuous batching (roofline.sim) with a real engine's "
         "step times and scheduler, and the ideal beside it.",
     )
-    add_common_arguments(p)
+    opt.add_common_arguments(p)
     add_load_arguments(p)
     p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0); same seed, same result")
-    add_engine_argument(p, "the step times and the scheduler")
+    opt.add_engine_argument(p, "the step times and the scheduler")
     _add_scheduler_arguments(p)
     add_slo_arguments(p)
-    add_price_arguments(p)
-    workers = whole_number(0, MAX_REPLICAS, "workers")
+    opt.add_price_arguments(p)
+    workers = opt.whole_number(0, MAX_REPLICAS, "workers")
     for flag, kind, default, metavar, text in (
-        ("--max-sim-time-s", real_number(0, 1e9, "s", above=True), 3600.0, "S",
+        ("--max-sim-time-s", opt.real_number(0, 1e9, "s", above=True), 3600.0, "S",
          "simulated seconds after which the run stops (default 3600)"),
-        ("--replicas", whole_number(1, MAX_REPLICAS, "replicas"), 1, "R",
+        ("--replicas", opt.whole_number(1, MAX_REPLICAS, "replicas"), 1, "R",
          f"identical replicas behind a router (default 1, at most {MAX_REPLICAS:,})"),
-        ("--pipeline-stages", whole_number(1, MAX_STAGES, "stages"), 1, "S",
+        ("--pipeline-stages", opt.whole_number(1, MAX_STAGES, "stages"), 1, "S",
          "pipeline-parallel stages per replica, at most the model's layers (GPUs per replica = --gpus × S)"),
         ("--prefill-workers", workers, 0, "P", "disaggregated: prefill workers (with --decode-workers)"),
         ("--decode-workers", workers, 0, "D", "disaggregated: decode workers (with --prefill-workers)"),
-        ("--prefix-hit-rate", real_number(0, 1, below=True), 0.0, "F",
+        ("--prefix-hit-rate", opt.real_number(0, 1, below=True), 0.0, "F",
          "share of each prompt found in the prefix cache, in [0, 1) (default 0)"),
-        ("--kv-capacity-tokens", whole_number(1, 10**12, "tokens"), None, "TOKENS",
+        ("--kv-capacity-tokens", opt.whole_number(1, 10**12, "tokens"), None, "TOKENS",
          "KV cache per replica (default: what the engine leaves beside the weights)"),
     ):  # fmt: skip
         p.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
@@ -111,31 +84,32 @@ def add_parser(subparsers) -> None:
 def add_load_arguments(p, *, trace: bool = True) -> None:
     """The load (``--rate``, ``--concurrency``, ``--trace``), the lengths and ``--requests``, bounded."""
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rate", type=real_number(0, MAX_RATE_PER_S, "requests/s", above=True), metavar="R",
-                      help="Poisson arrivals, requests per second")  # fmt: skip
+    rate = opt.real_number(0, MAX_RATE_PER_S, "requests/s", above=True)
+    load.add_argument("--rate", type=rate, metavar="R", help="Poisson arrivals, requests per second")
     if trace:
         load.add_argument(
             "--concurrency",
-            type=whole_number(1, MAX_REQUESTS, "clients"),
+            type=opt.whole_number(1, MAX_REQUESTS, "clients"),
             metavar="C",
             help="closed loop: C clients, each sending its next request when the last ends",
         )
         load.add_argument("--trace", metavar="FILE", help="a request trace: JSON or CSV with arrival_s, "
                           "input_tokens, output_tokens (roofline.sim.load_trace)")  # fmt: skip
-    p.add_argument("--input", type=CONTEXT, default=None, metavar="I", help="prompt tokens per request")
-    p.add_argument("--output", type=TOKENS, default=None, metavar="O", help="output tokens per request")
-    p.add_argument("--requests", type=whole_number(1, MAX_REQUESTS, "requests"), default=None, metavar="K",
-                   help="requests in all (default 1000; a trace: all its rows)")  # fmt: skip
+    p.add_argument("--input", type=opt.CONTEXT, default=None, metavar="I", help="prompt tokens per request")
+    p.add_argument("--output", type=opt.TOKENS, default=None, metavar="O", help="output tokens per request")
+    p.add_argument("--requests", type=opt.whole_number(1, MAX_REQUESTS, "requests"), default=None,
+                   metavar="K", help="requests in all (default 1000; a trace: all its rows)")  # fmt: skip
 
 
 def _add_scheduler_arguments(p) -> None:
     """Changes to the engine's scheduler (``roofline.sim.engine_policy``); left out, the engine's own."""
-    p.add_argument("--chunk", type=whole_number(1, MAX_TOKENS, "tokens"), default=None, metavar="TOKENS",
+    tokens = opt.whole_number(1, opt.MAX_TOKENS, "tokens")
+    p.add_argument("--chunk", type=tokens, default=None, metavar="TOKENS",
                    help="prompt tokens per sequence per step (default: the engine's)")  # fmt: skip
-    p.add_argument("--max-batch", type=whole_number(1, MAX_BATCH, "sequences"), default=None, metavar="B",
-                   help="sequences per step at most (default: the engine's)")  # fmt: skip
-    p.add_argument("--token-budget", type=whole_number(1, MAX_TOKENS, "tokens"), default=None,
-                   metavar="TOKENS", help="tokens per step at most (default: the engine's)")  # fmt: skip
+    p.add_argument("--max-batch", type=opt.whole_number(1, opt.MAX_BATCH, "sequences"), default=None,
+                   metavar="B", help="sequences per step at most (default: the engine's)")  # fmt: skip
+    p.add_argument("--token-budget", type=tokens, default=None, metavar="TOKENS",
+                   help="tokens per step at most (default: the engine's)")  # fmt: skip
     p.add_argument("--priority", type=str.lower, default=None, choices=sim.PRIORITIES,
                    help="how prefill and decode share a step (default: the engine's)")  # fmt: skip
 
@@ -144,7 +118,7 @@ def add_slo_arguments(p) -> None:
     """``--slo-ttft-ms`` and ``--slo-tpot-ms``: more than 0; default the course's targets."""
     for name in ("ttft", "tpot"):
         default = f"{name}_target_s of data/assumptions.toml"
-        p.add_argument(f"--slo-{name}-ms", type=MILLISECONDS, default=None, metavar="MS",
+        p.add_argument(f"--slo-{name}-ms", type=opt.MILLISECONDS, default=None, metavar="MS",
                        help=f"p99 {name.upper()} target, ms (default: {default})")  # fmt: skip
 
 
@@ -158,20 +132,20 @@ def workload(args, command: str = "serve") -> dict:
     """The load as ``simulate`` keywords, checked: the lengths given (or a trace), the window, the count."""
     if getattr(args, "trace", None) is not None:
         if args.input is not None or args.output is not None:
-            raise usage_error(command, "--input and --output come from the trace: leave them out")
+            raise opt.usage_error(command, "--input and --output come from the trace: leave them out")
         trace = sim.load_trace(args.trace)
         rows = len(trace["arrival_s"])
         if args.requests is None and rows > MAX_REQUESTS:
-            raise usage_error(command, f"the trace has {rows:,} rows; give --requests (at most "
+            raise opt.usage_error(command, f"the trace has {rows:,} rows; give --requests (at most "
                               f"{MAX_REQUESTS:,}) to simulate its first ones")  # fmt: skip
         n = min(rows, args.requests or rows)
         longest = int(np.max(trace["input_tokens"][:n] + trace["output_tokens"][:n]))
-        check_window(args.model, longest, "the trace's longest request (prompt + answer)")
+        opt.check_window(args.model, longest, "the trace's longest request (prompt + answer)")
         return {"trace": trace, "requests": n}
     missing = [f"--{k}" for k in ("input", "output") if getattr(args, k) is None]
     if missing:
-        raise usage_error(command, f"the following arguments are required: {', '.join(missing)}")
-    check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+        raise opt.usage_error(command, f"the following arguments are required: {', '.join(missing)}")
+    opt.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
     return {
         "rate_per_s": args.rate,
         "concurrency": getattr(args, "concurrency", None),
@@ -181,28 +155,34 @@ def workload(args, command: str = "serve") -> dict:
     }
 
 
-def run(args) -> int:
-    """Simulate with the engine and with the ideal; print both; exit 1 if the engine's queue grows."""
-    check_tensor_parallel(args.model, args.gpus, args.engine)
-    check_pipeline(args.model, args.pipeline_stages)
-    usd, price = price_of(args.gpu, args.usd_per_hour, args.price)
-    scheduler = {"max_batch": args.max_batch, "token_budget": args.token_budget, "chunk_tokens": args.chunk,
-                 "priority": args.priority}  # fmt: skip
-    common = dict(
-        **workload(args),
+def sim_config(args, load: dict, usd: float | None, **options) -> dict:
+    """The ``sim.SimConfig`` keywords ``serve`` and ``plan`` share: the ``load`` (``workload``), the seed, the
+    GPUs and precisions, the p99 targets and ``usd`` per GPU-hour (none: 0), then ``options``."""
+    return dict(
+        **load,
         seed=args.seed,
         num_gpus=args.gpus,
         weight_precision=args.weights,
         kv_precision=args.kv,
-        **{k: sim.ENGINE_DEFAULT if v is None else v for k, v in scheduler.items()},  # None: the engine's
         **slo_targets(args),
         usd_per_gpu_hour=0.0 if usd is None else usd,
-        max_sim_time_s=args.max_sim_time_s,
-        replicas=args.replicas,
-        pipeline_stages=args.pipeline_stages,
-        prefill_workers=args.prefill_workers,
-        decode_workers=args.decode_workers,
-        prefix_hit_rate=args.prefix_hit_rate,
+        **options,
+    )
+
+
+def run(args) -> int:
+    """Simulate with the engine and with the ideal; print both; exit 1 if the engine's queue grows."""
+    opt.check_tensor_parallel(args.model, args.gpus, args.engine)
+    opt.check_pipeline(args.model, args.pipeline_stages)
+    usd, price = fig.price_of(args.gpu, args.usd_per_hour, args.price)
+    scheduler = {"max_batch": args.max_batch, "token_budget": args.token_budget, "chunk_tokens": args.chunk,
+                 "priority": args.priority}  # fmt: skip
+    common = sim_config(
+        args,
+        workload(args),
+        usd,
+        **{k: sim.ENGINE_DEFAULT if v is None else v for k, v in scheduler.items()},  # None: the engine's
+        **{k: getattr(args, k) for k in ("max_sim_time_s", *WORKERS)},
         kv_capacity=args.kv_capacity_tokens,
     )
     engine = get_engine(args.engine)
@@ -214,10 +194,10 @@ def run(args) -> int:
         ideal = sim.simulate(sim.SimConfig(args.model, args.gpu, engine="ideal", policy=engine.id, **common))
     d = result_dict(args, r, ideal, usd, price, common)
     if args.json:
-        print_json(d)
+        out.print_json(d)
     else:
         print(_human(d, args, price))
-    return EXIT_NO if r.unstable else EXIT_OK
+    return out.EXIT_NO if r.unstable else out.EXIT_OK
 
 
 def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common: dict) -> dict:
@@ -225,9 +205,9 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
     policy, trace = r.policy, common.get("trace")
     inp = common["input_tokens"] if trace is None else int(np.max(trace["input_tokens"]))
     outp = common["output_tokens"] if trace is None else int(np.max(trace["output_tokens"]))
-    out = {
+    d = {
         "command": "serve",
-        **picked(r, FIELDS),
+        **out.picked(r, FIELDS),
         "input_tokens": args.input,
         "output_tokens": args.output,
         "trace": args.trace if trace is not None else None,
@@ -237,22 +217,18 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
         "token_budget": policy.token_budget,
         "priority": policy.priority,
         "scheduler": policy.describe(),
-        "replicas": args.replicas,
-        "pipeline_stages": args.pipeline_stages,
-        "prefill_workers": args.prefill_workers,
-        "decode_workers": args.decode_workers,
-        "prefix_hit_rate": args.prefix_hit_rate,
+        **{k: getattr(args, k) for k in WORKERS},
         "weight_precision": args.weights,
         "kv_precision": args.kv,
         "default_engine": DEFAULT_ENGINE,
-        **price_fields(price),
-        "ideal": picked(ideal, IDEAL_FIELDS),
-        **coverage_fields(args, args.concurrency, input_tokens=inp, output_tokens=outp),
+        **fig.price_fields(price),
+        "ideal": out.picked(ideal, IDEAL_FIELDS),
+        **fig.coverage_fields(args, args.concurrency, input_tokens=inp, output_tokens=outp),
     }
     if usd is None:  # a GPU with no price (a measured machine): no cost, rather than an invented one
-        out["usd_per_gpu_hour"] = out["usd_per_million_output_tokens_at_slo"] = None
-        out["ideal"]["usd_per_million_output_tokens_at_slo"] = None
-    return jsonable(out)
+        d["usd_per_gpu_hour"] = d["usd_per_million_output_tokens_at_slo"] = None
+        d["ideal"]["usd_per_million_output_tokens_at_slo"] = None
+    return out.jsonable(d)
 
 
 def _ms3(p: dict) -> str:
@@ -299,14 +275,14 @@ def _human(d: dict, args, price) -> str:
         ("GPU busy", f"{100 * d['busy_fraction']:.0f}% of the time; {d['preemptions']:,} preemptions"),
         ("scheduler", d["scheduler"]),
         ("price", "no price for this GPU: give --usd-per-hour" if d["usd_per_gpu_hour"] is None
-         else price_text(d["usd_per_gpu_hour"], price, d["num_gpus_total"])),
-        *extrapolation_rows(d),
+         else out.price_text(d["usd_per_gpu_hour"], price, d["num_gpus_total"])),
+        *out.extrapolation_rows(d),
     ]  # fmt: skip
     head = (
         f"serve: {d['model_id']} on {d['num_gpus_total']:,} × {d['gpu_id']}, {_load_text(d)}{lengths}, "
-        f"weights {weights_text(d['weight_precision'], args.weights_defaulted)}, seed {d['seed']}"
+        f"weights {out.weights_text(d['weight_precision'], args.weights_defaulted)}, seed {d['seed']}"
     )
-    lines = [head, rows_text(rows)]
+    lines = [head, out.rows_text(rows)]
     if d["message"]:
         lines.append(("warning: " if d["unstable"] else "note: ") + d["message"])
     return "\n".join(lines)

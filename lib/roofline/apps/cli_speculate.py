@@ -1,10 +1,7 @@
 """``roofline speculate``: speculative decoding against plain decode of the same configuration.
 
-Taught in notebooks/speculative_decoding.ipynb; the numbers are ``roofline.physics.speculative``. docs/cli.md
-documents the command and every JSON field.
-
-Beside the ideal, the same cycle on a real engine (``--engine``, default ``vllm``): the draft, verify and
-plain steps each timed by the engine (``roofline.engines.StepTimer``) on the same FLOPs and bytes.
+Taught in notebooks/speculative_decoding.ipynb; the numbers are ``roofline.physics.speculative``, and
+beside them the same cycle's steps timed by a real engine (``--engine``). docs/cli.md lists every field.
 
 >>> import contextlib, io, json
 >>> buf = io.StringIO()
@@ -18,25 +15,10 @@ plain steps each timed by the engine (``roofline.engines.StepTimer``) on the sam
 
 from __future__ import annotations
 
-from roofline.apps.cli_figures import coverage_fields, decode_times
-from roofline.apps.cli_options import (
-    BATCH,
-    CONTEXT,
-    MAX_TOKENS,
-    add_common_arguments,
-    add_engine_argument,
-    real_number,
-    whole_number,
-)
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    extrapolation_rows,
-    picked,
-    precisions_text,
-    print_json,
-    rows_text,
-)
-from roofline.engines import StepTimer
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
+from roofline.engines import StepTimer, decode_step_times
 from roofline.physics.speculative import speculative_collapse_batch, speculative_step
 from roofline.physics.step import forward_step
 from roofline.units import GB, MS
@@ -59,25 +41,25 @@ def add_parser(subparsers) -> None:
         description="Draft k tokens (a draft model, or a proposer costing r target decode steps per "
         "token), verify them in one forward step of the target; compare with plain decode.",
     )
-    add_common_arguments(p)
+    opt.add_common_arguments(p)
     proposer = p.add_mutually_exclusive_group()
     proposer.add_argument("--draft", metavar="D", help="draft model id (k decode steps of it per cycle)")
     proposer.add_argument(
         "--draft-cost-ratio",
-        type=real_number(0, 1e3),
+        type=opt.real_number(0, 1e3),
         metavar="r",
         help="cost of one drafted token in target decode steps (default 0: a free proposer, n-gram lookup)",
     )
-    p.add_argument("--draft-tokens", type=whole_number(0, 64, "tokens"), required=True, metavar="k",
+    p.add_argument("--draft-tokens", type=opt.whole_number(0, 64, "tokens"), required=True, metavar="k",
                    help="drafts per user")  # fmt: skip
     p.add_argument(
-        "--acceptance", type=real_number(0, 1), required=True, metavar="a", help="per-token acceptance α"
+        "--acceptance", type=opt.real_number(0, 1), required=True, metavar="a", help="per-token acceptance α"
     )
-    p.add_argument("--batch", type=BATCH, default=1, metavar="B", help="users decoding together (default 1)")
-    p.add_argument(
-        "--context", type=CONTEXT, default=0, metavar="T", help=f"tokens/user (default 0, ≤ {MAX_TOKENS:,})"
-    )
-    add_engine_argument(p, "the achievable cycle")
+    p.add_argument("--batch", type=opt.BATCH, default=1, metavar="B",
+                   help="users decoding together (default 1)")  # fmt: skip
+    p.add_argument("--context", type=opt.CONTEXT, default=0, metavar="T",
+                   help=f"tokens/user (default 0, ≤ {opt.MAX_TOKENS:,})")  # fmt: skip
+    opt.add_engine_argument(p, "the achievable cycle")
 
 
 def achievable(args, s) -> dict:
@@ -91,7 +73,7 @@ def achievable(args, s) -> dict:
     )
     plain = float(timer.of_step(forward_step(args.model, args.gpu, b, t, new_tokens=1, **common)).total_s)
     if args.draft:
-        one = float(decode_times(args, b, t, model=args.draft)["total"])
+        one = float(decode_step_times(fig.step_timer(args, model=args.draft), b, t)["total"])
     else:
         one = float(s.draft_cost_ratio) * plain
     cycle = k * one + verify
@@ -106,7 +88,7 @@ def achievable(args, s) -> dict:
         "plain_tokens_per_s_per_user": 1.0 / plain,
         "tokens_per_s_total": b * per_user,
         "speedup": per_user * plain,
-        **coverage_fields(args, b, context_tokens=t),
+        **fig.coverage_fields(args, b, context_tokens=t),
     }
 
 
@@ -123,15 +105,15 @@ def run(args) -> int:
     )
     s = speculative_step(args.model, args.gpu, args.batch, args.context, **options)
     collapse = speculative_collapse_batch(args.model, args.gpu, args.context, **options)
-    out = {"command": "speculate", **picked(s, FIELDS, counts=COUNTS)}
-    out["collapse_batch"] = None if collapse != collapse else int(collapse)
-    out["achievable"] = real = achievable(args, s)
+    d = {"command": "speculate", **out.picked(s, FIELDS, counts=COUNTS)}
+    d["collapse_batch"] = None if collapse != collapse else int(collapse)
+    d["achievable"] = real = achievable(args, s)
     if args.json:
-        print_json(out)
-        return EXIT_OK
+        out.print_json(d)
+        return out.EXIT_OK
     rows = [
         ("setup", f"{s.model_id} on {s.num_gpus:.0f}x {s.gpu_id}, "
-                  f"{precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}; "
+                  f"{out.precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}; "
                   f"B={s.batch:,.0f}, T={s.context_tokens:,.0f}"),
         ("proposer", f"{s.proposer}: k={s.draft_tokens:.0f} drafts, acceptance α={s.acceptance:g}"),
         ("tokens per verify step", f"{s.expected_tokens_per_step:.3f}  (1 − α^(k+1)) ÷ (1 − α)"),
@@ -149,10 +131,10 @@ def run(args) -> int:
         ("  tokens/s per user", f"{real['tokens_per_s_per_user']:,.1f}  (plain "
                                 f"{real['plain_tokens_per_s_per_user']:,.1f}), "
                                 f"speedup {real['speedup']:.2f}x"),
-        *extrapolation_rows(real),
+        *out.extrapolation_rows(real),
         ("speedup < 1 from batch", "never up to 4,096 users (or memory runs out first)"
-         if out["collapse_batch"] is None else f"{out['collapse_batch']:,}"),
+         if d["collapse_batch"] is None else f"{d['collapse_batch']:,}"),
         ("memory", f"{s.memory_needed_bytes / GB:.1f} GB of {s.memory_capacity_bytes / GB:.0f} GB"),
     ]  # fmt: skip
-    print(rows_text(rows, indent=""))
-    return EXIT_OK
+    print(out.rows_text(rows, indent=""))
+    return out.EXIT_OK

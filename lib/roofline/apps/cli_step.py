@@ -13,21 +13,9 @@ and on a real engine (``--engine``). docs/cli.md lists every JSON field.
 from __future__ import annotations
 
 import roofline as rl
-from roofline.apps.cli_figures import achievable_decode, does_not_fit, ideal_step
-from roofline.apps.cli_options import BATCH, CONTEXT, add_common_arguments, add_engine_argument, real_number
-from roofline.apps.cli_output import (
-    EXIT_OK,
-    achievable_rows,
-    fmt_capacity,
-    fmt_count,
-    fmt_flop,
-    fmt_seconds,
-    picked,
-    precisions_text,
-    print_json,
-    rows_text,
-    setup_text,
-)
+from roofline.apps import cli_figures as fig
+from roofline.apps import cli_options as opt
+from roofline.apps import cli_output as out
 from roofline.units import MS, fmt_bytes
 
 # The JSON fields `step` promises (docs/cli.md), in order, picked by name from the library's result.
@@ -42,13 +30,13 @@ FIELDS = (
 def add_parser(sub) -> None:
     """The ``step`` subcommand and its options."""
     p = sub.add_parser("step", help="one decode step: bytes, FLOPs, times, tokens/s, memory")
-    add_common_arguments(p)
-    p.add_argument("--batch", type=BATCH, default=1, help="users decoding together (default 1)")
-    p.add_argument("--context", type=CONTEXT, default=0, help="tokens of KV each user holds (default 0)")
-    p.add_argument("--launch-overhead-ms", type=real_number(0, 1e6, "ms"), default=0.0, metavar="MS",
+    opt.add_common_arguments(p)
+    p.add_argument("--batch", type=opt.BATCH, default=1, help="users decoding together (default 1)")
+    p.add_argument("--context", type=opt.CONTEXT, default=0, help="tokens of KV each user holds (default 0)")
+    p.add_argument("--launch-overhead-ms", type=opt.real_number(0, 1e6, "ms"), default=0.0, metavar="MS",
                    help="CPU kernel-launch time added to every step, in ms (default 0)")  # fmt: skip
     p.add_argument("--comm", action="store_true", help="add tensor-parallel all-reduce time")
-    add_engine_argument(p)
+    opt.add_engine_argument(p)
 
 
 def _step_fields(s: rl.Step, args) -> dict:
@@ -59,7 +47,7 @@ def _step_fields(s: rl.Step, args) -> dict:
     )
     return {
         "command": "step",
-        **picked(s, FIELDS, counts=("num_gpus", "batch", "context_tokens")),
+        **out.picked(s, FIELDS, counts=("num_gpus", "batch", "context_tokens")),
         "include_communication": args.comm,
         "arithmetic_intensity_flop_per_byte": s.arithmetic_intensity_flop_per_byte,
         "ridge_point_flop_per_byte": ridge,
@@ -70,47 +58,47 @@ def run(args) -> int:
     """Run ``step`` from parsed ``args``; return the exit code."""
     options = dict(launch_overhead_s=args.launch_overhead_ms * MS, include_communication=args.comm)
     try:
-        s = ideal_step(args, args.batch, args.context, **options)
+        s = fig.ideal_step(args, args.batch, args.context, **options)
     except rl.DoesNotFitError:
         extra = None
         if args.json:  # the step's other numbers still exist: give them to scripts
-            masked = ideal_step(args, args.batch, args.context, on_overflow="mask", **options)
+            masked = fig.ideal_step(args, args.batch, args.context, on_overflow="mask", **options)
             extra = {**_step_fields(masked, args), "binding": None}  # no step runs, so nothing binds
-        return does_not_fit(args, "step", args.batch, args.context, json_extra=extra)
-    d = {**_step_fields(s, args), "achievable": achievable_decode(args, args.batch, args.context)}
+        return fig.does_not_fit(args, "step", args.batch, args.context, json_extra=extra)
+    d = {**_step_fields(s, args), "achievable": fig.achievable_decode(args, args.batch, args.context)}
     if args.json:
-        print_json(d)
-        return EXIT_OK
+        out.print_json(d)
+        return out.EXIT_OK
     print(
-        f"decode step: {setup_text(s.model_id, s.gpu_id, args.gpus)}, batch {args.batch}, context "
+        f"decode step: {s.model_id} on {args.gpus} × {s.gpu_id}, batch {args.batch}, context "
         f"{args.context:,} tokens, "
-        f"{precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}"
+        f"{out.precisions_text(s.weight_precision, s.kv_precision, args.weights_defaulted)}"
     )
-    print(rows_text(_rows(s, d, args)))
-    return EXIT_OK
+    print(out.rows_text(_rows(s, d, args)))
+    return out.EXIT_OK
 
 
 def _rows(s: rl.Step, d: dict, args) -> list[tuple[str, str]]:
     rows = [
         ("bytes read", f"{fmt_bytes(s.bytes_read)} (weights {fmt_bytes(s.weight_bytes_read)} + KV "
                        f"{fmt_bytes(s.kv_bytes_read)})"),
-        ("FLOPs", f"{fmt_flop(s.flops)} ({d['arithmetic_intensity_flop_per_byte']:.3g} FLOP/byte; "
+        ("FLOPs", f"{out.fmt_flop(s.flops)} ({d['arithmetic_intensity_flop_per_byte']:.3g} FLOP/byte; "
                   f"ridge point {d['ridge_point_flop_per_byte']:.0f})"),
-        ("memory time", fmt_seconds(s.memory_time_s)),
-        ("compute time", fmt_seconds(s.compute_time_s)),
+        ("memory time", out.fmt_seconds(s.memory_time_s)),
+        ("compute time", out.fmt_seconds(s.compute_time_s)),
     ]  # fmt: skip
     if args.comm:
-        rows.append(("communication", fmt_seconds(s.communication_time_s)))
+        rows.append(("communication", out.fmt_seconds(s.communication_time_s)))
     if args.launch_overhead_ms:
-        rows.append(("launch overhead", fmt_seconds(s.launch_overhead_s)))
+        rows.append(("launch overhead", out.fmt_seconds(s.launch_overhead_s)))
     return rows + [
-        ("step time", fmt_seconds(s.step_time_s) + " (the ideal: a floor no engine beats)"),
-        *achievable_rows(d["achievable"]),
+        ("step time", out.fmt_seconds(s.step_time_s) + " (the ideal: a floor no engine beats)"),
+        *out.achievable_rows(d["achievable"]),
         ("binding", _binding_text(s)),
-        ("tokens/s", f"{fmt_count(s.tokens_per_s_per_user)} per user, "
-                     f"{fmt_count(s.tokens_per_s_total)} total"),
+        ("tokens/s", f"{out.fmt_count(s.tokens_per_s_per_user)} per user, "
+                     f"{out.fmt_count(s.tokens_per_s_total)} total"),
         ("memory", f"{fmt_bytes(s.memory_needed_bytes)} needed of {fmt_bytes(s.memory_capacity_bytes)} an "
-                   f"engine leaves weights and KV on {fmt_capacity(s.gpu_id, args.gpus)}"),
+                   f"engine leaves weights and KV on {out.fmt_capacity(s.gpu_id, args.gpus)}"),
     ]  # fmt: skip
 
 
@@ -125,5 +113,7 @@ def _binding_text(s: rl.Step) -> str:
     }
     longest = max(waits, key=waits.get)
     if waits[longest] > roof:
-        text += f" of the two roofs; waiting on {longest} ({fmt_seconds(waits[longest])}) takes longer still"
+        text += (
+            f" of the two roofs; waiting on {longest} ({out.fmt_seconds(waits[longest])}) takes longer still"
+        )
     return text

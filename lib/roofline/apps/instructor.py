@@ -1,29 +1,21 @@
 """Instructor mode: serve the lessons as a clean app (narrative, figures and controls; no code) with Voilà.
 
     uv run instructor                        # every lesson, listed by title on a start page
-    uv run instructor 16                     # lesson 16, its kernel started in advance (preheated)
     uv run instructor 02 16 28 --port 8870   # today's lessons, each preheated, listed on the start page
     uv run instructor --port=8870 --scale 1.5 --presenter
 
-It prints the URLs to open, each with its access token (random per start; ``--no-token`` for none), and
-starts the app (``roofline.apps.instructor_server``, which says how it keeps these promises): it listens on
-127.0.0.1 only, answers only to loopback host names (a web page using DNS rebinding cannot reach it), asks
-for the token on every route but the public scripts and styles, hides the code cells and keeps the page on
-this machine (its Content-Security-Policy). A page opened with the token keeps it in a login cookie and
-takes it out of the address bar (a projector shows the address bar to the room). This module reads the
-command line into a ``Plan`` and refuses the Voilà options that would undo those promises (``REFUSED``);
-any other Voilà option passes through in ``--name=value`` form.
+It prints the URLs to open, each with its random access token, and starts the app
+(``roofline.apps.instructor_server`` says how it keeps its promises: 127.0.0.1 only, loopback host names
+only, the token on every route, code hidden, the page kept on this machine). This module reads the command
+line into a ``Plan`` and refuses the Voilà options that would undo those promises (``REFUSED``); any other
+Voilà option passes through in ``--name=value`` form.
 
-Each named lesson gets a kernel started in advance (Voilà's preheated kernels, ~125 MB each), so its page
-arrives rendered and its explorer is live in about 1.6 s (benchmarks/instructor_switch.py); other lessons
-take a spare kernel started with their modules imported (about 3.2 s). A page's kernel stops when the page
-closes; kernels left idle and disconnected are culled after ``--cull-idle-seconds`` (300), and at most
-``--max-kernels`` (12) stay alive. Every page carries the instructor's kit (template ``speed-physics``): a
-projector scale (A+ / A-, or ``?scale=1.5``) that enlarges the text, the widgets and the figures, and a
-presenter view (button or key ``P``, or ``?view=presenter``): one question with its explorer below it per
-screen, PageDown / PageUp (a clicker) or the arrow keys to move between them; both settings are remembered
-across lessons. Widget messages go out without Nagle's delay (``roofline.apps.server_latency``), so
-sliders answer in about half the time.
+Each named lesson gets a kernel started in advance (preheated, ~125 MB each): its page arrives rendered
+and its explorer is live in about 1.6 s (benchmarks/instructor_switch.py); other lessons take a spare
+kernel started with their modules imported (about 3.2 s). Idle kernels of closed pages are culled after
+``--cull-idle-seconds``; at most ``--max-kernels`` stay alive. Every page carries a projector scale (A+ /
+A-, ``?scale=1.5``) and a presenter view (key ``P``, ``?view=presenter``: one question and its explorer per
+screen, PageDown / PageUp to move).
 """
 
 from __future__ import annotations
@@ -83,7 +75,7 @@ def course_notebooks() -> Path:
         raise SystemExit(f"instructor: {exc}") from None
 
 
-def resolve_lesson(name: str, notebooks: Path | None = None) -> Path:
+def resolve_lesson(name: str) -> Path:
     """The notebook (or directory) a command-line name means: a path, or a lesson number or name prefix.
 
     >>> resolve_lesson("16").name
@@ -98,8 +90,7 @@ def resolve_lesson(name: str, notebooks: Path | None = None) -> Path:
     path = Path(name)
     if path.exists():
         return path.resolve()
-    notebooks = course_notebooks() if notebooks is None else notebooks
-    stem = name.removesuffix(".ipynb")
+    notebooks, stem = course_notebooks(), name.removesuffix(".ipynb")
     candidates = sorted(notebooks.glob(f"{stem}*.ipynb")) or sorted(notebooks.glob(f"*{stem}*.ipynb"))
     if len(candidates) != 1:
         if candidates:
@@ -225,15 +216,7 @@ def build_plan(args: list[str]) -> Plan:
             "kernel_pools_config": {"default": {"pool_size": 0}, **{n: {"pool_size": 1} for n in lessons}},
             "fill_delay": POOL_REFILL_DELAY_S,
         }
-    return Plan(
-        root=root,
-        lessons=lessons,
-        port=ns.port,
-        token=token,
-        config=config,
-        argv=[str(root), *passthrough],
-        query=query,
-    )
+    return Plan(root, lessons, ns.port, token, config, argv=[str(root), *passthrough], query=query)
 
 
 def _root_and_lessons(names: list[str]) -> tuple[Path, list[str]]:

@@ -1,26 +1,12 @@
 """The instructor app's server: Voilà, with the promises ``instructor`` prints kept on every route.
 
-``roofline.apps.instructor`` reads the command line into a ``Plan``; this module runs it
-(``launch(plan)``). Over plain Voilà it
-
-- checks the Host header on every route (loopback names only, so a web page cannot reach the app by DNS
-  rebinding) and asks for the token on every route but the scripts and styles of Voilà, its template and
-  the lab extensions (public code, the same bytes as in the packages). Voilà serves two routes with
-  neither: ``/voila/query/<kernel>`` (it hands the page's query string, token included, to whoever
-  connects) and ``/voila/files/*``. A page opened with the token gets a login cookie, so links, images
-  and reloads need no token in the URL, and the page takes the token out of the address bar;
-- refuses to start when a setting read after the command line (a Jupyter config file such as
-  ``voila.json``) breaks a promise: another interface, token, Host check or Content-Security-Policy;
-- serves a start page listing the lessons by title (``roofline.course.course_map``);
-- sets the ``_xsrf`` cookie on lesson pages: Voilà's page sends it back in its "page closed" request,
-  which shuts the page's kernel down at once (without the cookie the server refused the request, 403,
-  and the kernel waited for the culler);
-- caps the live kernels (``max_kernels``): one more page first shuts down the least recently active idle
-  kernel, a closed page's before an open one's; with nothing to shut down, the page says so (HTTP 503);
-- keeps a spare kernel, started in advance with the lessons' modules imported, for the next lesson
-  opened without a preheated kernel of its own (a switch to such a lesson takes about 3.2 s);
-- lets the browser keep the lab extensions' scripts (their file names carry a content hash) instead of
-  asking the server again on every page, which took 0.1-0.3 s of every lesson switch.
+``roofline.apps.instructor`` reads the command line into a ``Plan``; ``launch(plan)`` runs it. Over plain
+Voilà it checks the Host header and asks for the token on every route but public scripts and styles
+(``guard_routes``; a page opened with the token keeps it in a login cookie), refuses to start when a
+Jupyter config file breaks a promise (``broken_promises``), serves a start page listing the lessons by
+title, lets a closed page shut its kernel down at once (``LessonPageHandler``), caps the live kernels and
+keeps a spare one started in advance (``course_kernel_manager_factory``), and lets the browser keep the
+lab extensions' content-hashed scripts (``tornado_settings``).
 """
 
 from __future__ import annotations
@@ -63,9 +49,8 @@ CONTENT_SECURITY_POLICY = (
 # Host names the server answers to (an IP address is accepted when it is a loopback address).
 LOCAL_HOSTNAMES = ["localhost"]
 
-# A kernel active this recently may belong to a page that is still loading (a page connects to its kernel
-# a few seconds after the server rendered it): never shut down to make room (CourseKernelManager's
-# page_load_grace_s).
+# A kernel active this recently may belong to a page still loading (it connects seconds after the server
+# rendered it): never shut down to make room (CourseKernelManager's page_load_grace_s).
 PAGE_LOAD_GRACE_S = 30.0
 # Seconds between a page taking the spare kernel and the next spare's start (the page is still loading).
 SPARE_DELAY_S = 10.0
@@ -106,8 +91,8 @@ class LoopbackStaticHandler(_LoopbackOnly, MultiStaticFileHandler):
 
 
 class GuardedRequestInfoHandler(WebSocketMixin, RequestInfoSocketHandler, JupyterHandler):
-    """``/voila/query/<kernel>`` with the Host check and the token (Jupyter's handler checks), like the
-    kernel websocket beside it. No course notebook asks for it (``voila.utils.get_query_string``)."""
+    """``/voila/query/<kernel>`` with the Host check and the token (Jupyter's handler checks): Voilà's
+    hands the page's query string, token included, to whoever connects. No course notebook asks for it."""
 
 
 class GuardedFileHandler(JupyterHandler, AllowListFileHandler):
@@ -153,7 +138,7 @@ def _first_heading(path: Path) -> str:
 
 def lesson_links(root: Path, names: list[str] | None = None) -> list[LessonLink]:
     """The lessons ``names`` (default: every notebook in ``root``, in the course map's order) with their
-    titles: the course map's where it lists the notebook, else the notebook's first heading.
+    titles: the course map's, else the notebook's first heading.
 
     >>> from roofline.data import notebooks_dir
     >>> links = lesson_links(notebooks_dir(), ["16_step_time.ipynb", "28_kv_cache.ipynb"])
@@ -164,22 +149,19 @@ def lesson_links(root: Path, names: list[str] | None = None) -> list[LessonLink]
     if names is None:
         others = sorted(p.name for p in root.glob("*.ipynb") if p.name not in mapped)
         names = [*(n for n in others if n.startswith("00")), *mapped, *(n for n in others if n[:2] != "00")]
-    links = []
-    for name in names:
-        row = mapped.get(name)
-        if row is not None:
-            links.append(LessonLink(name, row.number, row.title, row.minutes))
-        else:
-            links.append(LessonLink(name, "", _first_heading(root / name)))
-    return links
+    return [
+        LessonLink(name, row.number, row.title, row.minutes)
+        if (row := mapped.get(name))
+        else LessonLink(name, "", _first_heading(root / name))
+        for name in names
+    ]
 
 
 def start_page_html(
     today: list[LessonLink], every: list[LessonLink], base_url: str = "/", query: str = ""
 ) -> str:
-    """The start page: ``today`` (the lessons named on the command line; empty: every lesson is listed
-    instead), then every lesson folded, then Voilà's file list. ``query`` (``scale=1.5``, ...) is added
-    to every lesson link; the token is not (the page's login cookie carries it).
+    """The start page: ``today`` (the lessons named; empty: every lesson instead), every lesson folded, then
+    Voilà's file list; ``query`` (``scale=1.5``, ...) on every link, the token not (the cookie carries it).
 
     >>> page = start_page_html([LessonLink("16_step_time.ipynb", "16", "The step-time model", 35)], [])
     >>> '<a href="/voila/render/16_step_time.ipynb">The step-time model</a>' in page
@@ -257,9 +239,8 @@ REPLACEMENTS = {
 
 
 def guard_routes(routes: list[tuple], server_url: str, root: Path, lessons: list[str]) -> list[tuple]:
-    """Voilà's routes with the course's handlers in place; a route still without a Host check (a future
-    Voilà's new handler) stops the app from starting rather than serving it unchecked. ``root`` and
-    ``lessons`` are the start page's (``Plan.root``, ``Plan.lessons``).
+    """Voilà's routes with the course's handlers in place (``root`` and ``lessons``: the start page's); a
+    route still without a Host check (a future Voilà's) stops the app rather than being served unchecked.
 
     >>> routes = [("/voila/files/(.*)", AllowListFileHandler, {"path": "."})]
     >>> [handler.__name__ for _, handler, _ in guard_routes(routes, "/", Path("."), [])]
@@ -283,12 +264,10 @@ def guard_routes(routes: list[tuple], server_url: str, root: Path, lessons: list
 
 
 def kernel_to_evict(kernels, now: datetime, keep=(), grace_s: float = PAGE_LOAD_GRACE_S) -> str | None:
-    """The kernel to shut down to make room: not busy (Jupyter's culler's rule: a kernel whose first
-    status message was missed stays "starting"), not in ``keep`` (the preheated pools), not active in the
-    last ``grace_s`` seconds (its page may still be loading); a closed page's (no connection) before an
-    open one's, then the longest idle. None when no kernel qualifies.
-
-    ``kernels``: ``(kernel_id, execution_state, connections, last_activity)`` rows.
+    """The kernel to shut down to make room, of ``(kernel_id, execution_state, connections, last_activity)``
+    rows: not busy (as Jupyter's culler: a kernel whose first status message was missed stays "starting"),
+    not in ``keep`` (the preheated pools), not active in the last ``grace_s`` seconds (its page may still be
+    loading); a closed page's before an open one's, then the longest idle; None if no kernel qualifies.
 
     >>> t = lambda minute: datetime(2026, 1, 1, 10, minute, tzinfo=UTC)
     >>> rows = [("open-old", "idle", 1, t(0)), ("closed", "starting", 0, t(5)), ("busy", "busy", 0, t(0))]
@@ -325,15 +304,10 @@ class _KernelCap:
     async def make_room(self) -> None:
         """Shut down kernels until one more fits under the cap; HTTP 503 with a message if none can go."""
         while self.max_kernels and self.live_kernels() >= self.max_kernels:
+            connections = self._kernel_connections
             rows = [
-                (
-                    k,
-                    getattr(kernel, "execution_state", ""),
-                    self._kernel_connections.get(k, 0),
-                    kernel.last_activity,
-                )
-                for k in self.list_kernel_ids()
-                for kernel in [self.get_kernel(k)]
+                (k, getattr(x, "execution_state", ""), connections.get(k, 0), x.last_activity)
+                for k, x in ((k, self.get_kernel(k)) for k in self.list_kernel_ids())
             ]
             victim = kernel_to_evict(rows, datetime.now(UTC), self._pooled(), self.page_load_grace_s)
             if victim is None:
@@ -365,23 +339,16 @@ SPARE_WARM_UP = (
 
 
 class _SpareKernel:
-    """Mixed into Voilà's kernel manager: one kernel started in advance in the lessons' directory, with
-    the lessons' modules imported, handed to the next page that needs a new kernel (a lesson without a
-    preheated kernel); the page skips the kernel's start and imports (about 1.2 s of a 4 s switch here).
-    The next spare starts ``spare_delay_s`` later, never in the cap's last place. A page on a spare
-    kernel does not see Voilà's request variables (``QUERY_STRING``, ...); no lesson reads them."""
+    """Mixed into Voilà's kernel manager: one kernel started in advance with the lessons' modules imported,
+    handed to the next page that needs a new kernel (saving about 1.2 s of a 4 s switch); the next spare
+    starts ``spare_delay_s`` later, never in the cap's last place. A page on a spare kernel does not see
+    Voilà's request variables (``QUERY_STRING``, ...); no lesson reads them."""
 
     spare_id: str | None = None
 
-    def _is_spare_request(self, kwargs) -> bool:
-        return kwargs.get("path") in ("", None) and kwargs.get("kernel_name") in (
-            None,
-            self.default_kernel_name,
-        )
-
     async def start_kernel(self, *args, **kwargs):
-        spare = self.spare_id
-        if spare is not None and self._is_spare_request(kwargs):
+        spare, name = self.spare_id, kwargs.get("kernel_name") or self.default_kernel_name
+        if spare is not None and not kwargs.get("path") and name == self.default_kernel_name:
             self.spare_id = None
             self.schedule_spare()
             if spare in self:  # (the cap may have shut it down to make room)
@@ -407,13 +374,8 @@ class _SpareKernel:
 
 class _PoolTaking:
     """Mixed into Voilà's preheating kernel manager: room for the pool's refill before a page takes a
-    kernel, and the taken kernel's idle time restarted.
-
-    A kernel waiting in the pool is exempt from culling, but its idle time runs from when it finished
-    rendering. Once a page takes it, the page needs a few seconds to load before its websocket connects;
-    a culler pass in that gap found a kernel "idle" for longer than the timeout with no connection and
-    shut it down under the page (the page then never showed its widgets).
-    """
+    kernel, and the taken kernel's idle time restarted: it ran from the end of preheating, and a culler
+    pass before the page's websocket connected shut the kernel down under the page."""
 
     async def get_rendered_notebook(self, *args, **kwargs):
         await self.make_room()  # taking a kernel starts the pool's refill
@@ -423,9 +385,8 @@ class _PoolTaking:
 
 
 def course_kernel_manager_factory(factory):
-    """Wrap Voilà's ``voila_kernel_manager_factory``: its kernel manager (configurable as
-    ``CourseKernelManager``) gets the cap (``max_kernels``), the spare kernel (``spare_kernel``) and, when
-    preheating, ``_PoolTaking``."""
+    """Wrap Voilà's ``voila_kernel_manager_factory``: its kernel manager (``CourseKernelManager``) gets the
+    cap, the spare kernel and, when preheating, ``_PoolTaking``."""
     if getattr(factory, "_course_factory", False):
         return factory
 
@@ -460,8 +421,7 @@ def course_kernel_manager_factory(factory):
 
 @dataclass(frozen=True)
 class Plan:
-    """What the app will serve (``roofline.apps.instructor.build_plan`` reads it from the command line):
-    the directory served, the lessons preheated, the Voilà argv.
+    """What the app will serve (``roofline.apps.instructor.build_plan`` reads it from the command line).
 
     root : directory whose notebooks are served (``/voila/render/NAME.ipynb``).
     lessons : notebook paths relative to ``root``, each given one preheated kernel.

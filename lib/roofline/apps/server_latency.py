@@ -1,13 +1,9 @@
 """Send each widget message at once: switch off Nagle's algorithm on Jupyter's kernel websocket.
 
-Jupyter's server leaves Nagle's algorithm on for the websocket between browser and kernel, so a small
-message (a slider's new value, a readout's text) can wait for the previous packet's delayed ACK: about
-40 ms on Linux loopback. Measured here: a slider-to-text round trip took 49 ms with Nagle, and the
-explorers' slider latency is dominated by it (benchmarks/browser_latency.py). TCP_NODELAY removes it.
-
-JupyterLab loads this module as a server extension (the package installs
-``etc/jupyter/jupyter_server_config.d/roofline.json`` into the environment), and the instructor app
-(``uv run instructor``, ``roofline.apps.instructor``) calls ``enable_tcp_nodelay()`` before starting Voilà.
+With Nagle's algorithm a small message (a slider's new value) can wait for the previous packet's delayed
+ACK, about 40 ms on Linux loopback: most of the explorers' slider latency (benchmarks/browser_latency.py).
+JupyterLab loads this module as a server extension (jupyter-config/), and ``roofline.apps.instructor``
+calls ``enable_tcp_nodelay()`` before starting Voilà.
 
 >>> enable_tcp_nodelay()
 True

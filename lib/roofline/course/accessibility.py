@@ -1,20 +1,11 @@
 """What a screen reader needs from an explorer that ipywidgets cannot say from Python: a small script.
 
-Used by every lesson's explorer (``roofline.ui.explorers``; the first is in notebooks/00_start_here.ipynb).
-ipywidgets' sliders announce the position of their handle: a slider over round stops (1, 2, 4, … 32 users)
-would read "8" for 32 users, its stop's index. The script, shown once with each explorer, sets on every
-slider inside an explorer ``aria-valuetext`` to the value its readout shows ("32") and ``aria-label`` to its
-name, gives each number box the name of its control, and copies each figure's description
-(``roofline.views.plots.alt_text``, also in the page as visually hidden text beside it) into the image's
-``alt``. It also scrolls an explorer's top into view when a "set up this question" button below it asks to
-(``Explorer.bring_into_view``). It re-applies itself when the page changes (a slider moved, a figure
-redrawn), at most once per animation frame, and installs itself once per page.
-
-Outputs produced by a running kernel are trusted, so JupyterLab runs the script; a front end that does not
-run scripts still shows every control and figure, and a screen reader still reads the hidden description.
-
->>> "aria-valuetext" in ACCESSIBILITY_JS and accessibility_script().data == ACCESSIBILITY_JS
-True
+``Explorer`` shows it with itself (it installs itself once per page). It sets on every slider inside an
+explorer ``aria-valuetext`` to the value its readout shows (a slider over round stops would read "8", its
+stop's index, for 32 users) and ``aria-label`` to its name, names each number box, copies each figure's
+description (also in the page as visually hidden text) into the image's ``alt``, and scrolls an explorer
+into view when a set-up button asks to. It re-applies itself when the page changes, at most once per frame.
+A front end that does not run scripts still shows every control, and the hidden description.
 """
 
 from __future__ import annotations
@@ -70,11 +61,3 @@ ACCESSIBILITY_JS = """
   apply();
 })();
 """
-
-
-def accessibility_script():
-    """The script as a displayable object (``IPython.display.Javascript``); ``Explorer`` shows it with
-    itself. Showing it twice is harmless: it installs itself once per page."""
-    from IPython.display import Javascript
-
-    return Javascript(ACCESSIBILITY_JS)

@@ -1,13 +1,7 @@
 """What the self-check cards' code shares: table look-ups, seeded random choices, the figures a scenario
 quotes, and the library's exact decode step beside them.
 
-Taught in notebooks/pack01_speed_physics.ipynb (each lesson's ``cards.py`` draws its shuffled scenarios with
-these). Numbers only (numpy and the roofline core).
-
->>> quoted_weight_bytes({"model": "llama-3-8b", "weight_precision": "bf16"})   # 8.03 B × 2 bytes
-16100000000.0
->>> quoted_weight_bytes({"model": "llama-3-8b", "weight_precision": "bf16", "weight_bytes": 16e9})
-16000000000.0
+Each lesson's ``cards.py`` draws its shuffled scenarios with these. Numbers only (numpy and the core).
 """
 
 from __future__ import annotations
@@ -28,13 +22,13 @@ T = TypeVar("T")
 WEIGHT_PRECISIONS = ("bf16", "fp8", "int4")  # what a shuffled scenario may store its weights in
 
 
-def gpu_peak_flops_per_s(params: Mapping[str, Any], precision_key: str = "weight_precision") -> float:
-    """Dense peak FLOP/s of the scenario's GPU at the precision named by ``params[precision_key]``.
+def gpu_peak_flops_per_s(params: Mapping[str, Any]) -> float:
+    """Dense peak FLOP/s of the scenario's GPU at its weight precision.
 
     >>> gpu_peak_flops_per_s({"gpu": "h100-sxm", "weight_precision": "bf16"}) / 1e12
     989.0
     """
-    return peak_flops_per_s(get_gpu(params["gpu"]), params[precision_key])
+    return peak_flops_per_s(get_gpu(params["gpu"]), params["weight_precision"])
 
 
 def dense_models() -> list[str]:
@@ -126,7 +120,11 @@ def quoted(params: Mapping[str, Any], key: str, derive: Callable[[], float]) -> 
 
 def quoted_weight_bytes(params: Mapping[str, Any], key: str = "weight_bytes", model_key: str = "model",
                         precision_key: str = "weight_precision") -> float:  # fmt: skip
-    """The weight bytes a scenario quotes: ``params[key]`` if given, else the tables' figure to 3 digits."""
+    """The weight bytes a scenario quotes: ``params[key]`` if given, else the tables' figure to 3 digits.
+
+    >>> quoted_weight_bytes({"model": "llama-3-8b", "weight_precision": "bf16"})   # 8.03 B × 2 bytes
+    16100000000.0
+    """
     return quoted(params, key, lambda: weight_bytes(params[model_key], params[precision_key]))
 
 

@@ -1,11 +1,7 @@
 """A self-check card as an ipywidgets panel: the question, one box per answer, Check, Reveal, Shuffle.
 
-Taught in notebooks/pack01_speed_physics.ipynb. The only card module that imports ipywidgets; every number
-and verdict, and every piece of HTML, comes from ``roofline.course.cards``.
-
-The panel shows the question itself, so a notebook displays just the widget (not the card and then the
-widget, which would print the question twice). Where no widget can be drawn (a notebook opened without
-running it, a static HTML export) its display falls back to the question as HTML.
+Taught in notebooks/pack01_speed_physics.ipynb. Every number, verdict and piece of HTML comes from
+``roofline.course.cards``; where no widget can be drawn (a static export) the question shows as HTML.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import html
 import ipywidgets as W
 import numpy as np
 
-from roofline.course.cards import Card, Result, check, parse_answer, plain_text, results_html, unreadable_text
+from roofline.course.cards import Card, Result, check, parse_answer, results_html, unreadable_text
 from roofline.errors import InvalidConfigurationError
 
 LABEL_WIDTH = "24em"  # answer labels wrap inside this width rather than being cut off
@@ -37,20 +33,13 @@ class CardWidget(W.VBox):
     """
 
     def __init__(self, card: Card, seed: int | None = 0):
-        self.card = card
         self.rng = np.random.default_rng(seed)
-        self.results: list[Result] = []
-        self.unreadable: dict[str, str] = {}
-        self.revealed = False
-        self.header = W.HTML()
-        self.inputs: dict[str, W.Text] = {}
-        self.input_box = W.VBox()
+        self.header, self.input_box = W.HTML(), W.VBox()
         self.check_button = button("Check", button_style="primary", icon="check")
         self.reveal_button = button("Reveal", icon="eye")
         self.shuffle_button = button("Shuffle the numbers", icon="random")
         self.reset_button = button("Card's numbers")
-        self.result_area = W.HTML()
-        self.answer_area = W.HTML()
+        self.result_area, self.answer_area = W.HTML(), W.HTML()
         self.check_button.on_click(lambda _b: self.press_check())
         self.reveal_button.on_click(lambda _b: self.press_reveal())
         self.shuffle_button.on_click(lambda _b: self.press_shuffle())
@@ -90,16 +79,12 @@ class CardWidget(W.VBox):
             )
             for a in card.answers
         ]  # fmt: skip
-        self.result_area.value = ""
-        self.answer_area.value = ""
+        self.result_area.value = self.answer_area.value = ""
         self.reveal_button.description = "Reveal"
 
     def enter(self, name: str, value: float | str | None) -> None:
         """Type ``value`` into the box of answer ``name`` (``None`` or ``""`` empties it; 0 is an answer)."""
-        if name not in self.inputs:
-            raise InvalidConfigurationError(
-                f"{self.card.qid} has no answer {name!r}; it has {list(self.inputs)}"
-            )
+        self.card.answer(name)  # an unknown name raises, naming the answers there are
         if value is None or isinstance(value, str):
             self.inputs[name].value = value or ""
         else:
@@ -148,10 +133,8 @@ class CardWidget(W.VBox):
     def result_text(self) -> str:
         """The last verdicts in plain text, one line per answer ('' before the first Check)."""
         return "\n".join(
-            unreadable_text(r.label, self.unreadable[r.name]) if r.name in self.unreadable else r.text()
+            unreadable_text(r.answer.label, self.unreadable[r.name])
+            if r.name in self.unreadable
+            else r.text()
             for r in self.results
         )
-
-    def revealed_text(self) -> str:
-        """The revealed answer as plain text ('' while folded)."""
-        return plain_text(self.answer_area.value)

@@ -1,23 +1,10 @@
-"""Self-check cards: a card's spec (data rows plus the code that computes), the built card, the judge of
-typed answers, and the card as HTML.
+"""Self-check cards: a card's spec, the built card, the judge of typed answers, and the card as HTML.
 
-Taught in notebooks/pack01_speed_physics.ipynb and asked at the end of the lever lessons
-(notebooks/quantization.ipynb, notebooks/speculative_decoding.ipynb, notebooks/mixture_of_experts.ipynb,
-notebooks/attention_variants.ipynb). Numbers and strings only: ``roofline.course.card_widget`` puts a card
-in an ipywidgets panel.
-
-A card lives in its lesson. ``lessons/<lesson>/cards.toml`` holds its data: the title, the lessons it
-revisits, the study card's scenario (``defaults``) and the round figures it quotes (``stated``), the answers
-(name, label, unit, tolerance, the field holding the library's exact answer and why it differs), the known
-traps (answer, name, the field holding the wrong value, why) and the prose (``text``), all templates filled
-by ``fill``. ``lessons/<lesson>/cards.py`` holds the code (``CardCode``): ``scenario`` checks the parameters
-and adds the figures a scenario quotes, ``numbers`` computes every value the templates name, ``draw`` a
-shuffled scenario and ``usable`` its extra conditions. ``read_card`` joins the two into a ``CardSpec``;
-``CardSpec.card`` builds a ``Card`` and ``check`` judges answers to it.
-
-An answer is a number in the unit the learner types (ms, tokens/s, %, ×, $), or nothing (unanswered; a
-typed 0 is judged like any number). Each answer accepts both the card's simplified figure (worked from the
-round numbers it states) and the library's exact one, and the verdict says which it is (``Result.matched``).
+Taught in notebooks/pack01_speed_physics.ipynb and at the end of the lever lessons. A card lives in its
+lesson: ``cards.toml`` holds its rows (scenario ``defaults``, the round figures it ``stated``, answers,
+known traps, prose templates filled by ``fill``) and ``cards.py`` its code (``CardCode``); ``read_card``
+joins the two into a ``CardSpec``, ``CardSpec.card`` builds a ``Card`` and ``check`` judges answers to it.
+An answer accepts both the card's simplified figure and the library's exact one (``Result.matched``).
 
 >>> fill("{batch} × {context_tokens:,} × {kv!K} ({kv!B}), {w!E} read", dict(batch=32, context_tokens=1000,
 ...      kv=131072, w=15.0136e9))
@@ -53,9 +40,7 @@ TEXT_PARTS = ("scenario", "worked", "mistake", "followup_question", "followup_an
 MODEL_KEYS, PRECISION_KEYS = ("model", "tp_model"), ("weight_precision", "tp_precision")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Numbers in words
-# ---------------------------------------------------------------------------------------------------------
+# ---- Numbers in words --------------------------------------------------------------------------------------
 def number_text(v: float) -> str:
     """A number rounded for reading: thousands separated, three significant digits below 1,000.
 
@@ -123,12 +108,8 @@ class CardFormatter(string.Formatter):
     """``str.format`` plus the ``CONVERSIONS`` (``{weight_bytes!B}``, ``{floor_s!M}``, …)."""
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion in CONVERSIONS:
-            return CONVERSIONS[conversion](value)
-        return super().convert_field(value, conversion)
-
-
-FORMATTER = CardFormatter()
+        known = conversion in CONVERSIONS
+        return CONVERSIONS[conversion](value) if known else super().convert_field(value, conversion)
 
 
 def fill(template: str, fields: Mapping[str, Any]) -> str:
@@ -137,7 +118,7 @@ def fill(template: str, fields: Mapping[str, Any]) -> str:
     >>> fill("{n} GPUs, {share:.0%} of {t!M} at {bw!T}", dict(n=2, share=0.25, t=4.776e-3, bw=3.35e12))
     '2 GPUs, 25% of 4.78 ms at 3.35 TB/s'
     """
-    return FORMATTER.vformat(template, (), fields)
+    return CardFormatter().vformat(template, (), fields)
 
 
 def fill_html(template: str | Sequence[str], fields: Mapping[str, Any]) -> str:
@@ -156,38 +137,7 @@ def close(given: float, target: float, rel_tol: float) -> bool:
     return math.isfinite(target) and abs(given - target) <= rel_tol * abs(target)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The spec: a lesson's data rows and code
-# ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AnswerSpec:
-    """A number a card asks for: ``label`` and ``exact_why`` are templates; ``exact`` names the field of the
-    card's numbers holding the library's exact answer, where it differs from the card's simplified one."""
-
-    name: str
-    label: str
-    unit: str
-    rel_tol: float = DEFAULT_REL_TOL
-    exact: str | None = None
-    exact_why: str = ""
-
-
-@dataclass(frozen=True)
-class TrapSpec:
-    """A known slip on answer ``answer``: its ``name``, the field of the card's numbers holding the wrong
-    value (``None`` there: no such slip in this scenario) and ``why`` (a template)."""
-
-    answer: str
-    name: str
-    value: str
-    why: str
-
-
-def always(_params: Mapping[str, Any]) -> bool:
-    """The default ``CardCode.usable``: every scenario that builds is usable."""
-    return True
-
-
+# ---- The spec: a lesson's data rows and code ---------------------------------------------------------------
 @dataclass(frozen=True)
 class CardCode:
     """What a card computes. ``scenario(params)`` returns a new dict (the parameters plus the figures the
@@ -198,7 +148,7 @@ class CardCode:
     scenario: Callable[[Mapping[str, Any]], dict[str, Any]]
     numbers: Callable[[Mapping[str, Any]], dict[str, Any]]
     draw: Callable[[np.random.Generator], dict[str, Any]]
-    usable: Callable[[Mapping[str, Any]], bool] = always
+    usable: Callable[[Mapping[str, Any]], bool] = lambda _params: True
 
 
 @dataclass(frozen=True)
@@ -215,8 +165,8 @@ class CardSpec:
     lessons: tuple[str, ...]
     defaults: Mapping[str, Any]
     stated: Mapping[str, float]
-    answers: tuple[AnswerSpec, ...]
-    traps: tuple[TrapSpec, ...]
+    answers: tuple[Answer, ...]  # as declared: see ``Answer`` and ``Trap``
+    traps: tuple[Trap, ...]
     text: Mapping[str, str | tuple[str, ...]]
     code: CardCode
     phrases: Mapping[str, str] = field(default_factory=dict)
@@ -231,24 +181,6 @@ class CardSpec:
         """The study card's own scenario: its parameters plus the round figures it quotes."""
         return {**self.defaults, **self.stated}
 
-    def validate(self, params: Mapping[str, Any]) -> None:
-        """Reject unknown model, GPU or precision names, and counts or figures that make no sense."""
-        for key in MODEL_KEYS:
-            if key in params:
-                get_model(params[key])
-        if "gpu" in params:
-            gpu = get_gpu(params["gpu"])
-            for key in PRECISION_KEYS:
-                if key in params:
-                    peak_flops_per_s(gpu, params[key])
-        for key, default in self.defaults.items():
-            whole = isinstance(default, int) and not isinstance(default, bool)
-            if whole and (not float(params[key]).is_integer() or params[key] < 1):
-                raise InvalidConfigurationError(f"{key} must be a whole number ≥ 1, got {params[key]!r}")
-        for key in self.positive:
-            if not params[key] > 0:
-                raise InvalidConfigurationError(f"{key} must be > 0, got {params[key]!r}")
-
     def card(self, scenario_params: Mapping[str, Any] | None = None) -> Card:
         """The card for a scenario; without one, the study card's own scenario and round figures.
 
@@ -256,19 +188,30 @@ class CardSpec:
         not give are taken from the tables, rounded to three significant digits, so the text and the answers
         agree. It is never modified. Times in seconds, sizes in bytes, prices in US dollars per GPU-hour.
         """
-        if scenario_params is None:
-            given, is_default = self.default_params(), True
-        else:
-            allowed = set(self.defaults) | set(self.stated)
-            unknown = sorted(set(scenario_params) - allowed)
-            if unknown:
-                raise InvalidConfigurationError(
-                    f"{self.qid} has no parameter {', '.join(map(repr, unknown))}; "
-                    f"it takes {', '.join(sorted(allowed))}"
-                )
-            given = {**self.defaults, **scenario_params}
-            is_default = given == self.default_params()
-        self.validate(given)
+        allowed = set(self.defaults) | set(self.stated)
+        unknown = sorted(set(scenario_params or {}) - allowed)
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            raise InvalidConfigurationError(
+                f"{self.qid} has no parameter {names}; it takes {', '.join(sorted(allowed))}"
+            )
+        given = {**self.defaults, **(self.stated if scenario_params is None else scenario_params)}
+        is_default = given == self.default_params()
+        for key in MODEL_KEYS:  # unknown model, GPU or precision names raise
+            if key in given:
+                get_model(given[key])
+        if "gpu" in given:
+            gpu = get_gpu(given["gpu"])
+            for key in PRECISION_KEYS:
+                if key in given:
+                    peak_flops_per_s(gpu, given[key])
+        for key, default in self.defaults.items():
+            whole = isinstance(default, int) and not isinstance(default, bool)
+            if whole and (not float(given[key]).is_integer() or given[key] < 1):
+                raise InvalidConfigurationError(f"{key} must be a whole number ≥ 1, got {given[key]!r}")
+        for key in self.positive:
+            if not given[key] > 0:
+                raise InvalidConfigurationError(f"{key} must be > 0, got {given[key]!r}")
         params = self.code.scenario(given)
         numbers = self.code.numbers(params)
         fields = {**params, **numbers}
@@ -277,12 +220,12 @@ class CardSpec:
                 raise DataTableError(f"{self.qid}: phrase {name!r} has the name of a figure")
             fields[name] = fill(phrase, fields)
         answers = tuple(
-            Answer(a.name, fill(a.label, fields), a.unit, numbers[a.name], a.rel_tol,
-                   exact=numbers[a.exact] if a.exact else None, exact_why=fill(a.exact_why, fields))
+            replace(a, label=fill(a.label, fields), value=numbers[a.name],
+                    exact=numbers[a.exact] if a.exact else None, exact_why=fill(a.exact_why, fields))
             for a in self.answers
         )  # fmt: skip
         built = tuple(
-            Trap(t.answer, t.name, numbers[t.value], fill(t.why, fields))
+            replace(t, value=numbers[t.value], why=fill(t.why, fields))
             for t in self.traps
             if numbers[t.value] is not None
         )
@@ -331,8 +274,8 @@ def read_card(path: Path | str, code: CardCode) -> CardSpec:
         text = {part: v if isinstance(v := rows["text"][part], str) else tuple(v) for part in TEXT_PARTS}
         return CardSpec(
             qid=rows["qid"], title=rows["title"], lessons=tuple(rows["lessons"]), defaults=rows["defaults"],
-            stated=rows.get("stated", {}), answers=tuple(AnswerSpec(**a) for a in rows["answers"]),
-            traps=tuple(TrapSpec(**t) for t in rows.get("traps", [])), text=text, code=code,
+            stated=rows.get("stated", {}), answers=tuple(Answer(**a) for a in rows["answers"]),
+            traps=tuple(Trap(**t) for t in rows.get("traps", [])), text=text, code=code,
             phrases=rows.get("phrases", {}), positive=tuple(rows.get("positive", ())),
         )  # fmt: skip
     except (KeyError, TypeError, tomllib.TOMLDecodeError) as err:
@@ -347,16 +290,15 @@ def spec_named(specs: Mapping[str, CardSpec], qid: str) -> CardSpec:
     return specs[key]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# A built card
-# ---------------------------------------------------------------------------------------------------------
+# ---- A built card ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Answer:
     """One number a card expects: ``value`` in ``unit`` (the unit the learner types), within ``rel_tol``.
 
     ``value`` is the card's simplified answer (from the round figures it states); ``exact`` the library's
     exact answer where it differs (``None`` where they agree), and ``exact_why`` what the card simplifies.
-    Both are right.
+    Both are right. As a ``CardSpec`` declares it, ``value`` is ``None``, ``exact`` names the field of the
+    card's numbers holding the exact answer, and ``label`` and ``exact_why`` are templates.
 
     >>> a = Answer("floor_ms", "decode floor", "ms", 4.776, exact=4.48, exact_why="the embedding is gathered")
     >>> a.accepts(4.8), a.accepts(4.5), a.accepts(4.0), a.matches(4.5)
@@ -366,9 +308,9 @@ class Answer:
     name: str
     label: str
     unit: str
-    value: float
+    value: float | None = None
     rel_tol: float = DEFAULT_REL_TOL
-    exact: float | None = None
+    exact: float | str | None = None
     exact_why: str = ""
 
     @property
@@ -397,11 +339,13 @@ class Answer:
 
 @dataclass(frozen=True)
 class Trap:
-    """A known wrong answer to one of a card's questions: ``value`` (in the answer's unit) and why."""
+    """A known wrong answer to answer ``answer``: its ``name``, ``value`` (in the answer's unit) and ``why``.
+    In a ``CardSpec``, ``value`` names the field of the card's numbers holding it (``None`` there: no such
+    slip in this scenario) and ``why`` is a template."""
 
     answer: str
     name: str
-    value: float
+    value: float | str
     why: str
 
 
@@ -412,17 +356,17 @@ class Card:
     qid: str
     title: str
     lessons: tuple[str, ...]
-    params: Mapping[str, Any] = field(repr=False)  # the scenario, with the figures it quotes
-    scenario: str = field(repr=False)  # HTML, like the other prose parts
-    answers: tuple[Answer, ...] = field(repr=False)
-    traps: tuple[Trap, ...] = field(repr=False)
-    worked: str = field(repr=False)
-    mistake: str = field(repr=False)
-    followup_question: str = field(repr=False)
-    followup_answer: str = field(repr=False)
+    params: Mapping[str, Any]  # the scenario, with the figures it quotes
+    scenario: str  # HTML, like the other prose parts
+    answers: tuple[Answer, ...]
+    traps: tuple[Trap, ...]
+    worked: str
+    mistake: str
+    followup_question: str
+    followup_answer: str
     is_default: bool = True
-    trap_count_built: int = field(default=0, repr=False)  # traps before dropping those equal to an answer
-    spec: CardSpec | None = field(default=None, repr=False, compare=False)  # to shuffle or reset it
+    trap_count_built: int = 0  # traps before dropping those equal to an answer
+    spec: CardSpec | None = field(default=None, compare=False)  # to shuffle or reset it
 
     def answer(self, name: str) -> Answer:
         """The expected answer called ``name``."""
@@ -468,19 +412,35 @@ class Card:
         )
 
     def reveal_html(self) -> str:
-        """Worked answer, common mistake and follow-up, then the card's figures beside the exact ones."""
-        return (
+        """Worked answer, common mistake and follow-up, then a table of the card's simplified answers beside
+        the library's exact ones, where they differ."""
+        text = (
             f"<h4>Worked answer</h4>{self.worked}"
             f"<h4>Common mistake</h4>{self.mistake}"
             f"<h4>Likely follow-up</h4><p><i>{self.followup_question}</i></p>{self.followup_answer}"
-            f"{exact_html(self)}"
+        )
+        differ = [a for a in self.answers if a.has_exact]
+        if not differ:
+            return text
+        rows = "".join(
+            f"<tr><td>{html.escape(a.label)}</td><td>{fmt_value(a.value, a.unit)}</td>"
+            f"<td>{fmt_value(a.exact, a.unit)}</td></tr>"
+            for a in differ
+        )
+        head = (
+            "<tr><th>answer</th><th>the card's simplified figure</th><th>the library's exact figure</th></tr>"
+        )
+        why = "".join(f"<p>{html.escape(n)}</p>" for n in dict.fromkeys(a.exact_why for a in differ))
+        return (
+            f"{text}<h4>The card's figures and the lessons' exact ones (both are right)</h4>"
+            f'<table class="roofline-readout">{head}{rows}</table>{why}'
         )
 
-    def reveal(self, summary: str = "Reveal the worked answer"):
+    def reveal(self):
         """A folded ``roofline.course.widgets.Reveal`` of ``reveal_html()`` (reads well without a kernel)."""
         from roofline.course.widgets import Reveal
 
-        return Reveal(summary, self.reveal_html())
+        return Reveal("Reveal the worked answer", self.reveal_html())
 
     def _repr_html_(self) -> str:
         return self.question_html()
@@ -490,31 +450,7 @@ class Card:
         return f"<Card {self.qid}: {self.title} — {names}>"
 
 
-def exact_html(card: Card) -> str:
-    """A table of the card's simplified answers beside the library's exact ones ('' where they agree)."""
-    rows, notes = [], []
-    for a in card.answers:
-        if not a.has_exact:
-            continue
-        rows.append(
-            f"<tr><td>{html.escape(a.label)}</td><td>{fmt_value(a.value, a.unit)}</td>"
-            f"<td>{fmt_value(a.exact, a.unit)}</td></tr>"
-        )
-        if a.exact_why not in notes:
-            notes.append(a.exact_why)
-    if not rows:
-        return ""
-    head = "<tr><th>answer</th><th>the card's simplified figure</th><th>the library's exact figure</th></tr>"
-    why = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
-    return (
-        "<h4>The card's figures and the lessons' exact ones (both are right)</h4>"
-        f'<table class="roofline-readout">{head}{"".join(rows)}</table>{why}'
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The judge
-# ---------------------------------------------------------------------------------------------------------
+# ---- The judge ---------------------------------------------------------------------------------------------
 THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 
 
@@ -551,20 +487,23 @@ def parse_answer(typed: str | float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Result:
-    """The verdict on one answer: right (and which right answer, ``matched``), a recognised trap, wrong, or
-    unanswered (``given is None``)."""
+    """The verdict on one ``answer``: ``given`` (``None``: unanswered), which right answer it ``matched``
+    (``CARD_FIGURE``, ``EXACT_FIGURE``; ``None``: not right) and the traps it fell into."""
 
-    name: str
-    label: str
-    unit: str
+    answer: Answer
     given: float | None
-    expected: float
-    tolerance_text: str
-    correct: bool
-    traps: tuple[Trap, ...] = ()
     matched: str | None = None
-    exact: float | None = None  # the library's exact answer, where it differs from the card's
-    exact_why: str = ""
+    traps: tuple[Trap, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The answer's name."""
+        return self.answer.name
+
+    @property
+    def correct(self) -> bool:
+        """True if ``given`` is one of the right answers."""
+        return self.matched is not None
 
     @property
     def status(self) -> str:
@@ -577,8 +516,8 @@ class Result:
 
     @property
     def trap(self) -> str | None:
-        """Name of the first recognised trap (card-specific traps come before a power of ten)."""
-        return self.traps[0].name if self.traps and not self.correct else None
+        """Name of the first recognised trap."""
+        return self.traps[0].name if self.traps else None
 
     @property
     def trap_names(self) -> list[str]:
@@ -587,25 +526,24 @@ class Result:
 
     def text(self) -> str:
         """One line in words; the expected value is shown only once the answer is right."""
-        head = f"{self.label}: "
+        a = self.answer
+        head = f"{a.label}: "
         if self.given is None:
             return head + "no answer yet"
-        given = fmt_value(self.given, self.unit)
-        if self.correct and self.exact is None:
-            expected = fmt_value(self.expected, self.unit)
-            return head + f"{given} is right (the library gives {expected}, {self.tolerance_text})"
+        given, card = fmt_value(self.given, a.unit), fmt_value(a.value, a.unit)
+        if self.correct and not a.has_exact:
+            return head + f"{given} is right (the library gives {card}, {a.tolerance_text})"
         if self.correct:
-            card, exact = fmt_value(self.expected, self.unit), fmt_value(self.exact, self.unit)
+            exact = fmt_value(a.exact, a.unit)
             mine, theirs = (card, exact) if self.matched == CARD_FIGURE else (exact, card)
             other = EXACT_FIGURE if self.matched == CARD_FIGURE else CARD_FIGURE
             return (
-                head + f"{given} is right: {self.matched}, {mine} ({self.tolerance_text}); {other} is "
-                f"{theirs}. {self.exact_why}"
+                head + f"{given} is right: {self.matched}, {mine} ({a.tolerance_text}); {other} is "
+                f"{theirs}. {a.exact_why}"
             )
         if self.traps:
-            t = self.traps[0]
-            return head + f"{given} is wrong, a known trap: {t.name}. {t.why}"
-        return head + f"{given} is wrong (not within {self.tolerance_text}); rework it or press Reveal"
+            return head + f"{given} is wrong, a known trap: {self.traps[0].name}. {self.traps[0].why}"
+        return head + f"{given} is wrong (not within {a.tolerance_text}); rework it or press Reveal"
 
 
 def power_of_ten_traps(answer: Answer, given: float) -> list[Trap]:
@@ -639,15 +577,11 @@ def judge(answer: Answer, traps: tuple[Trap, ...], given: float | None) -> Resul
     >>> judge(Answer("x", "net change", "%", 0.0), (), 0.0).status
     'right'
     """
-    exact = answer.exact if answer.has_exact else None
-    result = Result(answer.name, answer.label, answer.unit, given, answer.value, answer.tolerance_text, False,
-                    exact=exact, exact_why=answer.exact_why if exact is not None else "")  # fmt: skip
-    if given is None:
-        return result
-    if answer.accepts(given):
-        return replace(result, correct=True, matched=answer.matches(given))
+    matched = None if given is None else answer.matches(given)
+    if given is None or matched:
+        return Result(answer, given, matched)
     specific = [t for t in traps if t.answer == answer.name and close(given, t.value, answer.rel_tol)]
-    return replace(result, traps=tuple(specific + power_of_ten_traps(answer, given)))
+    return Result(answer, given, traps=tuple(specific + power_of_ten_traps(answer, given)))
 
 
 def check(card: Card, answers: Mapping[str, float | str | None]) -> list[Result]:
@@ -668,9 +602,7 @@ def check(card: Card, answers: Mapping[str, float | str | None]) -> list[Result]
     return results
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Verdicts as HTML
-# ---------------------------------------------------------------------------------------------------------
+# ---- Verdicts as HTML --------------------------------------------------------------------------------------
 STATUS_STYLE = {  # status → (mark, colour)
     RIGHT: ("✓", "#1b7f3b"),
     TRAP: ("⚠", "#b35c00"),
@@ -685,29 +617,16 @@ def unreadable_text(label: str, typed: str) -> str:
     return f"{label}: {typed!r} is not a number; type digits, e.g. 4.8 or 5,334"
 
 
-def results_html(results: Sequence[Result], unreadable: Mapping[str, str] | None = None) -> str:
+def results_html(results: Sequence[Result], unreadable: Mapping[str, str]) -> str:
     """The verdicts as an HTML list, coloured by status; ``unreadable`` maps answer names to typed text
     that is not a number (shown instead of that answer's verdict)."""
-    unreadable = unreadable or {}
     items = []
     for r in results:
         if r.name in unreadable:
-            status, line = "unreadable", unreadable_text(r.label, unreadable[r.name])
+            status, line = "unreadable", unreadable_text(r.answer.label, unreadable[r.name])
         else:
             status, line = r.status, r.text()
         mark, colour = STATUS_STYLE[status]
         items.append(f'<li style="color:{colour}" data-status="{status}">{mark} {html.escape(line)}</li>')
-    return (
-        '<ul class="roofline-results" style="font-size:15px;list-style:none;padding-left:0">'
-        + "".join(items)
-        + "</ul>"
-    )
-
-
-def plain_text(fragment: str) -> str:
-    """An HTML fragment as plain text (tags dropped, entities decoded).
-
-    >>> plain_text("<p>4.78 ms &amp; more</p>")
-    '4.78 ms & more'
-    """
-    return html.unescape(re.sub(r"<[^>]+>", " ", fragment)).strip()
+    style = "font-size:15px;list-style:none;padding-left:0"
+    return f'<ul class="roofline-results" style="{style}">{"".join(items)}</ul>'

@@ -1,11 +1,9 @@
 """The course's figure machinery: one plot style, and figures built once and updated in place.
 
-Every lesson figure is a ``LiveFigure``: constructing it draws the scenario; ``update(scenario)`` recomputes
-the physics (one vectorized library call per curve) and moves the existing artists instead of building a
-new figure, which keeps a slider move fast (``benchmarks/explorer_redraw.py`` measures it). A LiveFigure
-shows itself as a PNG with its alt text (``alt_text``) in a notebook; ``roofline.course.widgets.Explorer``
-puts it behind sliders. Wherever a configuration does not fit in memory, a figure shades that region and
-says so: there is no step time for a server that cannot start.
+Every lesson figure is a ``LiveFigure``: ``update(scenario)`` recomputes the physics and moves the existing
+artists instead of building a new figure, which keeps a slider move fast. It shows itself as a PNG with its
+alt text in a notebook; ``roofline.course.widgets.Explorer`` puts it behind sliders. Wherever a
+configuration does not fit in memory, a figure shades that region and says so.
 
 >>> from roofline.lessons.step_time import StepTimeVsBatch
 >>> fig = StepTimeVsBatch(Scenario(batch=32))
@@ -22,7 +20,6 @@ import html
 import io
 from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -31,13 +28,9 @@ from PIL import Image
 
 from roofline import engines
 from roofline.errors import RooflineError
-from roofline.physics.cost import cost_per_million_tokens_usd
-from roofline.physics.memory import max_batch
 from roofline.scenario import Scenario
 
 STYLE_PATH = Path(__file__).with_name("course.mplstyle")
-matplotlib.rcParams["svg.hashsalt"] = "speed-physics"  # deterministic output if anyone saves SVG
-
 
 COLORS = {
     "weights": "#0072B2",
@@ -50,18 +43,17 @@ COLORS = {
     "overflow": "#999999",
 }
 
-
 # Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers).
 BATCH_SWEEP = np.unique(np.round(np.geomspace(1, 1024, 160)).astype(int))
 
 
-def use_course_style() -> None:
-    """Apply the course's plot style (large type, colour-blind-safe palette) to every new figure."""
-    plt.style.use(STYLE_PATH)
-
-
 def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
-    """A figure outside pyplot's registry (so notebooks show it only when asked), in the course style."""
+    """A figure of ``ncols`` panels, ``figsize`` in inches, in the course style, outside pyplot's registry (so
+    notebooks show it only when asked).
+
+    >>> fig, axes = new_figure(2); len(axes)
+    2
+    """
     with plt.style.context(STYLE_PATH):
         fig = Figure(figsize=figsize, dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
@@ -69,34 +61,19 @@ def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
     return fig, axes
 
 
-# Stored figures are encoded as a 128-colour palette PNG: the same picture (the course's plots use a few
-# flat colours and their anti-aliasing), a third of the bytes, and faster to encode than full colour.
-PNG_COLORS = 128
-
-
-def _png(image: Image.Image) -> bytes:
+def _encode(image: Image.Image, image_format: str) -> bytes:
+    """``image`` as JPEG (an explorer's picture: about 3 ms to encode against 15-20 ms for PNG) or as a
+    128-colour palette PNG (a stored figure: the same picture, as the plots use a few flat colours and
+    their anti-aliasing, in a third of the bytes)."""
     buf = io.BytesIO()
-    palette = image.convert("RGB").quantize(
-        PNG_COLORS, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
-    )
-    palette.save(buf, format="png")
+    image = image.convert("RGB")
+    if image_format == "png":
+        image = image.quantize(128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    image.save(buf, format=image_format, **({"quality": 92} if image_format == "jpeg" else {}))
     return buf.getvalue()
 
 
-def figure_png(fig: Figure, dpi: int = 100) -> bytes:
-    """Render a whole figure to PNG bytes (for figures that are not LiveFigures)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return _png(Image.open(buf))
-
-
-def canvas_png(fig: Figure) -> bytes:
-    """Encode what the Agg canvas holds now as PNG bytes, without drawing it again."""
-    width, height = fig.canvas.get_width_height()
-    return _png(Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1))
-
-
-def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
+def nice_limits(values, log: bool) -> tuple[float, float]:
     """Axis limits that change only in coarse steps (decades for log axes; 1-1.5-2-3-4-5-6-8 steps of the
     leading digit, with 15% headroom, for linear ones), so most slider moves leave the axes, and the cached
     background, unchanged. Non-finite values (memory overflow) are ignored.
@@ -115,14 +92,17 @@ def nice_limits(values, log: bool, floor=None) -> tuple[float, float]:
         return float(lo), float(max(hi, lo * 10))
     top = v.max() * 1.15
     if top <= 0:
-        return (0.0 if floor is None else floor), 1.0
+        return 0.0, 1.0
     step = 10 ** np.floor(np.log10(top))
-    m = next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top)
-    return (0.0 if floor is None else floor), float(m * step)
+    return 0.0, float(next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top) * step)
 
 
 def describe(s: Scenario) -> str:
-    """A one-line title for a scenario."""
+    """A one-line title for a scenario.
+
+    >>> describe(Scenario())
+    'llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV'
+    """
     return f"{s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, {s.kv_precision} KV"
 
 
@@ -135,11 +115,9 @@ def alt_text(figure) -> str:
     >>> alt_text(StepTimeVsBatch(Scenario(batch=32))).startswith("Figure (StepTimeVsBatch):")
     True
     """
-    fig = figure.fig if isinstance(figure, LiveFigure) else figure
-    parts = []
-    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
-    if title:
-        parts.append(title)
+    live = isinstance(figure, LiveFigure)
+    fig = figure.fig if live else figure
+    parts = [fig.get_suptitle()]
     for ax in fig.axes:
         bits = [ax.get_title()]
         x, y = ax.get_xlabel(), ax.get_ylabel()
@@ -149,12 +127,11 @@ def alt_text(figure) -> str:
         if legend is not None:
             bits.append("lines: " + "; ".join(t.get_text() for t in legend.get_texts()))
         parts.append(", ".join(b for b in bits if b))
-    kind = type(figure).__name__ if isinstance(figure, LiveFigure) else "figure"
     text = ". ".join(p for p in parts if p)
-    if isinstance(figure, LiveFigure):
+    if live:
         s = figure.scenario
         text += f". Shows {describe(s)}, B={s.batch}, T={s.context_tokens:,}"
-    return f"Figure ({kind}): {text}."
+    return f"Figure ({type(figure).__name__ if live else 'figure'}): {text}."
 
 
 def png_html(png_bytes: bytes, alt: str) -> str:
@@ -187,8 +164,7 @@ class LiveFigure:
         self.scenario = scenario or Scenario()
         self.fig, self.axes = new_figure(self.ncols)
         self._transient: list = []  # artists rebuilt on every update (labels, overflow shading)
-        self._background = None
-        self._background_key = None
+        self._background = self._background_key = None
         self._pinned: list = []  # grey copies of the curves at a pinned baseline (part of the background)
         self._pin_version = 0
         with plt.style.context(STYLE_PATH):
@@ -199,7 +175,6 @@ class LiveFigure:
         # Lay out once with constrained layout, then freeze it: layout costs a second draw per render.
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        self._background_key = None
 
     def update(self, scenario: Scenario) -> None:
         """Recompute for ``scenario`` and move the existing artists (nothing is rendered yet)."""
@@ -226,8 +201,17 @@ class LiveFigure:
 
     def png(self) -> bytes:
         """The figure as PNG bytes."""
+        return self._encoded("png")
+
+    def jpeg(self) -> bytes:
+        """The figure as JPEG bytes (an explorer's picture)."""
+        return self._encoded("jpeg")
+
+    def _encoded(self, image_format: str) -> bytes:
         self.render()
-        return canvas_png(self.fig)
+        width, height = self.fig.canvas.get_width_height()
+        image = Image.frombuffer("RGBA", (width, height), self.fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        return _encode(image, image_format)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         """In a notebook: the picture with its alt text (``alt_text``), and the short text form. (No
@@ -236,10 +220,7 @@ class LiveFigure:
 
     def __repr__(self) -> str:
         s = self.scenario
-        return (
-            f"<{type(self).__name__}: {s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, "
-            f"{s.kv_precision} KV, B={s.batch}, T={s.context_tokens}>"
-        )
+        return f"<{type(self).__name__}: {describe(s)}, B={s.batch}, T={s.context_tokens}>"
 
     def pin(self) -> None:
         """Keep the current curves as a grey baseline (drawn once, into the cached background), labelled
@@ -274,62 +255,33 @@ class LiveFigure:
         self._pinned = []
         self._pin_version += 1
 
-    def set_scale(self, scale: float) -> None:
-        """Projector scale: render at ``scale`` × the normal resolution (text and lines grow with it)."""
-        self.fig.set_dpi(100 * float(scale))
-        self._pin_version += 1  # forces a new background at the new size
-
     def _layout_key(self):
-        parts = [
-            self.background_key,
-            self._pin_version,
-            self.fig.get_suptitle() if hasattr(self.fig, "get_suptitle") else "",
-        ]
+        parts = [self.background_key, self._pin_version, self.fig.get_suptitle()]
         for ax in self.axes:
             legend = ax.get_legend()
-            parts += [
-                ax.get_xlim(),
-                ax.get_ylim(),
-                ax.get_title(),
-                tuple(t.get_text() for t in legend.get_texts()) if legend else (),
-            ]
+            texts = tuple(t.get_text() for t in legend.get_texts()) if legend else ()
+            parts += [ax.get_xlim(), ax.get_ylim(), ax.get_title(), texts]
         return tuple(parts)
 
     # helpers for subclasses
     def _transient_artist(self, artist):
-        artist.set_animated(True)
         self._transient.append(artist)
-        return artist
+        return self._moving(artist)
 
     def _shade_overflow(self, ax, first_bad, last, label="does not fit in memory"):
         """Grey out x ≥ first_bad on ``ax`` with a label; nothing if everything fits."""
         if first_bad is None or first_bad > last:
             return
         self._transient_artist(ax.axvspan(first_bad, last * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0))
+        style = dict(rotation=90, va="center", ha="left", color="#444444", fontsize=11)
         self._transient_artist(
-            ax.text(
-                first_bad * 1.08,
-                0.5,
-                label,
-                transform=ax.get_xaxis_transform(),
-                rotation=90,
-                va="center",
-                ha="left",
-                color="#444444",
-                fontsize=11,
-            )
+            ax.text(first_bad * 1.08, 0.5, label, transform=ax.get_xaxis_transform(), **style)
         )
 
     def _first_overflow_batch(self, s: Scenario):
-        limit = max_batch(
-            s.model,
-            s.gpu,
-            max(s.context_tokens, 1),
-            num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
-        return max(limit + 1, 1) if limit < BATCH_SWEEP[-1] else None
+        """The first batch of ``BATCH_SWEEP``'s range that does not fit in memory (``None``: all fit)."""
+        fit = s.users_that_fit()
+        return fit + 1 if fit < BATCH_SWEEP[-1] else None
 
     @staticmethod
     def _moving(artist):
@@ -338,67 +290,42 @@ class LiveFigure:
 
 
 class TwoPanelsVsBatch(LiveFigure):
-    """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked.
+    """Two quantities against batch, side by side (left on a log scale), the scenario's batch marked: the
+    ideal floor (solid) and what a good engine reaches (dash-dot).
 
     Subclasses set ``panels`` ((y label, title, colour) for left and right) and implement ``_curves``
-    (the two sweeps), ``_points`` (value and label at the scenario's batch), ``_suptitle`` and
-    ``_real_curves`` (the same two quantities from what a good engine reaches, given its step times:
-    drawn dash-dot unless ``achievable=False``; ``engine=`` picks the engine).
+    (the two sweeps), ``_real_curves`` (the same two from the engine's step times, s), ``_points`` (value
+    and label at the scenario's batch) and ``_suptitle``.
     """
 
     ncols = 2
     panels: tuple = ()
 
     def _build(self):
-        m = self._moving
-        self.curves = [
-            m(ax.plot([], [], color=color)[0])
-            for ax, (_, _, color) in zip(self.axes, self.panels, strict=True)
-        ]
-        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
-        for ax, (ylabel, title, _) in zip(self.axes, self.panels, strict=True):
+        m, engine = self._moving, engines.get_engine(engines.DEFAULT_ENGINE).id
+        self.curves, self.real = [], []
+        for ax, (ylabel, title, color) in zip(self.axes, self.panels, strict=True):
+            self.curves.append(m(ax.plot([], [], color=color, label="ideal (floor)")[0]))
+            line = ax.plot([], [], color=color, ls="-.", lw=2, label=f"a good engine ({engine})")[0]
+            self.real.append(m(line))
             ax.set(
                 xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
             )
+        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
         self.axes[0].set_yscale("log")
-        self._build_achievable()
+        self.axes[1].legend(loc="upper right", fontsize=10)
 
-    def _build_achievable(self):
-        self.real = []
-        if self.options.get("achievable", True):
-            engine = engines.get_engine(self.options.get("engine", engines.DEFAULT_ENGINE)).id
-            for ax, curve in zip(self.axes, self.curves, strict=True):
-                curve.set_label("ideal (floor)")
-                (line,) = ax.plot(
-                    [], [], color=curve.get_color(), ls="-.", lw=2, label=f"a good engine ({engine})"
-                )
-                self.real.append(self._moving(line))
-            self.axes[1].legend(loc="upper right", fontsize=10)
-
-    def _draw_achievable(self, s):
-        if not self.real:
-            return
+    def _draw(self, s):
         try:
-            timer = engines.StepTimer.of(s, self.options.get("engine", engines.DEFAULT_ENGINE))
+            timer = engines.StepTimer.of(s)
             step_s = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"]
         except RooflineError:
             step_s = np.full(BATCH_SWEEP.shape, np.nan)
-        cost = np.full(BATCH_SWEEP.shape, np.nan)
-        ok = np.isfinite(step_s)
-        if s.usd_per_gpu_hour is not None:
-            cost[ok] = cost_per_million_tokens_usd(
-                s.usd_per_gpu_hour, BATCH_SWEEP[ok] / step_s[ok], s.num_gpus
-            )
-        for i, values in enumerate(self._real_curves(s, step_s)):
-            self.real[i].set_data(BATCH_SWEEP, values)
-            both = np.concatenate([self.curves[i].get_ydata(), values])
-            self.axes[i].set_ylim(nice_limits(both, log=i == 0))
-
-    def _draw(self, s):
-        sweep = s.decode(batch=BATCH_SWEEP)
-        for i, (curve, values) in enumerate(zip(self.curves, self._curves(s, sweep), strict=True)):
-            curve.set_data(BATCH_SWEEP, values)
-            self.axes[i].set_ylim(nice_limits(values, log=i == 0))
+        ideal, real = self._curves(s, s.decode(batch=BATCH_SWEEP)), self._real_curves(s, step_s)
+        for i, (ax, curve, real_curve) in enumerate(zip(self.axes, self.curves, self.real, strict=True)):
+            curve.set_data(BATCH_SWEEP, ideal[i])
+            real_curve.set_data(BATCH_SWEEP, real[i])
+            ax.set_ylim(nice_limits(np.concatenate([ideal[i], real[i]]), log=i == 0))
         here = s.decode()
         points = self._points(s, here) if here.fits else (None, None)
         for ax, marker, point in zip(self.axes, self.markers, points, strict=True):
@@ -407,24 +334,10 @@ class TwoPanelsVsBatch(LiveFigure):
             else:
                 value, label = point
                 marker.set_data([s.batch], [value])
-                self._transient_artist(
-                    ax.annotate(
-                        label,
-                        (s.batch, value),
-                        xytext=(8, 8),
-                        textcoords="offset points",
-                        fontsize=12,
-                        ha="right" if s.batch > 64 else "left",
-                    )
-                )
+                style = dict(textcoords="offset points", fontsize=12, ha="right" if s.batch > 64 else "left")
+                self._transient_artist(ax.annotate(label, (s.batch, value), xytext=(8, 8), **style))
             self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
         self.fig.suptitle(self._suptitle(s), fontsize=12)
-        self._draw_achievable(s)
-
-
-def close_all() -> None:
-    """Close pyplot figures (LiveFigures are outside pyplot and are freed with their object)."""
-    plt.close("all")
 
 
 class Picture:
@@ -432,8 +345,9 @@ class Picture:
     form (for nbval)."""
 
     def __init__(self, fig: Figure, name: str = "figure"):
-        self.png_bytes = figure_png(fig)
-        self.name = name
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        self.png_bytes, self.name = _encode(Image.open(buf), "png"), name
         self.alt = alt_text(fig).replace("Figure (figure):", f"Figure ({name}):", 1)
 
     def _repr_mimebundle_(self, include=None, exclude=None):

@@ -1,15 +1,9 @@
 """The readout beside every explorer's figure: the ideal floor, what a good engine reaches, and the cost.
 
 A lesson describes its case as a ``StepCase`` (the step its explorer shows); ``case_readout`` turns it into
-the table every lesson shares: step time, tokens/s per user and in total, MBU, the cost per 1M tokens at the
+the table every lesson shares: step time, tokens/s per user and in total, the cost per 1M tokens at the
 scenario's price, for the floor and for the engine. ``table_html`` and ``fold`` lay out any lesson's own
 numbers the same way. Display only: the numbers come from the core.
-
->>> from roofline.scenario import Scenario
->>> cost_text(Scenario(usd_per_gpu_hour=3.0), 200.0)       # $3 / (200 × 3,600 tokens) × 1e6
-'$4.17'
->>> "cost per 1M tokens" in decode_readout(Scenario(batch=32))
-True
 """
 
 from __future__ import annotations
@@ -32,8 +26,11 @@ from roofline.units import GB, MS
 
 def cost_text(s: Scenario, tokens_per_s: float) -> str:
     """$ per million tokens for ``tokens_per_s`` (all users, tokens/s) on the scenario's G GPUs at its price
-    ($ per GPU-hour), as text; what to do where the GPU has no price (a machine you measured and saved),
-    "—" where there is no rate."""
+    ($ per GPU-hour), as text; what to do where the GPU has no price, "—" where there is no rate.
+
+    >>> cost_text(Scenario(usd_per_gpu_hour=3.0), 200.0)       # $3 / (200 × 3,600 tokens) × 1e6
+    '$4.17'
+    """
     if s.usd_per_gpu_hour is None:
         return "no price: type $ per GPU-hour"
     if not (tokens_per_s > 0 and math.isfinite(tokens_per_s)):
@@ -45,13 +42,10 @@ def cost_text(s: Scenario, tokens_per_s: float) -> str:
 class StepCase:
     """The step a lesson's readout describes, and what one such step yields.
 
-    ``title`` names it in words ("one decode step of 20 users at 1,000 tokens"); ``parts`` are the physics
-    steps it is made of with how many times each runs (a speculative cycle: the verify step once and k
-    drafts at r decode steps each), the first being the one whose memory is shown; ``tokens_per_user`` the
-    tokens each sequence gets from it, ``sequences`` how many sequences get them (the cost counts
-    ``sequences × tokens_per_user`` tokens); ``communication`` whether the engine pays the tensor-parallel
-    all-reduces (None: as a real engine does, yes); ``unit`` what is counted ("tokens", "prompt tokens");
-    ``ideal_label`` the ideal column's header.
+    ``parts`` are the physics steps it is made of with how many times each runs (a speculative cycle: the
+    verify step once and k drafts at r decode steps each), the first the one whose memory is shown;
+    ``sequences`` sequences get ``tokens_per_user`` tokens each from it; ``communication`` whether the engine
+    pays the tensor-parallel all-reduces (None: as a real engine does, yes); ``unit`` what is counted.
     """
 
     title: str
@@ -60,7 +54,7 @@ class StepCase:
     sequences: float = 1.0
     communication: bool | None = None
     unit: str = "tokens"
-    ideal_label: str = "ideal (floor)"  # the ideal column's header (lesson 03: the floor plus the launches)
+    ideal_label: str = "ideal (floor)"  # the ideal column's header
 
     @property
     def step(self) -> Step:
@@ -68,16 +62,14 @@ class StepCase:
         return self.parts[0][0]
 
 
-def decode_case(s: Scenario, batch: int | None = None, context_tokens: int | None = None, **step_options):
-    """The ``StepCase`` of one decode step of this scenario (``batch`` and ``context_tokens`` override its
-    B and T, e.g. the 20 batched users of lesson 25); ``step_options`` pass to ``decode_step``
-    (``include_communication``, ``launch_overhead_s``).
+def decode_case(s: Scenario, batch: int | None = None, **step_options) -> StepCase:
+    """The ``StepCase`` of one decode step of this scenario (``batch`` overrides its B, e.g. the 20 batched
+    users of lesson 25); ``step_options`` pass to ``decode_step`` (``include_communication``, …).
 
     >>> decode_case(Scenario(), batch=20).title
     'one decode step of 20 users at 1,000 tokens each'
     """
-    b = s.batch if batch is None else int(batch)
-    t = s.context_tokens if context_tokens is None else int(context_tokens)
+    b, t = s.batch if batch is None else int(batch), s.context_tokens
     step = s.decode(batch=b, context_tokens=t, **step_options)
     who = "one user" if b == 1 else f"{b:,} users"
     context = "with no context yet" if t == 0 else f"at {t:,} tokens{'' if b == 1 else ' each'}"
@@ -103,66 +95,6 @@ def engine_step_s(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENG
         return float("nan")
 
 
-def achievable_step_s(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> float:
-    """What a good engine reaches for this scenario's decode step (s), from ``roofline.engines``; NaN
-    when it does not fit or the calibration cannot say.
-
-    >>> 0.0048 < achievable_step_s(Scenario()) < 0.05
-    True
-    """
-    if not s.decode().fits:
-        return float("nan")
-    return engine_step_s(s, decode_case(s), engine)
-
-
-def _ideal_s(case: StepCase) -> float:
-    return float(sum(float(step.step_time_s) * count for step, count in case.parts if count))
-
-
-def case_rows(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE):
-    """The engine readout's rows for ``case``: (headline rows, detail rows), each row (quantity, ideal
-    floor, what ``engine`` reaches); the headline holds the step time, tokens/s and the cost."""
-    step = case.step
-    head = ("", case.ideal_label, f"a good engine ({engines.get_engine(engine).id})")
-    memory = (
-        f"{float(step.memory_needed_bytes) / GB:.1f} GB of {float(step.memory_capacity_bytes) / GB:.0f} GB"
-    )
-    price = "—" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f} × {s.num_gpus} GPU"
-    details = [("memory needed", memory, ""), ("$ per GPU-hour", price, "")]
-    if not bool(np.all(step.fits)):
-        fit = s.with_(batch=1).users_that_fit() if case.unit == "tokens" else None
-        why = "does not fit in memory: no step time" + (
-            f" (at most {fit} users fit)" if fit is not None else ""
-        )
-        return [head, ("step time", why, ""), ("cost per 1M tokens", "—", "—")], details
-    ideal_s, real_s = _ideal_s(case), engine_step_s(s, case, engine)
-    real_ok = real_s == real_s  # not NaN
-    per_user = case.tokens_per_user
-    total = per_user * case.sequences
-    binding = str(step.binding)
-    unit = case.unit
-    rows = [
-        head,
-        (
-            "step time",
-            f"{ideal_s / MS:.2f} ms ({binding}-bound)",
-            f"{real_s / MS:.2f} ms" if real_ok else "—",
-        ),
-    ]
-    if case.sequences > 1 or unit == "tokens":
-        real_per_user = f"{per_user / real_s:,.0f}" if real_ok else "—"
-        rows.append((f"{unit}/s per user", f"{per_user / ideal_s:,.0f}", real_per_user))
-    rows += [
-        (f"{unit}/s total", f"{total / ideal_s:,.0f}", f"{total / real_s:,.0f}" if real_ok else "—"),
-        (
-            f"cost per 1M {unit}",
-            cost_text(s, total / ideal_s),
-            cost_text(s, total / real_s) if real_ok else "—",
-        ),
-    ]
-    return rows, details
-
-
 def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE) -> str:
     """HTML of ``case``: its title, the ideal floor beside what ``engine`` reaches (step time, tokens/s, cost
     per 1M at the scenario's price) as the headline, then the memory and price source folded below.
@@ -171,16 +103,43 @@ def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGI
     >>> "one decode step of 20 users" in text and "cost per 1M tokens" in text
     True
     """
-    headline, details = case_rows(s, case, engine)
-    title = f'<div class="roofline-case" data-key="case">{html.escape(case.title)}</div>'
-    table = table_html(headline, column_keys=("", "ideal", "achievable"))
-    note = (
-        f"price: {s.price_note}. A good engine: the course's calibration of {engines.get_engine(engine).id} "
-        "against measured servers."
+    step, unit, engine_id = case.step, case.unit, engines.get_engine(engine).id
+    head = ("", case.ideal_label, f"a good engine ({engine_id})")
+    memory = (
+        f"{float(step.memory_needed_bytes) / GB:.1f} GB of {float(step.memory_capacity_bytes) / GB:.0f} GB"
     )
-    more = table_html(details, column_keys=("", "ideal", "achievable"))
-    note_html = f'<div class="roofline-note" data-key="price source">{html.escape(note)}</div>'
-    return title + table + extrapolation_note(s, engine) + fold(more + note_html)
+    price = "—" if s.usd_per_gpu_hour is None else f"${s.usd_per_gpu_hour:.2f} × {s.num_gpus} GPU"
+    if not bool(np.all(step.fits)):
+        fit = f" (at most {s.with_(batch=1).users_that_fit()} users fit)" if unit == "tokens" else ""
+        headline = [
+            head,
+            ("step time", f"does not fit in memory: no step time{fit}", ""),
+            ("cost per 1M tokens", "—", "—"),
+        ]
+    else:
+        ideal_s = float(sum(float(part.step_time_s) * count for part, count in case.parts if count))
+        real_s = engine_step_s(s, case, engine)
+        per_user, total = case.tokens_per_user, case.tokens_per_user * case.sequences
+
+        def cells(fmt):  # a quantity's ideal and engine columns; ``fmt`` turns a step time (s) into text
+            return fmt(ideal_s), fmt(real_s) if real_s == real_s else "—"
+
+        ideal_time, real_time = cells(lambda t: f"{t / MS:.2f} ms")
+        headline = [head, ("step time", f"{ideal_time} ({step.binding}-bound)", real_time)]
+        if case.sequences > 1 or unit == "tokens":
+            headline.append((f"{unit}/s per user", *cells(lambda t: f"{per_user / t:,.0f}")))
+        headline.append((f"{unit}/s total", *cells(lambda t: f"{total / t:,.0f}")))
+        headline.append((f"cost per 1M {unit}", *cells(lambda t: cost_text(s, total / t))))
+    keys = ("", "ideal", "achievable")
+    details = table_html([("memory needed", memory, ""), ("$ per GPU-hour", price, "")], column_keys=keys)
+    note = f"price: {s.price_note}. A good engine: the course's calibration of {engine_id} against measured "
+    note += "servers."
+    return (
+        f'<div class="roofline-case" data-key="case">{html.escape(case.title)}</div>'
+        + table_html(headline, column_keys=keys)
+        + extrapolation_note(s, engine)
+        + fold(details + f'<div class="roofline-note" data-key="price source">{html.escape(note)}</div>')
+    )
 
 
 def extrapolation_note(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> str:
@@ -215,12 +174,6 @@ def fold(body_html: str, summary: str = "details") -> str:
     '<details class="roofline-details"><summary>details</summary><p>x</p></details>'
     """
     return f'<details class="roofline-details"><summary>{html.escape(summary)}</summary>{body_html}</details>'
-
-
-def decode_rows(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> list[tuple[str, ...]]:
-    """The decode readout's rows: (quantity, ideal floor, what ``engine`` reaches), cost included."""
-    headline, details = case_rows(s, decode_case(s), engine)
-    return headline + details
 
 
 def decode_readout(s: Scenario, options: dict | None = None) -> str:

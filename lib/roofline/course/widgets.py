@@ -1,52 +1,22 @@
 """Controls and an explorer that connects them to a LiveFigure: each lesson's lab bench in a few lines.
 
-    from roofline.course.widgets import Explorer
-    from roofline.lessons.step_time import StepTimeVsBatch
-    ex = Explorer(StepTimeVsBatch, controls=["batch", "context_tokens", "gpu"])
-
-Every control sets one field of a ``Scenario``; on a change the explorer recomputes the physics, moves the
-figure's artists in place and swaps the picture (JPEG, fast to encode), and refreshes a readout of the
-numbers. An impossible choice (FP8 on an A100) shows the library's error in the readout instead of a
-figure with nonsense in it.
-
-- Number controls (batch, context, prompt) are a slider over round values plus a box that takes any typed
-  value; the slider moves on release (``continuous_update=False``).
-- Menus never lead to a dead end: a model whose weights need more GPUs raises G with a note, and the
-  model menu marks what each model needs ("needs ≥ 2 GPUs").
-- The readout beside the figure is HTML from ``roofline.views.readouts`` (by default the decode readout:
-  the ideal floor beside what a good engine reaches, and the cost per 1M tokens at the GPU's listed price).
-- ``ex.setup_button("Set up question 1", batch=64)`` puts a predict-then-check question in the explorer
-  (and brings the explorer into view); ``Reveal`` asks for a prediction before it opens the answer;
-  ``presets``, ``reset()``, ``pin()`` (a grey baseline) and ``set_scale()`` (projector) serve teaching.
-- Laid out for a laptop: controls in as many columns as fit (wrapping on a narrow notebook), the figure
-  and the readout's headline side by side within one 1440×900 screen, details folded below.
-- Accessible and themable: the four controls of a step carry classes (``AXES``: B, T, P, G), the
-  figure carries alt text, sliders announce their value and number boxes their name
-  (``roofline.ui.accessibility``), and the readout's colours follow JupyterLab's light or dark theme.
-
->>> from roofline.lessons.step_time import StepTimeVsBatch
->>> ex = Explorer(StepTimeVsBatch, controls=["batch"], scenario=Scenario(batch=32))
->>> ex
-<Explorer StepTimeVsBatch: batch>
->>> ex.set(batch=64); ex.scenario.batch
-64
->>> "cost per 1M tokens" in ex.readout.value
-True
+Every control sets one field of a ``Scenario``; on a change the ``Explorer`` recomputes the physics, moves
+the figure's artists in place, swaps the picture and refreshes the readout beside it. An impossible choice
+(FP8 on an A100) shows the library's error instead of a figure with nonsense in it, and menus never lead to
+a dead end: a model whose weights need more GPUs raises G with a note. ``Prediction`` asks for a prediction
+before it opens the answer; ``Reveal`` folds an answer.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import itertools
-import time
 from collections.abc import Callable, Sequence
 
 import ipywidgets as W
 import traitlets
-from PIL import Image
 
-from roofline.course.accessibility import accessibility_script
+from roofline.course.accessibility import ACCESSIBILITY_JS
 from roofline.course.figures import LiveFigure, alt_text
 from roofline.course.readouts import decode_readout
 from roofline.data import get_gpu, gpus, models
@@ -55,48 +25,23 @@ from roofline.physics.precision import PRECISIONS, peak_flops_per_s
 from roofline.scenario import GPU_COUNTS, Scenario, nearest_supported_precision
 
 BATCH_OPTIONS = [1, 2, 4, 8, 16, 20, 24, 30, 32, 48, 64, 96, 128, 192, 256, 300, 384, 512, 768, 1024]
-
-
 CONTEXT_OPTIONS = [0, 128, 256, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536, 131072]
-
-
 PROMPT_OPTIONS = [16, 32, 64, 128, 256, 500, 1000, 2000, 4000, 8000, 16000, 32000]
-
-
-GPU_COUNT_OPTIONS = list(GPU_COUNTS)
+KV_PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4"]
 # The controls of a step every explorer offers, in the order they are laid out (batch, context, precision,
-# GPU count), then the model and the GPU.
+# GPU count), then the GPU and the model.
 FOUR = ["batch", "context_tokens", "weight_precision", "num_gpus"]
 STEP = [*FOUR, "gpu", "model"]
-
-
-KV_PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4"]
-
+# The Scenario fields of the four controls of a step: B the batch, T the context (or a prompt), P the
+# weight precision, G the GPU count.
+AXES = {"batch": "B", "context_tokens": "T", "prompt_tokens": "T", "weight_precision": "P", "num_gpus": "G"}
 
 RUN_HINT = "Run the notebook (Run ▸ Run All Cells) to use the sliders."
-
-
+PREDICTION_HINT = "Run the notebook (Run ▸ Run All Cells), write your prediction, then open the answer."
 IMAGE_MAX_WIDTH_PX = 720  # the figure beside the readout: controls, figure and headline fit a 1440×900 screen
-
-
 CONTROL_MIN_WIDTH = "21em"  # a control's column: three fit beside each other at 1440 px with the file browser
-
-
 LABEL_WIDTH = "9.5em"  # every control's label, so the controls line up in columns
-
-
-_STYLE = {"description_width": LABEL_WIDTH}
-
-
-_LAYOUT = W.Layout(width="100%")
-
-
 _ids = itertools.count()
-
-
-# The four controls of a step every lesson's explorer offers, and the Scenario fields that set them:
-# B the batch, T the context (or a prompt), P the weight precision, G the GPU count.
-AXES = {"batch": "B", "context_tokens": "T", "prompt_tokens": "T", "weight_precision": "P", "num_gpus": "G"}
 
 
 def mark_axis(widget: W.Widget, axis: str) -> W.Widget:
@@ -116,9 +61,8 @@ def mark_axis(widget: W.Widget, axis: str) -> W.Widget:
 class NumberControl(W.HBox):
     """A slider over round values plus a box for any typed value, both bound to one ``value``.
 
-    The slider steps through ``options`` (keyboard arrows, Home/End work) and sends its value on release;
-    the box accepts any integer in [``minimum``, ``maximum``] (Enter or leaving the box), and a typed value
-    joins the slider's stops so both always agree.
+    The slider steps through ``options`` and sends its value on release; the box accepts any integer in
+    [``minimum``, ``maximum``], and a typed value joins the slider's stops so both always agree.
 
     >>> c = NumberControl([1, 2, 4], 2, "batch B", minimum=1, maximum=4096)
     >>> c.box.value = 37; c.value, c.slider.value
@@ -131,11 +75,7 @@ class NumberControl(W.HBox):
 
     def __init__(self, options, value, description, minimum=0, maximum=10**7):
         self._syncing = False
-        self.label = W.HTML(
-            f'<div class="roofline-number-label" title="{html.escape(description)}">'
-            f"{html.escape(description)}</div>",
-            layout=W.Layout(width=LABEL_WIDTH, min_width=LABEL_WIDTH, margin="0 4px 0 0"),
-        )
+        self.label = W.HTML(layout=W.Layout(width=LABEL_WIDTH, min_width=LABEL_WIDTH, margin="0 4px 0 0"))
         # The slider's own readout stays in the page (hidden by the course CSS): the accessibility script
         # announces it as the slider's value (32 users, not the stop's index 8).
         self.slider = W.SelectionSlider(
@@ -145,11 +85,9 @@ class NumberControl(W.HBox):
             continuous_update=False,
             layout=W.Layout(flex="1 1 6em", min_width="5em", width="auto"),
         )
-        self.box = W.BoundedIntText(
-            value=value, min=minimum, max=maximum, tooltip=description, layout=W.Layout(width="5.5em")
-        )
+        self.box = W.BoundedIntText(value=value, min=minimum, max=maximum, layout=W.Layout(width="5.5em"))
         super().__init__([self.label, self.slider, self.box], layout=W.Layout(width="100%"))
-        self._description = description
+        self.description = description
         self.value = value
         self.add_class("roofline-number")
         self.slider.observe(lambda c: self._from_part(c["new"]), names="value")
@@ -163,11 +101,10 @@ class NumberControl(W.HBox):
 
     @description.setter
     def description(self, text: str) -> None:
-        self._description = text
+        self._description = self.box.tooltip = text
         self.label.value = (
             f'<div class="roofline-number-label" title="{html.escape(text)}">{html.escape(text)}</div>'
         )
-        self.box.tooltip = text
 
     def _from_part(self, new) -> None:
         if not self._syncing:
@@ -184,106 +121,75 @@ class NumberControl(W.HBox):
             self._syncing = False
 
 
-def _dropdown(options, value, description):
-    return W.Dropdown(
-        options=options,
-        value=value,
-        description=description,
-        style=dict(_STYLE),
-        layout=W.Layout(width="100%"),
-    )
-
-
 CONTROL_FACTORIES: dict[str, Callable] = {
-    "model": lambda v: _dropdown(list(models()), v, "model"),
-    "gpu": lambda v: _dropdown(list(gpus()), v, "GPU"),
-    "num_gpus": lambda v: _dropdown(sorted(set(GPU_COUNT_OPTIONS) | {v}), v, "GPUs G"),
-    "weight_precision": lambda v: _dropdown(list(PRECISIONS), v, "weights P"),
-    "kv_precision": lambda v: _dropdown(KV_PRECISIONS, v, "KV precision"),
+    "model": lambda v: W.Dropdown(options=list(models()), value=v, description="model"),
+    "gpu": lambda v: W.Dropdown(options=list(gpus()), value=v, description="GPU"),
+    "num_gpus": lambda v: W.Dropdown(options=sorted({*GPU_COUNTS, v}), value=v, description="GPUs G"),
+    "weight_precision": lambda v: W.Dropdown(options=list(PRECISIONS), value=v, description="weights P"),
+    "kv_precision": lambda v: W.Dropdown(options=KV_PRECISIONS, value=v, description="KV precision"),
     "batch": lambda v: NumberControl(BATCH_OPTIONS, v, "batch B (users)", minimum=1, maximum=65536),
-    "context_tokens": lambda v: NumberControl(
-        CONTEXT_OPTIONS, v, "context T (tokens)", minimum=0, maximum=10**7
-    ),
-    "prompt_tokens": lambda v: NumberControl(PROMPT_OPTIONS, v, "prompt (tokens)", minimum=1, maximum=10**7),
+    "context_tokens": lambda v: NumberControl(CONTEXT_OPTIONS, v, "context T (tokens)"),
+    "prompt_tokens": lambda v: NumberControl(PROMPT_OPTIONS, v, "prompt (tokens)", minimum=1),
     "usd_per_gpu_hour": lambda v: W.BoundedFloatText(
-        value=0.0 if v is None else v,
-        min=0.0,
-        max=1000,
-        step=0.1,
-        description="$ per GPU-hour",
-        style=dict(_STYLE),
-        layout=W.Layout(width="100%"),
+        value=v or 0.0, min=0.0, max=1000, step=0.1, description="$ per GPU-hour"
     ),
 }
 
 
 def control(field: str, value) -> W.Widget:
-    """The standard widget for one ``Scenario`` field, set to ``value``."""
+    """The standard widget for one ``Scenario`` field, set to ``value`` (the Explorer lays it out).
+
+    >>> control("batch", 32).value
+    32
+    """
     if field not in CONTROL_FACTORIES:
         raise KeyError(f"No standard control for {field!r}; known: {', '.join(CONTROL_FACTORIES)}")
     widget = CONTROL_FACTORIES[field](value)
     widget.add_class("roofline-control")
     widget.add_class(f"roofline-control-{field}")
-    return mark_axis(widget, field) if field in AXES else widget
+    return widget
 
 
 # The explorers' look: controls in as many columns as fit (three beside each other in a laptop's notebook,
 # wrapping on a narrow one); the figure and the readout's headline side by side within one laptop screen,
 # the readout below the figure when the notebook is narrower than about 860 px (flex-wrap); details folded;
-# colours from JupyterLab's theme variables (light or dark), with light-theme fallbacks; a projector scale.
+# colours from JupyterLab's theme variables (light or dark), with light-theme fallbacks.
 _CSS = """
 .roofline-explorer {--rf-fg1: var(--jp-ui-font-color1, #1f1f1f); --rf-fg2: var(--jp-ui-font-color2, #555);
   --rf-warn: var(--jp-warn-color0, #8a5a00); --rf-error: var(--jp-error-color1, #b00020);
   color: var(--rf-fg1)}
 .roofline-explorer .roofline-readout-box .widget-html-content {line-height: 1.35}
-.roofline-explorer .roofline-readout {font-size: calc(13px * var(--rs, 1)); border-collapse: collapse;
-  color: var(--rf-fg1)}
+.roofline-explorer .roofline-readout {font-size: 13px; border-collapse: collapse; color: var(--rf-fg1)}
 .roofline-explorer .roofline-case + .roofline-readout td b {white-space: nowrap}
 .roofline-explorer .roofline-readout td, .roofline-explorer .roofline-readout th
   {padding: 0 0.6em 1px 0; text-align: left; vertical-align: top; color: var(--rf-fg1)}
 .roofline-explorer .roofline-readout th {font-weight: normal; color: var(--rf-fg2); font-size: 90%}
 .roofline-explorer .roofline-readout td.k {color: var(--rf-fg2)}
-.roofline-explorer .roofline-case {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
-  margin: 6px 0 1px}
-.roofline-explorer .roofline-details summary {cursor: pointer; color: var(--rf-fg2);
-  font-size: calc(12px * var(--rs, 1))}
+.roofline-explorer .roofline-case {font-size: 12px; color: var(--rf-fg2); margin: 6px 0 1px}
+.roofline-explorer .roofline-details summary {cursor: pointer; color: var(--rf-fg2); font-size: 12px}
 .roofline-explorer .widget-label, .roofline-explorer .widget-inline-hbox .widget-label,
 .roofline-explorer select, .roofline-explorer input, .roofline-explorer button,
-.roofline-explorer .roofline-message, .roofline-explorer .roofline-number-label
-  {font-size: calc(13px * var(--rs, 1))}
+.roofline-explorer .roofline-message, .roofline-explorer .roofline-number-label {font-size: 13px}
 .roofline-explorer .roofline-number-label {text-align: right; padding-right: 4px; white-space: nowrap;
   overflow: hidden; text-overflow: ellipsis; color: var(--rf-fg1)}
 .roofline-explorer .roofline-number .widget-readout {display: none}
-.roofline-explorer .roofline-note {font-size: calc(12px * var(--rs, 1)); color: var(--rf-fg2);
-  margin-top: 0.3em; max-width: 34em}
+.roofline-explorer .roofline-note {font-size: 12px; color: var(--rf-fg2); margin-top: 0.3em; max-width: 34em}
 .roofline-explorer .roofline-message p {margin: 2px 0}
 .roofline-explorer .roofline-message .roofline-warn {color: var(--rf-warn)}
 .roofline-explorer .roofline-message .roofline-error {color: var(--rf-error)}
 .roofline-explorer .roofline-stale {opacity: 0.3}
 .roofline-explorer .roofline-alt {position: absolute; width: 1px; height: 1px; overflow: hidden;
   clip: rect(0 0 0 0); white-space: nowrap}
-.roofline-explorer .roofline-stale-note {color: var(--rf-error); font-size: calc(13px * var(--rs, 1));
-  max-width: 24em}
+.roofline-explorer .roofline-stale-note {color: var(--rf-error); font-size: 13px; max-width: 24em}
 """
 
 
-def jpeg(live: LiveFigure, quality: int = 92) -> bytes:
-    """Render a LiveFigure as JPEG: about 3 ms to encode against 15-20 ms for PNG at this size."""
-    live.render()
-    fig = live.fig
-    width, height = fig.canvas.get_width_height()
-    img = Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    buf = io.BytesIO()
-    img.convert("RGB").save(buf, format="jpeg", quality=quality)
-    return buf.getvalue()
-
-
-def _needs_label(model_id: str, need: int | None, have: int) -> str:
+def _model_label(s: Scenario, model_id: str) -> str:
+    """The model menu's entry: the model, marked where its weights need more GPUs than ``s`` has."""
+    need = s.with_(model=model_id, batch=1, context_tokens=1).gpus_needed()
     if need is None:
-        return f"{model_id} (does not fit on {GPU_COUNT_OPTIONS[-1]} of these GPUs)"
-    if need > have:
-        return f"{model_id} (needs ≥ {need} GPUs)"
-    return model_id
+        return f"{model_id} (does not fit on {GPU_COUNTS[-1]} of these GPUs)"
+    return f"{model_id} (needs ≥ {need} GPUs)" if need > s.num_gpus else model_id
 
 
 class Explorer(W.VBox):
@@ -296,8 +202,7 @@ class Explorer(W.VBox):
         a ``(name, widget)`` pair brings its own (e.g. a field of a Scenario subclass, like a chunk size).
     scenario : starting values (the lesson's worked example); ``reset()`` returns to it.
     readout : function -> HTML shown beside the figure, called as ``readout(scenario)``, or
-        ``readout(scenario, options)`` when there are knobs (default ``views.readouts.decode_readout``;
-        None hides it).
+        ``readout(scenario, options)`` when there are knobs (default ``decode_readout``; None hides it).
     knobs : ``{name: widget}`` for settings that are not ``Scenario`` fields (kernels per step, all-reduces
         on/off, the engine, ...). Their values become the figure's ``options`` (it is built with them).
     to_options : converts the knob values (a dict) into figure options, e.g. µs into s. Default: as they are.
@@ -325,37 +230,32 @@ class Explorer(W.VBox):
         auto_gpus: bool = True,
     ):
         self.scenario = scenario or Scenario()
-        self.initial = (self.scenario, None)
         self.knobs = dict(knobs or {})
         self.to_options = to_options or dict
         self.presets = dict(presets or {})
         self.auto_gpus = auto_gpus
+        self.readout_fn = readout
         self._quiet = False  # set while several controls move at once (set, presets, reset)
         self._price_from_code = None  # a price set from code together with a new GPU wins over the listed one
-        self._dirty = False
         self._stale = False  # an impossible choice is showing: the next possible one redraws everything
-        self.controls = {}
-        for item in controls:
-            name, widget = (
-                item if isinstance(item, tuple) else (item, control(item, getattr(self.scenario, item)))
-            )
-            self.controls[name] = widget
-        for name, widget in [*self.knobs.items(), *self.controls.items()]:
+        self.controls = dict(
+            i if isinstance(i, tuple) else (i, control(i, getattr(self.scenario, i))) for i in controls
+        )
+        for name, widget in [*self.controls.items(), *self.knobs.items()]:
             if name in AXES and name in self.controls:
                 mark_axis(widget, name)
-            if isinstance(widget, NumberControl):
-                continue
-            widget.layout.width = "100%"
-            if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
-                widget.style.description_width = LABEL_WIDTH
+            if not isinstance(widget, NumberControl):
+                widget.layout.width = "100%"
+                if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
+                    widget.style.description_width = LABEL_WIDTH
+            widget.observe(lambda change: self._changed(), names="value")
         self.initial = (self.scenario, {name: w.value for name, w in self.knobs.items()})
         options = self._options()
         self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
         self.live.options.update(options)
-        self.readout_fn = readout
         self.image = W.Image(
             format="jpeg",
-            value=jpeg(self.live),
+            value=self.live.jpeg(),
             layout=W.Layout(
                 flex="1 1 520px", max_width=f"{IMAGE_MAX_WIDTH_PX}px", min_width="0", height="auto"
             ),
@@ -366,38 +266,30 @@ class Explorer(W.VBox):
         self.alt = W.HTML(self._alt_html())
         self.alt.add_class("roofline-alt")
         # The readout asks for 32 em beside the figure (its long lines wrap); a notebook narrower than the
-        # figure's basis and that puts it below. In em, so a projector's larger type moves it below sooner.
+        # figure's basis and that puts it below.
         self.readout = W.HTML(
             self._readout_html(self.scenario), layout=W.Layout(flex="0 1 32em", min_width="330px")
         )
         self.readout.add_class("roofline-readout-box")
         self.message = W.HTML("")
         self.message.add_class("roofline-message")
-        self.last_update_s = 0.0
-        self.scale = 1.0
-        self._uid = f"roofline-ex-{next(_ids)}"
-        self.style_html = W.HTML(self._css(), layout=W.Layout(display="none"))
-        for widget in [*self.controls.values(), *self.knobs.values()]:
-            widget.observe(lambda change: self._changed(), names="value")
         self._refresh_menus()
-        self.grid = W.GridBox(
+        grid = W.GridBox(
             [*self.controls.values(), *self.knobs.values()],
             layout=W.Layout(
                 grid_template_columns=f"repeat(auto-fill, minmax({CONTROL_MIN_WIDTH}, 1fr))",
                 grid_gap="1px 14px",
             ),
         )
-        self.grid.add_class("roofline-controls")
-        self.toolbar = self._toolbar()
+        grid.add_class("roofline-controls")
         self.figure_row = W.Box(
             [self.image, self.alt, self.readout],
             layout=W.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", grid_gap="10px"),
         )
-        super().__init__([self.style_html, self.grid, self.toolbar, self.message, self.figure_row])
+        style = W.HTML(f"<style>{_CSS}</style>", layout=W.Layout(display="none"))
+        super().__init__([style, grid, self._toolbar(), self.message, self.figure_row])
         self.add_class("roofline-explorer")
-        self.add_class(self._uid)
 
-    # ---- text forms ----
     def __repr__(self) -> str:  # the default repr would print the whole picture's bytes
         return f"<Explorer {type(self.live).__name__}: {', '.join([*self.controls, *self.knobs])}>"
 
@@ -409,16 +301,16 @@ class Explorer(W.VBox):
 
     def _ipython_display_(self) -> None:
         """Show the explorer, after the small script that makes its sliders and figure accessible."""
-        from IPython.display import display
+        from IPython.display import Javascript, display
 
-        display(accessibility_script())
+        display(Javascript(ACCESSIBILITY_JS))
         display(self._repr_mimebundle_(), raw=True)
 
-    # ---- moving it from code ----
     def set(self, _force: bool = False, **values) -> None:
         """Move controls, knobs or any other ``Scenario`` field from code (tests, set-up buttons, presets,
         a demo script): one redraw for all of them, the same path as a slider move."""
-        hidden = {k: v for k, v in values.items() if k not in self.controls and k not in self.knobs}
+        widgets = {**self.controls, **self.knobs}
+        hidden = {k: v for k, v in values.items() if k not in widgets}
         if hidden:
             self.scenario = self.scenario.with_(**hidden)
         self._quiet = True
@@ -426,10 +318,8 @@ class Explorer(W.VBox):
         self._price_from_code = values.get("usd_per_gpu_hour") if priced else None
         try:
             for name, value in values.items():
-                if name in self.knobs:
-                    self.knobs[name].value = value
-                elif name in self.controls:
-                    self.controls[name].value = value
+                if name in widgets:
+                    widgets[name].value = value
         finally:
             self._quiet = False
         try:
@@ -439,7 +329,8 @@ class Explorer(W.VBox):
 
     def setup_button(self, label: str = "Set up this question in the explorer", **settings) -> W.Button:
         """A button that puts a question into this explorer: the starting scenario with ``settings``
-        (controls, knobs or other Scenario fields) on top. Place it beside a predict-then-check question.
+        (controls, knobs or other Scenario fields) on top, then asks the page (the accessibility script) to
+        scroll the explorer's top into view, as the button sits below it, beside its question.
 
         >>> from roofline.lessons.step_time import StepTimeVsBatch
         >>> ex = Explorer(StepTimeVsBatch, controls=["batch", "context_tokens"])
@@ -449,10 +340,7 @@ class Explorer(W.VBox):
         """
         said = ", ".join(f"{k} = {v}" for k, v in settings.items())
         button = SetupButton(
-            description=label,
-            icon="sliders",
-            tooltip=f"{label}: {said}",
-            layout=W.Layout(width="auto"),
+            description=label, icon="sliders", tooltip=f"{label}: {said}", layout=W.Layout(width="auto")
         )
         button.add_class("roofline-setup")
 
@@ -460,16 +348,10 @@ class Explorer(W.VBox):
             self.reset(**settings)
             if not self.message.value:
                 self.message.value = f"<p><b>{html.escape(label)}:</b> {html.escape(said)}</p>"
-            self.bring_into_view()
+            self.message.value += f'<span class="roofline-scroll-request" data-request="{next(_ids)}"></span>'
 
         button.on_click(click)
         return button
-
-    def bring_into_view(self) -> None:
-        """Ask the page to scroll the explorer's top into view (a set-up button sits below the explorer,
-        beside its question): a marker in the message that the accessibility script acts on once."""
-        marker = f'<span class="roofline-scroll-request" data-request="{next(_ids)}"></span>'
-        self.message.value = self.message.value + marker
 
     def apply_preset(self, name: str) -> None:
         """Apply one of ``presets`` by name."""
@@ -480,45 +362,24 @@ class Explorer(W.VBox):
         scenario, knobs = self.initial
         fields = {name: getattr(scenario, name) for name in self.controls if hasattr(scenario, name)}
         self.scenario = scenario
-        self.set(_force=True, **{**fields, **(knobs or {}), **settings})
+        self.set(_force=True, **{**fields, **knobs, **settings})
 
     def pin(self) -> None:
         """Keep the current curves as a grey baseline to compare the next moves against."""
         self.live.pin()
-        self.image.value = jpeg(self.live)
+        self.image.value = self.live.jpeg()
 
     def unpin(self) -> None:
         """Remove the pinned baseline."""
         self.live.unpin()
-        self.image.value = jpeg(self.live)
+        self.image.value = self.live.jpeg()
 
-    def pin_baseline(self) -> None:
-        """``pin()``, and the toolbar's toggle shows it."""
-        self.pin_button.value = True
-
-    def clear_baseline(self) -> None:
-        """``unpin()``, and the toolbar's toggle shows it."""
-        self.pin_button.value = False
-
-    def set_scale(self, scale: float) -> None:
-        """Projector scale: figure resolution, labels and readout grow by ``scale`` (1 = notebook size)."""
-        self.scale = float(scale)
-        self.live.set_scale(self.scale)
-        self.image.layout.max_width = f"{IMAGE_MAX_WIDTH_PX * self.scale:.0f}px"
-        self.image.layout.flex = f"1 1 {520 * self.scale:.0f}px"
-        self.style_html.value = self._css()
-        self.image.value = jpeg(self.live)
-
-    # ---- internals ----
     def _alt_html(self) -> str:
         return f'<div class="roofline-alt-text">{html.escape(alt_text(self.live))}</div>'
 
-    def _css(self) -> str:
-        return f"<style>{_CSS} .{self._uid} {{--rs: {getattr(self, 'scale', 1.0)}}}</style>"
-
     def _toolbar(self) -> W.Widget:
-        """Reset (class ``roofline-reset``), Pin as baseline (``roofline-pin``) and, with presets, an
-        examples menu (``roofline-presets``; its first entry is the starting scenario)."""
+        """Reset (class ``roofline-reset``), Pin baseline (``roofline-pin``) and, with presets, an examples
+        menu (``roofline-presets``; its first entry is the starting scenario)."""
         reset = W.Button(description="Reset", icon="undo", layout=W.Layout(width="auto"))
         reset.add_class("roofline-reset")
         reset.on_click(lambda _: self.reset())
@@ -530,9 +391,7 @@ class Explorer(W.VBox):
         )
         pin.add_class("roofline-pin")
         pin.observe(lambda c: self.pin() if c["new"] else self.unpin(), names="value")
-        self.pin_button = pin
         items = [reset, pin]
-        self.preset_menu = None
         if self.presets:
             start = "the lesson's example"
             menu = W.Dropdown(
@@ -542,15 +401,10 @@ class Explorer(W.VBox):
                 layout=W.Layout(width="auto"),
             )
             menu.add_class("roofline-presets")
-
-            def chosen(c):
-                if c["new"] in self.presets:
-                    self.apply_preset(c["new"])
-                elif c["new"] == start:
-                    self.reset()
-
-            menu.observe(chosen, names="value")
-            self.preset_menu = menu
+            menu.observe(
+                lambda c: self.apply_preset(c["new"]) if c["new"] in self.presets else self.reset(),
+                names="value",
+            )
             items.append(menu)
         bar = W.HBox(items, layout=W.Layout(grid_gap="8px"))
         bar.add_class("roofline-toolbar")
@@ -584,7 +438,7 @@ class Explorer(W.VBox):
         if need is None:
             return candidate, (
                 f"{candidate.model} in {candidate.weight_precision} does not fit even on "
-                f"{GPU_COUNT_OPTIONS[-1]} × {candidate.gpu}: pick a smaller model, a lower precision or "
+                f"{GPU_COUNTS[-1]} × {candidate.gpu}: pick a smaller model, a lower precision or "
                 "another GPU."
             )
         if need <= candidate.num_gpus:
@@ -609,40 +463,28 @@ class Explorer(W.VBox):
         return candidate.with_(weight_precision=other), note
 
     def _refresh_menus(self) -> None:
-        """Mark what each model needs on this GPU and precision, and precisions this GPU lacks."""
+        """Mark what each model needs on this GPU and precision, GPUs without the weights' precision, and
+        precisions this GPU lacks."""
         s = self.scenario
+        labels = {
+            "model": lambda m: _model_label(s, m),
+            "gpu": lambda g: g if _supports(g, s.weight_precision) else f"{g} (no {s.weight_precision})",
+            "weight_precision": lambda p: p if _supports(s.gpu, p) else f"{p} (not on {s.gpu})",
+        }
         self._quiet, was_quiet = True, self._quiet
         try:
-            menu = self.controls.get("model")
-            if isinstance(menu, W.Dropdown) and all(m in models() for m in _values(menu)):
-                labels = []
-                for model_id in models():
-                    need = s.with_(model=model_id, batch=1, context_tokens=1).gpus_needed()
-                    labels.append((_needs_label(model_id, need, s.num_gpus), model_id))
-                _set_options(menu, labels)
-            menu = self.controls.get("gpu")
-            if isinstance(menu, W.Dropdown) and all(g in gpus() for g in _values(menu)):
-                labels = []
-                for gpu_id in _values(menu):
-                    ok = _supports(gpu_id, s.weight_precision)
-                    labels.append((gpu_id if ok else f"{gpu_id} (no {s.weight_precision})", gpu_id))
-                _set_options(menu, labels)
-            menu = self.controls.get("weight_precision")
-            if isinstance(menu, W.Dropdown):
-                labels = []
-                for p in _values(menu):
-                    labels.append((p, p) if _supports(s.gpu, p) else (f"{p} (not on {s.gpu})", p))
-                _set_options(menu, labels)
-            price = self.controls.get("usd_per_gpu_hour")
-            if price is not None:
-                price.value = s.usd_per_gpu_hour or 0.0
+            for field, label in labels.items():
+                menu = self.controls.get(field)
+                if isinstance(menu, W.Dropdown):
+                    _set_options(menu, [(label(v), v) for v in _values(menu)])
+            if "usd_per_gpu_hour" in self.controls:
+                self.controls["usd_per_gpu_hour"].value = s.usd_per_gpu_hour or 0.0
         finally:
             self._quiet = was_quiet
 
     def _changed(self, force: bool = False) -> None:
         if self._quiet:
             return
-        start = time.perf_counter()
         try:
             candidate = self._from_controls()
         except RooflineError as err:
@@ -662,7 +504,7 @@ class Explorer(W.VBox):
         self.live.options.update(self._options())
         try:
             self.live.update(candidate)
-            picture = jpeg(self.live)
+            picture = self.live.jpeg()
             text = self._readout_html(candidate)
         except RooflineError as err:
             self._error(err)
@@ -687,7 +529,6 @@ class Explorer(W.VBox):
                         self.controls[field].value = getattr(candidate, field)
             finally:
                 self._quiet = False
-        self.last_update_s = time.perf_counter() - start
 
     def _error(self, err: Exception) -> None:
         """Say why the choice is not possible; grey out the figure (it still shows the last possible
@@ -703,11 +544,9 @@ class Explorer(W.VBox):
 
 def _set_options(menu: W.Dropdown, labelled: list[tuple[str, object]]) -> None:
     """Relabel a dropdown's options, keeping its value (no-op when nothing changed)."""
-    if list(menu.options) == labelled:
-        return
-    value = menu.value
-    menu.options = labelled
-    menu.value = value
+    if list(menu.options) != labelled:
+        value, menu.options = menu.value, labelled
+        menu.value = value
 
 
 def _supports(gpu_id: str, precision: str) -> bool:
@@ -734,20 +573,15 @@ class SetupButton(W.Button):
 
 
 class Reveal:
-    """A folded answer: "predict, then check" questions show it only when the reader opens it. With
-    ``setup=(explorer, settings)`` or ``(explorer, settings, label)`` a "set up this question" button is
-    shown first (``Explorer.setup_button``), so the question can be tried in its explorer before the
-    answer is opened; the folded answer stays plain HTML, readable even before the notebook runs.
+    """A folded answer: "predict, then check" questions show it only when the reader opens it; plain HTML,
+    readable even before the notebook runs.
 
     >>> Reveal("Answer", "<p>4.8 ms</p>")._repr_html_()
     '<details class="roofline-reveal"><summary><b>Answer</b></summary><p>4.8 ms</p></details>'
     """
 
-    def __new__(cls, summary: str, body_html: str, setup: tuple | None = None):
-        return super().__new__(_RevealWithSetup if setup is not None and cls is Reveal else cls)
-
-    def __init__(self, summary: str, body_html: str, setup: tuple | None = None):
-        self.summary, self.body_html, self.setup = summary, body_html, setup
+    def __init__(self, summary: str, body_html: str):
+        self.summary, self.body_html = summary, body_html
 
     def _repr_html_(self) -> str:
         return (
@@ -757,23 +591,6 @@ class Reveal:
 
     def __repr__(self) -> str:
         return f"<Reveal: {self.summary}>"
-
-
-class _RevealWithSetup(Reveal):
-    """Two outputs: the set-up button (a widget) and the folded answer (HTML)."""
-
-    def button(self) -> W.Button:
-        explorer, settings, *label = self.setup
-        return explorer.setup_button(*label, **settings)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.button())
-        display(Reveal(self.summary, self.body_html))
-
-
-PREDICTION_HINT = "Run the notebook (Run ▸ Run All Cells), write your prediction, then open the answer."
 
 
 class Prediction(W.VBox):
@@ -814,13 +631,9 @@ class Prediction(W.VBox):
         self.answer.add_class("roofline-answer")
         self.box.observe(self._typed, names="value")
         self.open_button.on_click(lambda _: self.open_answer())
-        items = []
-        if setup is not None:
-            explorer, settings, *label = setup
-            items.append(explorer.setup_button(*label, **settings))
-        items += [W.HBox([self.box, self.open_button], layout=W.Layout(flex_flow="row wrap", grid_gap="6px")),
-                  self.answer]  # fmt: skip
-        super().__init__(items)
+        row = W.HBox([self.box, self.open_button], layout=W.Layout(flex_flow="row wrap", grid_gap="6px"))
+        button = [] if setup is None else [setup[0].setup_button(*setup[2:], **setup[1])]
+        super().__init__([*button, row, self.answer])
         self.add_class("roofline-predict")
 
     def _typed(self, change) -> None:

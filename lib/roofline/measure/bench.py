@@ -2,10 +2,9 @@
 
 Taught in notebooks/measure_your_machine.ipynb (and used by ``roofline measure``).
 
-The same physics that governs a GPU governs a laptop's CPU: streaming kernels are limited by memory
-bandwidth (bytes/s), large matrix multiplies by the arithmetic units (FLOP/s), and the ridge point is their
-ratio (FLOP/byte). Every figure here is *measured*: it is a property of this machine at this moment, shared
-with whatever else runs on it, so each benchmark repeats and reports the best (min time) and the median.
+The same physics governs a laptop's CPU as a GPU: streaming kernels are limited by memory bandwidth
+(bytes/s), large matrix multiplies by the arithmetic units (FLOP/s). Every figure is *measured* on a machine
+shared with whatever else runs on it, so each benchmark repeats and reports the best pass and the median.
 
 Byte counting follows STREAM (McCalpin): copy ``c = a`` counts 2 arrays × 8 bytes per element, triad
 ``a = b + s·c`` counts 3. The hardware may move more (a write first reads its cache line, "write
@@ -13,16 +12,10 @@ allocate"), so STREAM figures slightly *under*-estimate the traffic; they are th
 bandwidth. numpy evaluates ``b + s*c`` in two passes with a temporary, which would move 5 arrays, so the
 triad here runs in cache-sized blocks: the temporary stays in L1/L2 and main memory sees the 3 arrays.
 
-A third kernel, read (a matrix-vector product ``A @ x``, array ``a`` viewed as a matrix: 1 array read,
-nothing written), is the access pattern of decode, which only *reads* its weights. numpy runs copy and
-triad on ONE core (ufuncs are single-threaded); the read kernel goes through the BLAS, which uses every
-core, as the transformer's matmuls do. The headline bandwidth is the best of the three.
-
->>> r = stream_bandwidth(n_elements=200_000, repeats=2)
->>> sorted(r)
-['copy', 'read', 'triad']
->>> r["copy"].bytes_per_pass == 2 * 8 * 200_000, r["triad"].bytes_per_pass == 3 * 8 * 200_000
-(True, True)
+A third kernel, read (a matrix-vector product: 1 array read, nothing written), is the access pattern of
+decode, which only *reads* its weights. numpy runs copy and triad on ONE core (ufuncs are single-threaded);
+the read kernel goes through the BLAS, which uses every core, as the transformer's matmuls do. The headline
+bandwidth is the best of the three.
 """
 
 from __future__ import annotations
@@ -62,7 +55,8 @@ def whole_number(value, name: str, minimum: int = 1) -> int:
 
 @dataclass(frozen=True)
 class Timing:
-    """Repeated wall-clock timings (s) of one benchmark, with the work one pass does."""
+    """Repeated wall-clock timings (s) of one benchmark, with the work one pass does; best (fastest pass)
+    and median rates."""
 
     name: str
     times_s: tuple[float, ...]
@@ -79,7 +73,6 @@ class Timing:
 
     @property
     def best_bytes_per_s(self) -> float:
-        """Bytes per pass ÷ the fastest pass (bytes/s): what the machine can do when undisturbed."""
         return self.bytes_per_pass / self.min_s
 
     @property
@@ -108,10 +101,8 @@ class Measurement(Result):
     details: dict = field(default_factory=dict)
 
     def as_gpu(self, gpu_id: str = "this-machine", memory_bytes: float | None = None) -> GPU:
-        """This measurement as a ``roofline.GPU`` row, so every library function can use it.
-
-        ``memory_bytes`` defaults to this machine's RAM (bytes). Only fp32 (and fp64) math is measured,
-        so ask the library for ``weight_precision="fp32"``.
+        """This measurement as a ``roofline.GPU`` row of ``memory_bytes`` (default: this machine's RAM).
+        Only fp32 and fp64 math is measured: ask the library for ``weight_precision="fp32"``.
 
         >>> Measurement(20e9, 100e9, 5.0, 1e-6, 50e9).as_gpu().dense_flops_per_s
         {'fp32': 100000000000.0, 'fp64': 50000000000.0}
@@ -134,13 +125,9 @@ class Measurement(Result):
 
 
 def time_round_robin(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict:
-    """Wall-clock seconds of ``repeats`` calls of each function after ``warmup`` untimed ones, the functions
-    taking turns: pass 1 of each, then pass 2, ...
-
-    On a shared machine a disturbance (another program waking up) then hits every benchmark alike instead
-    of ruining all the passes of one of them, so their best and median figures stay comparable. The clock
-    is ``time.perf_counter``: monotonic, sub-microsecond, and it counts waiting (memory, other threads) as
-    the user experiences it.
+    """Wall-clock seconds (``time.perf_counter``) of ``repeats`` calls of each function after ``warmup``
+    untimed ones, the functions taking turns: on a shared machine a disturbance then hits every benchmark
+    alike instead of ruining all the passes of one of them.
 
     >>> sorted(time_round_robin({"a": lambda: None, "b": lambda: None}, repeats=2))
     ['a', 'b']
@@ -168,14 +155,13 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple
 
 
 def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 5) -> dict[str, Timing]:
-    """STREAM copy and triad, and a read-only matrix-vector product, on float64 arrays of ``n_elements``.
-
-    Min and median over ``repeats`` (see ``Timing``); bytes counted as STREAM does (copy 2, triad 3 and
-    read 1 array of 8-byte elements per pass). Choose arrays much larger than the last-level cache
+    """STREAM copy and triad, and a read-only matrix-vector product, on float64 arrays of ``n_elements``,
+    ``repeats`` times; bytes counted as STREAM does. Choose arrays much larger than the last-level cache
     (STREAM's rule: each array ≥ 4 × LLC) or the figure is cache bandwidth, not memory bandwidth.
 
-    >>> stream_bandwidth(n_elements=100_000, repeats=2)["triad"].best_bytes_per_s > 0
-    True
+    >>> r = stream_bandwidth(n_elements=200_000, repeats=2)
+    >>> sorted(r), r["triad"].bytes_per_pass == 3 * 8 * 200_000
+    (['copy', 'read', 'triad'], True)
     """
     n = whole_number(n_elements, "n_elements")
     a, b, c = np.full(n, 1.0), np.full(n, 2.0), np.full(n, 0.5)
@@ -197,10 +183,8 @@ def stream_bandwidth(n_elements: int = QUICK["stream_elements"], repeats: int = 
 
 def matmul_flops(sizes=(256, 512, 1024), precisions=("fp32", "fp64"), repeats: int = 3) -> dict:
     """FLOP/s of an n × n by n × n matrix multiply for each n in ``sizes`` and each of ``precisions``
-    (``"fp32"``, ``"fp64"``): ``{precision: {n: Timing}}``, 2·n³ FLOP per multiply. The precisions and
-    sizes take turns, so all see the same conditions on a shared machine.
-
-    (Exactly n²·(2n − 1); the course's "2 FLOP per multiply-add" convention, as in 2 × N per token.)
+    (``"fp32"``, ``"fp64"``), taking turns: ``{precision: {n: Timing}}``, 2·n³ FLOP per multiply (the
+    course's "2 FLOP per multiply-add"; exactly n²·(2n − 1)).
 
     >>> matmul_flops(sizes=(64,), precisions=("fp32",), repeats=2)["fp32"][64].flops_per_pass == 2 * 64**3
     True
@@ -220,10 +204,8 @@ def matmul_flops(sizes=(256, 512, 1024), precisions=("fp32", "fp64"), repeats: i
 
 
 def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
-    """Time of one tiny numpy call (adding two 1-element arrays), the CPU's analogue of a kernel launch.
-
-    Timed as a loop of ``calls`` calls divided by ``calls`` (one call is too short for the clock); the
-    loop's own cost is included, as it would be in real code. ``times_s`` holds per-call seconds.
+    """Time of one tiny numpy call (adding two 1-element arrays), the CPU's analogue of a kernel launch:
+    a loop of ``calls`` calls ÷ ``calls`` (one call is too short for the clock), ``repeats`` times.
 
     >>> 0 < call_overhead_s(calls=100, repeats=2).min_s < 1e-3
     True
@@ -240,12 +222,9 @@ def call_overhead_s(calls: int = 20_000, repeats: int = 5) -> Timing:
 
 
 def small_matvec_s(rows: int = 512, cols: int = 2816, repeats: int = 7) -> Timing:
-    """Time of one fp32 matrix-vector product small enough to stay in cache (512 × 2816: 5.8 MB) (s).
-
-    Its bytes take ~0.1 ms at cache speed; anything beyond that is the cost of the call itself in the
-    BLAS: waking its threads and waiting for them. On an idle machine that is microseconds; when other
-    programs hold the cores, a thread may wait a whole scheduler tick (milliseconds). A decode step
-    makes dozens of such calls, so this is the CPU's launch overhead that matters for the transformer.
+    """Time of one fp32 matrix-vector product small enough to stay in cache (512 × 2816: 5.8 MB) (s). Its
+    bytes take ~0.1 ms at cache speed; the rest is the BLAS call itself, waking its threads (a scheduler
+    tick, milliseconds, when other programs hold the cores): the launch overhead of the transformer.
 
     >>> small_matvec_s(rows=64, cols=64, repeats=2).min_s > 0
     True
@@ -269,8 +248,8 @@ def ram_bytes() -> float:
 
 
 def load_average() -> float:
-    """The OS's 1-minute load average (runnable processes), NaN where unavailable: above the core count
-    means other work competed with the benchmark, and the figures understate the machine.
+    """The OS's 1-minute load average (runnable processes), NaN where unavailable: above the core count,
+    other work competed with the benchmark.
 
     >>> load_average() >= 0 or load_average() != load_average()
     True
@@ -317,11 +296,8 @@ def machine_name() -> str:
 
 
 def thread_info() -> dict:
-    """What we honestly know about the threads numpy's BLAS uses.
-
-    Without ``threadpoolctl`` (not a dependency) the BLAS's own thread count cannot be read; OpenBLAS
-    and MKL default to one thread per available core unless an environment variable caps it, so both are
-    reported.
+    """What we know of the threads numpy's BLAS uses: its own count only through ``threadpoolctl`` (not a
+    dependency), else the cores and the environment variables that cap it.
 
     >>> thread_info()["cpu_count"] >= 1
     True
@@ -368,10 +344,8 @@ def _matmul_row(t: Timing) -> dict:
 
 def measure(quick: bool = True) -> Measurement:
     """Measure this machine: STREAM bandwidth, fp32/fp64 matmul FLOP/s, ridge point, per-call overhead.
-
-    ``quick=True`` takes a few seconds (128 MB arrays, matmuls up to 1024); ``quick=False`` uses 512 MB
-    arrays and matmuls up to 2048 with more repeats. The headline figures are the *best* pass (the roof
-    the machine can reach); the details keep min and median of every benchmark.
+    ``quick`` takes a few seconds (128 MB arrays, matmuls up to 1024; else 512 MB and 2048). The headline
+    figures are the *best* pass (the roof the machine can reach); the details keep min and median.
 
     >>> m = measure(quick=True)      # doctest: +SKIP
     >>> m.ridge_flop_per_byte > 1     # doctest: +SKIP

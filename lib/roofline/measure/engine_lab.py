@@ -1,19 +1,12 @@
 """The engine lab: make the models, run llama.cpp on them, keep the record.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); run by ``roofline measure --engine
-llama.cpp``. ``run_lab`` returns a *run record*, a plain JSON-ready dict that holds only what was measured
-(the machine's roofline, every sample in seconds, the load, the engine build); ``engine_roofline.place``
-turns a record into MBU/MFU and predictions, so a stored record is recomputed with the current library.
-
-A record: ``schema``, ``date``, ``machine`` (``bench.Measurement.to_dict()``), ``engine``
-(``llamacpp.engine_info()``), ``load_average_1min`` (``before`` and ``after``), ``repeats``, ``points``
-(``model``, ``file_type``, ``phase``, ``threads``, ``prompt_tokens``, ``context_tokens``, ``times_s``) and
-``numpy_decoder`` (``model``, ``context_tokens``, ``times_s``). Records are saved in
-``user_data_dir()/engine_runs/``; the course ships one measured on its own machine
-(``reference_run``).
-
->>> sorted(reference_run())[:4]
-['date', 'engine', 'load_average_1min', 'machine']
+llama.cpp``. ``run_lab`` returns a *run record*, a JSON-ready dict of only what was measured: ``schema``,
+``date``, ``machine`` (``bench.Measurement.to_dict()``), ``engine`` (``llamacpp.engine_info()``),
+``load_average_1min`` (``before`` and ``after``), ``repeats``, ``points`` (``engine_roofline.point``) and
+``numpy_decoder`` (``model``, ``context_tokens``, ``times_s``). ``engine_roofline.place`` turns a record
+into MBU/MFU and predictions, so a stored record is recomputed with the current library. Records are saved
+in ``user_data_dir()/engine_runs/``; the course ships one measured on its own machine (``reference_run``).
 """
 
 from __future__ import annotations
@@ -39,9 +32,8 @@ REFERENCE_FILE = Path(__file__).with_name("llamacpp_reference.json")
 
 
 def prepare_model(name: str, file_type: str, say: Callable[[str], None] = print) -> Path:
-    """The cached GGUF of engine model ``name`` in ``file_type``, made if missing: F16 written from random
-    weights, Q8_0/Q4_0 quantized from it by llama.cpp; its tensor bytes checked against the library's.
-    ``say`` reports what is being made.
+    """The cached GGUF of engine model ``name`` in ``file_type``, made if missing (F16 from random weights,
+    Q8_0/Q4_0 quantized from it by llama.cpp; ``say`` reports it), its bytes checked against the library's.
 
     >>> prepare_model("random-llama-100m", "Q4_0").name      # doctest: +SKIP
     'random-llama-100m-8fda6f11da-q4_0.gguf'
@@ -87,13 +79,11 @@ def _numpy_point(model: str, repeats: int) -> dict:
 
 def run_lab(
     machine: bench.Measurement, models=gguf_model.LAB_MODELS, file_types=FILE_TYPES, threads=None,
-    prompt_tokens=PROMPT_TOKENS, repeats: int = 3, numpy_decoder: bool = True,
-    say: Callable[[str], None] = print,
+    prompt_tokens=PROMPT_TOKENS, repeats: int = 3, say: Callable[[str], None] = print,
 ) -> dict:  # fmt: skip
     """Run llama.cpp on each model × file type × thread count (default 1 and all): batch-1 decode steps
-    and one prompt pass at each of ``prompt_tokens``, ``repeats`` times after a warm-up; then, if asked,
-    the numpy decoder on the same shapes. Return the run record (module docstring). Takes minutes: the
-    models are written and quantized on first use (then cached), and every point is repeated.
+    and one prompt pass at each of ``prompt_tokens``, ``repeats`` times after a warm-up; then the numpy
+    decoder on the same shapes (``say`` reports progress). Return the run record (module docstring).
 
     >>> record = run_lab(bench.measure(quick=True), models=("random-llama-100m",))   # doctest: +SKIP
     """
@@ -110,9 +100,8 @@ def run_lab(
             path = prepare_model(model, file_type, say)
             say(f"timing llama.cpp: {model} {file_type}, threads {threads}")
             record["points"] += _points(path, model, file_type, threads, prompt_tokens, repeats)
-        if numpy_decoder:
-            say(f"timing the numpy decoder on {model}'s shapes (fp32)")
-            record["numpy_decoder"].append(_numpy_point(model, repeats))
+        say(f"timing the numpy decoder on {model}'s shapes (fp32)")
+        record["numpy_decoder"].append(_numpy_point(model, repeats))
     record["load_average_1min"]["after"] = bench.load_average()
     return record
 
@@ -158,7 +147,9 @@ def latest_run() -> dict | None:
 
 
 def reference_run() -> dict:
-    """The run the course ships: measured on the course's own machine (a shared 2-core cloud VM), so the
-    notebook can show a real engine without installing it. Its record says when, where and under what load.
+    """The run the course ships, measured on the course's own machine (a shared 2-core cloud VM).
+
+    >>> reference_run()["engine"]["package"]
+    'llama-cpp-python'
     """
     return load_run(REFERENCE_FILE)

@@ -1,18 +1,15 @@
 """A real engine's measured steps placed on this machine's measured roofline.
 
 Taught in notebooks/measure_your_machine.ipynb ("A real engine"); printed by ``roofline measure --engine``.
-Numbers only: this module reads a run record (``engine_lab.run_lab``'s dict, or a stored one) and never
-imports the engine, so the placement is tested and shown without llama.cpp installed.
-
-For each measured point (a model, its GGUF file type, a thread count, a phase):
+Numbers only: a run record (``engine_lab.run_lab``'s dict, or a stored one) is read, the engine never
+imported, so the placement is tested and shown without llama.cpp installed. For each measured point (a
+model, its GGUF file type, a thread count, a phase):
 
     decode (batch 1, T cached tokens):  MBU = bytes the library says the step reads ÷ time ÷ bandwidth
     prompt (P tokens in one pass):      MFU = FLOPs the library says the pass does ÷ time ÷ matmul FLOP/s
 
-where bandwidth and FLOP/s are the machine's own (``roofline.measure.bench``, the same run). Beside each,
-the library's ideal floor and its llama.cpp prediction for this machine (the achievable layer,
-``decode_step_times`` / ``prefill_times`` with ``engine="llama.cpp"`` on the machine's GPU row,
-``engine_gpu``), and the MBU/MFU that prediction implies. The KV cache is FP16, llama.cpp's default.
+with the machine's own bandwidth and FLOP/s (the same run); beside each, the ideal floor and the library's
+llama.cpp prediction for this machine (``engine_gpu``). The KV cache is FP16, llama.cpp's default.
 
 >>> run = example_run()
 >>> row = place(run)[0]
@@ -44,15 +41,6 @@ KV_PRECISION = "fp16"  # llama.cpp's default KV cache type
 PREDICTED_FIELDS = (
     "predicted_s", "predicted_tokens_per_s", "predicted_mbu", "predicted_mfu", "measured_over_predicted",
 )  # fmt: skip
-
-
-def machine_from_record(record: dict) -> Measurement:
-    """The ``bench.Measurement`` stored in a run record (``Measurement.to_dict()``).
-
-    >>> machine_from_record(example_run()["machine"]).memory_bandwidth_bytes_per_s
-    20000000000.0
-    """
-    return Measurement(**record)
 
 
 def engine_gpu(machine: Measurement) -> GPU:
@@ -105,7 +93,7 @@ def place(run: dict) -> list[dict]:
     ``predicted_tokens_per_s``, ``predicted_mbu``, ``predicted_mfu``, ``measured_over_predicted`` (None
     where the achievable layer cannot predict for this machine), ``prediction_error`` (why, else None).
     """
-    machine = machine_from_record(run["machine"])
+    machine = Measurement(**run["machine"])
     gpu = engine_gpu(machine)
     bw, flops_per_s = machine.memory_bandwidth_bytes_per_s, machine.matmul_flops_per_s
     rows = []
@@ -156,7 +144,7 @@ def place_numpy(run: dict) -> list[dict]:
     >>> round(row["measured_s"] * 1e3, 2), round(row["mbu"] * 1e6)   # 216,064 fp32 bytes ÷ 4.5 ms ÷ 20 GB/s
     (4.5, 2401)
     """
-    machine = machine_from_record(run["machine"])
+    machine = Measurement(**run["machine"])
     rows = []
     for point in run.get("numpy_decoder", []):
         cfg, t = engine_model(point["model"]), float(np.median(point["times_s"]))

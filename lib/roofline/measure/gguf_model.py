@@ -1,29 +1,17 @@
 """Llama-architecture GGUF files with random weights, made on this machine for llama.cpp.
 
-Taught in notebooks/measure_your_machine.ipynb ("A real engine"); used by ``roofline measure --engine``.
-
-A model file is written from its *shapes* (a ``TransformerConfig``, the same one the numpy decoder uses)
-with the ``gguf`` package: random values, because a step's time depends on how many bytes it reads and how
-many FLOPs it does, never on the values. Nothing is downloaded. The F16 file is written here; the Q8_0 and
-Q4_0 files are made from it by llama.cpp's own quantizer (``roofline.measure.llamacpp.quantize``), so they
-hold exactly the tensor types llama.cpp chooses.
-
-Each GGUF file type is a library weight format, so the bytes a file holds are the bytes the library
-counts (``roofline.physics.architecture.weight_bytes``), and the tests check it tensor by tensor:
+Taught in notebooks/measure_your_machine.ipynb ("A real engine"). A model file is written from its *shapes*
+(a ``TransformerConfig``, as for the numpy decoder) with the ``gguf`` package: random values, because a
+step's time depends on its bytes and FLOPs, never on the values. Nothing is downloaded. The F16 file is
+written here; Q8_0 and Q4_0 are made from it by llama.cpp's own quantizer, so they hold exactly the tensor
+types llama.cpp chooses. Each GGUF file type is a library weight format, so the bytes a file holds are the
+bytes the library counts (the tests check it tensor by tensor):
 
 - ``F16``: every matrix in FP16, the 1-D norm weights in FP32 (llama.cpp keeps 1-D tensors in FP32);
 - ``Q8_0``: the library's ``gguf-q8_0`` (every matrix in Q8_0, norms FP32);
 - ``Q4_0``: the library's ``gguf-q4_0`` (matrices and token embedding in Q4_0, the output matrix in Q6_K,
   norms FP32): llama.cpp keeps the output tensor in Q6_K when its rows are a multiple of 256 wide, which
-  is why the engine models' hidden sizes are.
-
-The embeddings are untied (a separate ``output.weight``), so that quantizing gives that layout; a tied table
-would be both the lookup and the Q6_K output.
-
->>> import tempfile
->>> path = write_gguf(TINY, Path(tempfile.mkdtemp()) / "tiny.gguf")
->>> check_file_matches_library(path, TINY, "F16") == weight_bytes(TINY.as_model(), GGUF_FORMATS["F16"])
-True
+  is why the engine models' hidden sizes are, and why their embeddings are untied.
 """
 
 from __future__ import annotations
@@ -193,24 +181,15 @@ def gguf_tensor_types(path) -> dict[str, str]:
     return {t.name: t.tensor_type.name for t in gguf.GGUFReader(Path(path)).tensors}
 
 
-def models_dir() -> Path:
-    """Where the generated model files are cached: ``user_data_dir()/models`` (never in the project).
-
-    >>> models_dir().name
-    'models'
-    """
-    return user_data_dir() / "models"
-
-
 def model_path(cfg: TransformerConfig, file_type: str, name: str = "random-llama") -> Path:
-    """The cache path of ``cfg``'s model in ``file_type``: its name carries a hash of the shapes, so a
-    changed shape never reuses a stale file.
+    """The cache path of ``cfg``'s model in ``file_type``, in ``user_data_dir()/models`` (never in the
+    project): its name carries a hash of the shapes, so a changed shape never reuses a stale file.
 
     >>> model_path(TINY, "Q4_0").name
     'random-llama-...-q4_0.gguf'
     """
     key = hashlib.sha256(repr(sorted(asdict(cfg).items())).encode()).hexdigest()[:10]
-    return models_dir() / f"{name}-{key}-{gguf_format(file_type).id.removeprefix('gguf-')}.gguf"
+    return user_data_dir() / "models" / f"{name}-{key}-{gguf_format(file_type).id.removeprefix('gguf-')}.gguf"
 
 
 def check_file_matches_library(path, cfg: TransformerConfig, file_type: str) -> int:

@@ -1,10 +1,6 @@
 """llama.cpp on this machine through its Python binding: load a GGUF file, quantize it, time prompts and
-decode steps. The only module that imports the binding, ``llama-cpp-python`` (the ``engine``
-dependency group: ``uv run --group engine ...``); everything else in the course runs without it.
-
-Taught in notebooks/measure_your_machine.ipynb ("A real engine"); run by ``roofline measure --engine``.
-
-The binding compiles llama.cpp for this CPU on its first install (minutes). On a CPU with AMX
+decode steps. The only module that imports the binding, ``llama-cpp-python`` (the ``engine`` dependency
+group), which compiles llama.cpp for this CPU on its first install (minutes). On a CPU with AMX
 (``amx_int8`` in /proc/cpuinfo) a native build crashes on the first quantized decode (llama.cpp issue
 #20824), so ``install_command`` adds compiler flags that leave AMX out; a build that has AMX anyway is run
 with ``use_extra_bufts`` off, which avoids the crash at some cost in Q4_0 speed (``Engine``).
@@ -19,7 +15,6 @@ True
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import time
 from pathlib import Path
@@ -28,7 +23,6 @@ from roofline.errors import InvalidConfigurationError, RooflineError
 
 from . import bench
 
-MODULE = "llama_cpp"
 PACKAGE = "llama-cpp-python"
 AMX_CMAKE_ARGS = "-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8"
 QUANTIZE_FTYPES = {"Q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "Q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0"}  # llama.h names
@@ -39,7 +33,7 @@ class EngineNotInstalledError(RooflineError, ImportError):
 
 
 def cpu_has_amx(cpuinfo: str | None = None) -> bool:
-    """Whether the CPU reports AMX int8 (``amx_int8`` in /proc/cpuinfo's flags); False where unreadable.
+    """Whether the CPU reports AMX int8 (``amx_int8`` in /proc/cpuinfo's flags).
 
     >>> cpu_has_amx("flags : fpu sse avx512f amx_bf16 amx_int8 amx_tile"), cpu_has_amx("flags : fpu avx2")
     (True, False)
@@ -50,8 +44,8 @@ def cpu_has_amx(cpuinfo: str | None = None) -> bool:
 
 
 def install_command(amx: bool | None = None) -> str:
-    """The shell command that installs the binding (first time: it compiles llama.cpp) and runs the lab,
-    with the AMX workaround only on a CPU that reports AMX (the flags are GCC's, for x86).
+    """The shell command that installs the binding and runs the lab, with the AMX workaround only on a CPU
+    that reports AMX (the flags are GCC's, for x86).
 
     >>> install_command(amx=True).startswith('CMAKE_ARGS="-DCMAKE_C_FLAGS=-mno-amx-int8')
     True
@@ -59,15 +53,6 @@ def install_command(amx: bool | None = None) -> str:
     amx = cpu_has_amx() if amx is None else amx
     prefix = f'CMAKE_ARGS="{AMX_CMAKE_ARGS}" ' if amx else ""
     return f"{prefix}uv run --group engine roofline measure --engine llama.cpp"
-
-
-def available() -> bool:
-    """Whether the binding is installed (checked without importing it).
-
-    >>> isinstance(available(), bool)
-    True
-    """
-    return importlib.util.find_spec(MODULE) is not None
 
 
 _QUIET_LOG = None  # the no-op log callback, kept alive for as long as llama.cpp may call it
@@ -103,10 +88,9 @@ def engine_info() -> dict:
     }
 
 
-def quantize(src, dst, file_type: str, threads: int | None = None) -> Path:
+def quantize(src, dst, file_type: str) -> Path:
     """Quantize the GGUF at ``src`` to ``file_type`` (``"Q8_0"`` or ``"Q4_0"``) with llama.cpp's own
-    quantizer, which picks each tensor's type as llama.cpp does; ``threads`` CPU threads (default all);
-    return ``dst`` (written, then renamed).
+    quantizer on every CPU thread; return ``dst`` (written, then renamed).
 
     >>> quantize("model-f16.gguf", "model-q4_0.gguf", "Q4_0")   # doctest: +SKIP
     PosixPath('model-q4_0.gguf')
@@ -117,7 +101,7 @@ def quantize(src, dst, file_type: str, threads: int | None = None) -> Path:
     lib = binding()
     params = lib.llama_model_quantize_default_params()
     params.ftype = getattr(lib, QUANTIZE_FTYPES[key])
-    params.nthread = threads or os.cpu_count() or 1
+    params.nthread = os.cpu_count() or 1
     dst = Path(dst)
     tmp = dst.with_name(dst.name + ".tmp")
     if lib.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params)) != 0:
@@ -210,7 +194,7 @@ class Engine:
 
 def time_prompt(engine: Engine, prompt_tokens: int, repeats: int = 3, warmup: int = 1) -> tuple[float, ...]:
     """Seconds of one prompt pass of ``prompt_tokens`` tokens on an empty cache, ``repeats`` times after
-    ``warmup`` untimed passes (s).
+    ``warmup`` untimed passes.
 
     >>> time_prompt(engine, 512, repeats=3)    # doctest: +SKIP
     (1.21, 1.19, 1.22)

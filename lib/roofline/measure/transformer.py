@@ -7,15 +7,8 @@ The model: token embedding → L × [RMSNorm → attention with RoPE, grouped-qu
 in Llama 3.2 1B). Weights are random: a decode step's time depends only on the *shapes* (how many bytes
 are read, how many FLOPs are done), never on the values, so random weights time exactly like trained ones.
 
-The roofline prediction for one decode step of B users at context T is the library's ``decode_step`` on
-this model's shapes and the measured machine (fp32 weights and KV):
-
-    bytes = weight bytes (read once for the whole batch) + B × T × KV bytes per token
-    FLOPs = B × (2 × N + attention over T)
-    floor = max(bytes ÷ measured bandwidth, FLOPs ÷ measured matmul FLOP/s)
-
-``reference_logits`` is a deliberately plain second implementation (no cache, full recompute, loops) that
-the tests compare against.
+The roofline floor of a decode step is the library's ``decode_step`` on this model's shapes and the
+measured machine (``roofline_prediction``).
 
 >>> cfg = TransformerConfig(layers=2, hidden_size=32, attention_heads=4, kv_heads=2, head_dim=8,
 ...                         intermediate_size=48, vocab_size=64)
@@ -247,62 +240,6 @@ class Transformer:
         return self.forward(tokens[:, None], cache)[:, 0]
 
 
-def reference_logits(model: Transformer, tokens) -> np.ndarray:
-    """Logits (B, S, V) for the whole sequence ``tokens`` (B, S), recomputed from scratch with plain loops.
-
-    No KV cache, no batching tricks, no GQA reshapes: every query head looks up its KV head by index and
-    attends position by position. In float64, so it is the trusted side of the comparison. Slow: tiny
-    shapes only.
-    """
-    cfg = model.cfg
-    tokens = np.asarray(tokens)
-    h, hkv, hd = cfg.attention_heads, cfg.kv_heads, cfg.head_dim
-    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
-
-    def rms_norm(vec, weight):
-        return vec / np.sqrt(np.mean(vec**2) + cfg.norm_eps) * f64(weight)
-
-    def rope(vec, pos):
-        out = np.empty_like(vec)
-        half = hd // 2
-        for j in range(half):
-            angle = pos * cfg.rope_theta ** (-j / half)
-            out[j] = vec[j] * np.cos(angle) - vec[j + half] * np.sin(angle)
-            out[j + half] = vec[j + half] * np.cos(angle) + vec[j] * np.sin(angle)
-        return out
-
-    batch, seq = tokens.shape
-    logits = np.empty((batch, seq, cfg.vocab_size))
-    for bi in range(batch):
-        xs = [f64(model.embedding[t]) for t in tokens[bi]]
-        for layer in model.layers:
-            keys, values, queries = [], [], []
-            for pos, x in enumerate(xs):
-                a = rms_norm(x, layer["attn_norm"])
-                q, k, v = a @ f64(layer["wq"]), a @ f64(layer["wk"]), a @ f64(layer["wv"])
-                queries.append([rope(q[i * hd : (i + 1) * hd], pos) for i in range(h)])
-                keys.append([rope(k[i * hd : (i + 1) * hd], pos) for i in range(hkv)])
-                values.append([v[i * hd : (i + 1) * hd] for i in range(hkv)])
-            new_xs = []
-            for pos, x in enumerate(xs):
-                heads = []
-                for i in range(h):
-                    kv_head = i // (h // hkv)
-                    s = np.array([queries[pos][i] @ keys[j][kv_head] / np.sqrt(hd) for j in range(pos + 1)])
-                    p = np.exp(s - s.max())
-                    p /= p.sum()
-                    heads.append(sum(p[j] * values[j][kv_head] for j in range(pos + 1)))
-                x = x + np.concatenate(heads) @ f64(layer["wo"])
-                m = rms_norm(x, layer["mlp_norm"])
-                gate, up = m @ f64(layer["w_gate"]), m @ f64(layer["w_up"])
-                x = x + (gate / (1 + np.exp(-gate)) * up) @ f64(layer["w_down"])
-                new_xs.append(x)
-            xs = new_xs
-        for pos, x in enumerate(xs):
-            logits[bi, pos] = rms_norm(x, model.final_norm) @ f64(model.lm_head)
-    return logits
-
-
 @dataclass(frozen=True)
 class DecodeTiming:
     """Measured decode step times over a grid of batch (rows) × context (columns), seconds."""
@@ -344,11 +281,8 @@ def time_steps(
 
 
 def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: int = 5, warmup: int = 1):
-    """Time ``repeats`` decode steps at each (batch, context) after ``warmup`` untimed ones (s).
-
-    The KV cache is filled with ``context_tokens`` random tokens (timing needs only shapes); each timed
-    step appends one token, then the length is reset so every repeat sees the same context. The clock is
-    ``time.perf_counter`` around the whole step, KV append included.
+    """Time ``repeats`` decode steps at each (batch, context) after ``warmup`` untimed ones (s), each on a
+    KV cache of ``context_tokens`` random tokens (``time_steps``: the KV append included).
 
     >>> m = Transformer(TransformerConfig(layers=1, hidden_size=32, attention_heads=2, kv_heads=1,
     ...                 head_dim=16, intermediate_size=64, vocab_size=100))
@@ -372,19 +306,14 @@ def time_decode(model: Transformer, batch=(1,), context_tokens=(0,), repeats: in
 
 
 def roofline_prediction(cfg: TransformerConfig, machine: Measurement | GPU, batch=1, context_tokens=0):
-    """The roofline floor for one decode step of this numpy model on the measured machine.
+    """The roofline floor for one decode step of ``batch`` users at ``context_tokens`` on the measured
+    machine: the library's ``decode_step`` on ``cfg``'s shapes with fp32 weights and KV, so bytes = all
+    weight bytes + B × T × KV bytes per token, FLOPs = B × (2N + attention over T); arrays broadcast.
 
-    The library's ``decode_step`` on ``cfg``'s shapes with fp32 weights and KV: bytes = all weight bytes
-    (the tied embedding is the LM head, read in full) + B × T × KV bytes per token; FLOPs = B × (2N +
-    attention over T). Arrays broadcast like ``rl.decode_step``.
-
-    >>> from roofline.measure.bench import Measurement
     >>> machine = Measurement(20e9, 100e9, 5.0, 1e-6, 50e9)   # 20 GB/s, 100 GFLOP/s
     >>> s = roofline_prediction(SMALL, machine, batch=1, context_tokens=0)
-    >>> round(s.step_time_s * 1e3, 2)       # 56,238,592 params × 4 bytes ÷ 20 GB/s
-    11.25
-    >>> s.binding
-    'memory'
+    >>> round(s.step_time_s * 1e3, 2), s.binding     # 56,238,592 params × 4 bytes ÷ 20 GB/s
+    (11.25, 'memory')
     """
     gpu = machine.as_gpu() if isinstance(machine, Measurement) else machine
     return decode_step(
@@ -396,7 +325,6 @@ def roofline_prediction(cfg: TransformerConfig, machine: Measurement | GPU, batc
 def achieved_mbu(cfg: TransformerConfig, machine: Measurement, step_time_s, batch=1, context_tokens=0):
     """Memory-bandwidth utilization of measured decode steps: bytes the step must read ÷ (time × bandwidth).
 
-    >>> from roofline.measure.bench import Measurement
     >>> machine = Measurement(20e9, 100e9, 5.0, 1e-6, 50e9)
     >>> round(achieved_mbu(SMALL, machine, 22.5e-3), 2)   # twice the 11.25 ms floor
     0.5

@@ -1,13 +1,10 @@
 """Your machine everywhere: save a measurement as a user GPU row that every explorer and command can use.
 
-Taught in notebooks/measure_your_machine.ipynb (``roofline measure --save my-laptop``).
-
-The user table is ``gpus.toml`` in ``roofline.data.user_data_dir()``, outside the project, with the schema
-of ``data/gpus.toml`` (``data/README.md``); ``roofline.data.gpus()`` appends its rows to the project's. A
-user id equal to a project id is an error, and so is one within a typo of a project id (``h100`` would
-capture ``--gpu H100``, which should suggest ``h100-sxm``). The file is never written into a folder of
-tables (``check_destination``). After writing the file, call ``reload_tables()`` (``save_user_gpu`` does)
-so the cached tables see it.
+Taught in notebooks/measure_your_machine.ipynb (``roofline measure --save my-laptop``). The user table is
+``gpus.toml`` in ``roofline.data.user_data_dir()``, outside the project, with the schema of
+``data/gpus.toml``; ``roofline.data.gpus()`` appends its rows to the project's. A user id equal to a
+project id, or within a typo of one (``h100`` would capture ``--gpu H100``, which should suggest
+``h100-sxm``), is an error.
 
 >>> import tempfile
 >>> load_user_gpu_rows(Path(tempfile.mkdtemp()) / "gpus.toml")   # no file yet: no rows
@@ -46,9 +43,7 @@ def user_gpu_table_path() -> Path:
 
 def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
     """The user's GPU rows as raw TOML tables (the loader in ``roofline.data`` converts them); [] if none.
-
-    A broken file raises ``InvalidConfigurationError`` naming the file.
-    """
+    A broken file raises ``InvalidConfigurationError`` naming the file."""
     path = Path(path) if path is not None else user_gpu_table_path()
     if not path.is_file():
         return []
@@ -69,8 +64,6 @@ def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
 def check_name(name: str) -> str:
     """A valid user GPU id: lowercase letters, digits, ``.``, ``_``, ``-``; 1–40 characters; returned as is.
 
-    >>> check_name("my-laptop")
-    'my-laptop'
     >>> check_name("My Laptop!")
     Traceback (most recent call last):
     ...
@@ -106,9 +99,7 @@ def typo_distance(a: str, b: str) -> int:
 
 def near_project_id(name: str, project_ids) -> str | None:
     """The project GPU id ``name`` is within a typo of, or None: the same id without separators
-    (``rtx4090``), a start of an id (``h100`` for ``h100-sxm``: what a learner types meaning it), or one
-    typo away (``h100-smx``, ``l40``). A saved row under such a name would answer ``--gpu H100`` itself,
-    instead of the project's GPU being suggested. Two edits are allowed: ``my-mac`` is two from ``m4-max``.
+    (``rtx4090``), a start of an id (``h100`` for ``h100-sxm``), or one edit away (``h100-smx``, ``l40``).
 
     >>> near_project_id("h100", ["h100-sxm", "h200"]), near_project_id("my-mac", ["m4-max"])
     ('h100-sxm', None)
@@ -129,9 +120,8 @@ def _project_gpu_ids() -> list[str]:
 
 
 def check_destination(path: Path) -> Path:
-    """``path``, unless it is a ``gpus.toml`` in a folder of tables (``$ROOFLINE_DATA_DIR``, the shipped
-    tables, or any folder with another project table in it, such as the repository's ``data/``): the user's
-    rows never go there.
+    """``path``, unless it is in a folder of tables (``$ROOFLINE_DATA_DIR``, the shipped tables, or any
+    folder with another project table in it, such as the repository's ``data/``).
 
     >>> check_destination(Path(str(data.shipped_dir())) / "gpus.toml")
     Traceback (most recent call last):
@@ -151,9 +141,9 @@ def check_destination(path: Path) -> Path:
 
 
 def check_save_name(name: str, path: Path | None = None) -> str:
-    """``check_name``; not an id of the project's GPU tables (which the user row would shadow) nor within a
-    typo of one (``near_project_id``); and a destination outside the tables (``check_destination``).
-    Called before measuring, so a bad name costs no time."""
+    """``name`` once it passes ``check_name`` and is neither a project GPU id nor near one
+    (``near_project_id``), with ``path`` outside the tables (``check_destination``). Called before
+    measuring, so a bad name costs no time."""
     check_name(name)
     project_ids = _project_gpu_ids()
     if name in project_ids:
@@ -230,11 +220,8 @@ def measurement_row(name: str, measurement: Measurement, date: datetime.date | N
 
 
 def save_user_gpu(name: str, measurement: Measurement, path: Path | None = None) -> Path:
-    """Write (or replace) the row ``name`` in the user's GPU table; return the file's path.
-
-    Refuses a name the project's table uses or is within a typo of (``check_save_name``). Never writes
-    into a folder of tables (``check_destination``).
-    """
+    """Write (or replace) the row ``name`` in the user's GPU table (``check_save_name`` first); reload
+    the tables; return the file's path."""
     path = Path(path) if path is not None else user_gpu_table_path()
     check_save_name(name, path)
     rows = [r for r in load_user_gpu_rows(path) if r["id"] != name]

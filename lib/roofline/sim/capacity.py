@@ -12,10 +12,6 @@ How sure: the simulator's TTFT and TPOT with that engine miss measured servers b
 error e (``roofline.sim.validation.error_band``). Were the real server slower by e, a count needs its
 simulated p99s to meet SLO ÷ (1 + e); were it faster, SLO ÷ (1 − e). The plan reports the counts for both
 (``replicas_low`` … ``replicas_high``): "6 GPUs (4–8 within the validated error)".
-
->>> p = plan_capacity(SimConfig("llama-3-8b", "h100-sxm", rate_per_s=20, requests=400, engine="vllm"))
->>> p.replicas, p.meets_slo, p.engine
-(1, True, 'vllm')
 """
 
 from __future__ import annotations
@@ -65,45 +61,29 @@ class CapacityPlan(Result):
         return self.replicas_high * self.num_gpus_total // self.replicas
 
 
-def _band(engine: str) -> tuple[dict, float, float]:
-    """(the engine's error band, TTFT median |error|, TPOT median |error|); zeros when not validated."""
-    from .validation import error_band  # the stored table, read when a plan asks
-
-    band = error_band(engine)
-    if not band.get("validated"):
-        return band, 0.0, 0.0
-    return band, band["ttft_median_abs_error"], band["tpot_median_abs_error"]
-
-
 def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
     """Fewest replicas of ``config``'s deployment whose simulated p99 TTFT ≤ ``slo_ttft_s`` and p99 TPOT ≤
-    ``slo_tpot_s`` (s) at its ``rate_per_s`` requests/s (SLOs default to the course's targets,
-    ``ttft_target_s`` and ``tpot_target_s`` of ``data/assumptions.toml``), with its engine's step times and
-    scheduler (``"ideal"`` gives the floor no engine goes below), priced at its ``usd_per_gpu_hour``
-    (default: the GPU's own price, ``roofline.pricing.default_price``). ``replicas_low`` and ``replicas_high``
-    bound the count within the engine's validated median error (the module docstring). Raises
-    ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
+    ``slo_tpot_s`` (s) at its ``rate_per_s`` requests/s, priced at its ``usd_per_gpu_hour`` (default: the
+    GPU's own price). Raises ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
 
     >>> load = SimConfig("llama-3-8b", "h100-sxm", rate_per_s=400, requests=800, engine="vllm")
     >>> p = plan_capacity(load)
     >>> p.replicas >= 2 and p.replicas_low <= p.replicas <= p.replicas_high
     True
     """
+    from .validation import error_band  # the stored table, read when a plan asks
+
     rate_per_s = config.rate_per_s
     if rate_per_s is None or not rate_per_s > 0:
         raise InvalidConfigurationError(f"rate_per_s must be > 0, got {rate_per_s!r}")
-    from roofline.assumptions import assumption  # read when asked, never at import
-
-    slo_ttft_s = assumption("ttft_target_s") if config.slo_ttft_s is None else config.slo_ttft_s
-    slo_tpot_s = assumption("tpot_target_s") if config.slo_tpot_s is None else config.slo_tpot_s
     usd_per_gpu_hour = config.usd_per_gpu_hour
     if usd_per_gpu_hour is None:
         price = default_price(config.gpu)
         usd_per_gpu_hour = 0.0 if price is None else price.usd_per_gpu_hour
     engine = get_engine(config.engine).id
-    config = config.with_(slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, engine=engine,
-                          usd_per_gpu_hour=usd_per_gpu_hour, record_timeline=False)  # fmt: skip
-    band, e_ttft, e_tpot = _band(engine)
+    config = config.with_(engine=engine, usd_per_gpu_hour=usd_per_gpu_hour, record_timeline=False)
+    band = error_band(engine)
+    e_ttft, e_tpot = (band[f"{k}_median_abs_error"] if band["validated"] else 0.0 for k in ("ttft", "tpot"))
     runs: dict = {}
 
     def run(k):
@@ -114,8 +94,8 @@ def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
     def meets(k, ttft_scale=1.0, tpot_scale=1.0):
         r = run(k)
         ttft, tpot = r.ttft_s_percentiles["p99"], r.tpot_s_percentiles["p99"]
-        return bool(r.requests_completed == r.requests and ttft <= slo_ttft_s * ttft_scale
-                    and (not math.isfinite(tpot) or tpot <= slo_tpot_s * tpot_scale))  # fmt: skip
+        return bool(r.requests_completed == r.requests and ttft <= r.slo_ttft_s * ttft_scale
+                    and (not math.isfinite(tpot) or tpot <= r.slo_tpot_s * tpot_scale))  # fmt: skip
 
     def first(start, **scale):
         k = start
@@ -123,8 +103,8 @@ def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
             k += 1
             if k > max_replicas:
                 raise InvalidConfigurationError(
-                    f"even {max_replicas} replicas miss p99 TTFT <= {slo_ttft_s} s and TPOT <= {slo_tpot_s} s"
-                    + (" within the engine's validated error" if scale else "")
+                    f"even {max_replicas} replicas miss p99 TTFT <= {run(1).slo_ttft_s} s and TPOT <= "
+                    f"{run(1).slo_tpot_s} s" + (" within the engine's validated error" if scale else "")
                 )
         return k
 
@@ -172,10 +152,9 @@ class LoadSweep(Result):
 def latency_vs_load(
     config: SimConfig, load_fractions=(0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1)
 ) -> LoadSweep:
-    """Simulate ``config``'s deployment under Poisson loads at the given fractions of the closed-form
-    sustainable rate and collect the p50/p99 TTFT and TPOT (s); its own load is replaced. Past about 1.0
-    the queue grows without bound: latency is then set by how long the run lasts (``requests``), not by the
-    server, and ``unstable`` is True.
+    """``config``'s deployment under Poisson loads at ``load_fractions`` of the closed-form sustainable rate
+    (its own load replaced). Past about 1.0 the queue grows without bound: latency is then set by how long
+    the run lasts, not by the server, and ``unstable`` is True.
 
     >>> s = latency_vs_load(SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1, requests=300), (0.2, 0.9))
     >>> bool(s.ttft_p99_s[1] > s.ttft_p99_s[0])

@@ -15,25 +15,37 @@ roofline.errors.InvalidConfigurationError: give exactly one load: rate_per_s, co
 
 from __future__ import annotations
 
+import math
 from dataclasses import KW_ONLY, dataclass, replace
+from enum import Enum
 
 import numpy as np
 
 from roofline.errors import InvalidConfigurationError
 
-from .policies import ENGINE_DEFAULT
+
+class _EngineDefault(Enum):
+    """The default of the scheduler settings: "take this value from the engine's policy"."""
+
+    ENGINE_DEFAULT = 0
+
+    def __repr__(self) -> str:
+        return "ENGINE_DEFAULT"
 
 
-def check_counts(**counts):
-    """Each keyword is (value, least): a whole number at least ``least``, else an error naming it.
+ENGINE_DEFAULT = _EngineDefault.ENGINE_DEFAULT
 
-    >>> check_counts(replicas=(2, 1))
+
+def whole(name: str, value, least: int) -> int:
+    """``value`` as an int if it is a whole number >= ``least``, else an error naming ``name``.
+
+    >>> whole("replicas", 2.0, 1)
+    2
     """
-    for name, (v, lo) in counts.items():
-        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or v != v:
-            raise InvalidConfigurationError(f"{name} must be a whole number >= {lo}, got {v!r}")
-        if int(v) != v or v < lo:
-            raise InvalidConfigurationError(f"{name} must be a whole number >= {lo}, got {v!r}")
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or int(value) != value or value < least:
+        raise InvalidConfigurationError(f"{name} must be a whole number >= {least}, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -106,9 +118,9 @@ class SimConfig:
     def __post_init__(self):
         if sum(x is not None for x in (self.rate_per_s, self.concurrency, self.trace)) != 1:
             raise InvalidConfigurationError("give exactly one load: rate_per_s, concurrency or trace")
-        check_counts(requests=(self.requests, 1), pipeline_stages=(self.pipeline_stages, 1),
-                     replicas=(self.replicas, 1), prefill_workers=(self.prefill_workers, 0),
-                     decode_workers=(self.decode_workers, 0))  # fmt: skip
+        for name, least in (("requests", 1), ("pipeline_stages", 1), ("replicas", 1), ("prefill_workers", 0),
+                            ("decode_workers", 0)):  # fmt: skip
+            whole(name, getattr(self, name), least)
         if not 0 <= self.prefix_hit_rate < 1:
             raise InvalidConfigurationError(
                 f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate!r}"

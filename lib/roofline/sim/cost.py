@@ -1,32 +1,20 @@
-"""The price of one batched iteration: the only place the simulator asks for a time.
+"""The price of one batched iteration (the only place the simulator asks for a time), and the closed-form
+limits of a deployment built on it: how many KV tokens fit, and the largest rate it keeps up with.
 
-Taught in notebooks/slos_and_capacity.ipynb (and used by every simulator run).
-
-A serving engine runs one forward pass per iteration over every token scheduled in it: one token for each
-decoding sequence plus the prompt chunks being prefilled. The simulator sums the iteration's work:
+Taught in notebooks/slos_and_capacity.ipynb. A serving engine runs one forward pass per iteration over every
+token scheduled in it (one per decoding sequence, plus the prompt chunks being prefilled). The simulator
+sums the iteration's work:
 
     FLOPs = new tokens × 2 × N_mm + sequences × 2 × V·d + attention pairs × (FLOPs per pair)
     bytes = weight bytes read (once, shared) + (KV tokens read + KV tokens written) × KV bytes per token
 
-and the engine turns them into time exactly as every other figure of the course does
-(``roofline.engines.model.StepTimer``): the ideal engine gives the roofline, a calibrated engine its
-fitted efficiencies, per-step, per-layer and per-sequence costs and all-reduces.
-
-"Attention pairs" is Σ over sequences of new tokens × tokens each attends to (a chunk of C tokens after S
-cached ones: C·S + C(C−1)/2). As in ``roofline.decode_step``, a decoding token's own one-token KV write is
-left out (the simulator passes only prompt tokens as written); for a pure decode batch this gives exactly
-``decode_step``'s time, and for one unchunked prompt exactly ``prefill``'s.
-
-The per-token constants are the step engine's own (``roofline.physics``: matmul weights per token, one
-row of logits per sequence, FLOPs per attention pair, weight bytes read, KV bytes per token), so a step of
-the simulator equals ``forward_step`` of the same work; the tests check it to 1e-12. It works on sums over
-the batch, one formula per iteration instead of one call per sequence. Sliding windows are not modelled
-here (the KV read is linear in context): for a windowed model the simulator's steps are an upper bound.
-
->>> c = StepCostModel("llama-3-8b", "h100-sxm")
->>> round(c.time_s(new_tokens=32, sequences=32, kv_tokens_read=32 * 1000,
-...                attention_token_pairs=32 * 1000, kv_tokens_written=0) * 1e3, 2)   # = decode_step
-5.73
+and the engine turns them into time as every figure of the course does (``roofline.engines.model.StepTimer``:
+the roofline for the ideal engine, fitted efficiencies and overheads for a calibrated one). "Attention
+pairs" is Σ over sequences of new tokens × tokens each attends to (a chunk of C tokens after S cached ones:
+C·S + C(C−1)/2). As in ``roofline.decode_step``, a decoding token's own KV write is left out, so a pure
+decode batch costs exactly ``decode_step``'s time and one unchunked prompt exactly ``prefill``'s. Sliding
+windows are not modelled (the KV read is linear in context): for a windowed model the steps are an upper
+bound.
 """
 
 from __future__ import annotations
@@ -35,22 +23,20 @@ import numpy as np
 
 from roofline.data import get_gpu, get_model
 from roofline.engines.model import StepLoad, StepTimer
-from roofline.engines.registry import engine_ids, get_engine
-from roofline.errors import InvalidConfigurationError
+from roofline.engines.registry import get_engine
+from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import (
     attention_flops_per_pair,
     kv_bytes_per_token,
     lm_head_parameters,
     matmul_parameters_per_token,
+    weight_bytes,
     weight_bytes_read,
 )
+from roofline.physics.memory import memory_available_bytes
 from roofline.physics.parallel import kv_replicas
 
-
-def __getattr__(name: str):
-    if name == "ENGINES":  # the engines the simulator prices (every engine of data/engines.toml)
-        return tuple(engine_ids())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+from .config import whole
 
 
 class StepCostModel:
@@ -72,8 +58,6 @@ class StepCostModel:
     ...     step_overhead_s=1e-3))
     >>> round(c.time_s(1, 1, 0, 0, 0) * 1e3, 2)   # batch-1 floor 4.48 ms + 1 ms overhead
     5.48
-    >>> c.time_s(np.array([1, 2]), np.array([1, 2]), 0, 0, 0).shape
-    (2,)
     """
 
     def __init__(
@@ -88,13 +72,11 @@ class StepCostModel:
         include_communication: bool | None = None,
         params=None,
     ):
-        m, g = get_model(model), get_gpu(gpu)
-        if isinstance(num_gpus, bool) or int(num_gpus) != num_gpus or num_gpus < 1:
-            raise InvalidConfigurationError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
-        self.timer = StepTimer(engine, m, g, num_gpus=int(num_gpus), parallel="tensor",
+        m, g, num_gpus = get_model(model), get_gpu(gpu), whole("num_gpus", num_gpus, 1)
+        self.timer = StepTimer(engine, m, g, num_gpus=num_gpus, parallel="tensor",
                                weight_precision=weight_precision, kv_precision=kv_precision,
                                communication=include_communication, params=params)  # fmt: skip
-        self.model, self.gpu, self.num_gpus = m, g, int(num_gpus)
+        self.model, self.gpu, self.num_gpus = m, g, num_gpus
         self.engine = get_engine(engine).id
         self.weight_precision, self.kv_precision = weight_precision, kv_precision
         copies = float(np.asarray(kv_replicas(m, self.num_gpus)))  # TP past H_kv GPUs copies the KV
@@ -106,11 +88,6 @@ class StepCostModel:
         # A dense model reads its matmul weights once plus one embedding row per token: linear in tokens.
         one, two = (float(weight_bytes_read(m, weight_precision, n)) for n in (1, 2))
         self._dense_weight_bytes, self._row_bytes = one, two - one
-
-    @property
-    def params(self):
-        """The engine's numbers this model prices steps with (``roofline.engines.EngineParams``)."""
-        return self.timer.params
 
     def __repr__(self) -> str:
         return (
@@ -136,13 +113,11 @@ class StepCostModel:
         return np.asarray(weight_bytes_read(self.model, self.weight_precision, np.maximum(new_tokens, 1)))
 
     def time_s(self, new_tokens, sequences, kv_tokens_read, attention_token_pairs, kv_tokens_written):
-        """Time of one iteration (s). Every argument is a count (scalar or numpy array, broadcasting).
-
-        new_tokens : tokens computed this step (decode tokens + prefill chunk tokens).
-        sequences : sequences that get a row of logits this step (decoders, and prompts it finishes).
-        kv_tokens_read : Σ over sequences of the cached tokens each attends to.
-        attention_token_pairs : Σ over sequences of new tokens × tokens attended.
-        kv_tokens_written : prompt tokens whose K and V this step writes.
+        """Time of one iteration (s) from its counts (scalars or broadcasting arrays): ``new_tokens``
+        computed (decode tokens + prompt chunk tokens), ``sequences`` that get a row of logits (decoders,
+        and prompts the step finishes), ``kv_tokens_read`` (Σ of the cached tokens each sequence attends
+        to), ``attention_token_pairs`` (Σ new tokens × tokens attended), ``kv_tokens_written`` (prompt
+        tokens whose K and V the step writes).
 
         >>> from roofline.physics.step import prefill
         >>> c = StepCostModel("llama-3-8b", "h100-sxm")
@@ -178,14 +153,72 @@ class StepCostModel:
 
 
 def engine_cost_model(engine: str, model, gpu, **kwargs) -> StepCostModel:
-    """A ``StepCostModel`` for a named engine: ``"ideal"`` is the roofline; a calibrated engine (``vllm``,
-    ``tensorrt-llm``, ``sglang``, ``llama.cpp``, …) prices each step as ``roofline.engines`` does, so a
-    simulated server runs at what that engine reaches.
+    """A ``StepCostModel`` for a named engine (``"ideal"``, ``"vllm"``, …); ``kwargs`` as its keywords.
 
-    >>> engine_cost_model("ideal", "llama-3-8b", "h100-sxm").params.bandwidth_fraction
-    1.0
     >>> real, ideal = (engine_cost_model(e, "llama-3-8b", "h100-sxm") for e in ("vllm", "ideal"))
     >>> real.engine, real.time_s(1, 1, 0, 0, 0) > ideal.time_s(1, 1, 0, 0, 0)
     ('vllm', True)
     """
     return StepCostModel(model, gpu, engine=engine, **kwargs)
+
+
+def kv_capacity_tokens(model, gpu, num_gpus=1, weight_precision="bf16", kv_precision="bf16") -> int:
+    """KV-cache tokens that fit beside the weights on ``num_gpus`` GPUs: (the memory an engine gives weights
+    and KV, ``memory_available_bytes`` − weights) ÷ KV bytes per token, rounded down. Raises
+    ``DoesNotFitError`` if the weights alone do not fit.
+
+    >>> kv_capacity_tokens("llama-3-8b", "h100-sxm")     # (66.3 GiB − 16.06 GB) ÷ 131,072 bytes
+    420859
+    """
+    weights = float(weight_bytes(model, weight_precision))
+    free = float(memory_available_bytes(gpu, num_gpus)) - weights
+    if free <= 0:
+        raise DoesNotFitError(
+            f"{get_model(model).id} weights ({weights / 1e9:.1f} GB at {weight_precision}) do not fit in "
+            f"{num_gpus}x {get_gpu(gpu).id}"
+        )
+    return int(free // kv_bytes_per_token(model, kv_precision))
+
+
+def sustainable_rate_per_s(
+    cost,
+    input_tokens: float,
+    output_tokens: float,
+    max_batch: int,
+    kv_tokens: int,
+    workers: int = 1,
+    *,
+    pipeline_stages: int = 1,
+    decode_workers: int = 0,
+) -> float:
+    """About the largest request rate (requests/s) a deployment can keep up with (a closed form).
+
+    In a saturated steady state the batch holds B = min(max_batch, KV tokens ÷ (P + O)) sequences. Each
+    request stays about O iterations (one prefill, O − 1 decodes), so each iteration finishes B ÷ O
+    requests and must take in as many new prompts. One such average iteration carries
+
+        B (O − 1) ÷ O decode tokens at mean context P + O/2, and B ÷ O prompts of P tokens,
+
+    and costs t = ``cost.time_s`` of that work (the weights are read once for both). Then
+    rate ≈ workers × B ÷ (O × t). With S pipeline stages the iteration costs ``time_s`` of 1/S of the work
+    (one microbatch through the pipeline). Disaggregated (``decode_workers`` > 0, ``workers`` = prefill
+    workers): the smaller of workers ÷ prefill(P) and decode_workers × B ÷ ((O − 1) × step(B, P + O/2)).
+
+    >>> c = StepCostModel("llama-3-8b", "h100-sxm")
+    >>> round(sustainable_rate_per_s(c, 512, 128, 256, 420859), 1)   # compute-bound: 1,278 tokens a step
+    108.0
+    """
+    p, o = float(input_tokens), max(float(output_tokens), 1.0)
+    b = max(1, min(int(max_batch), int(kv_tokens // max(p + o, 1))))
+    p1 = max(p, 1.0)  # an empty prompt still computes one start token
+    prompt_pairs = max(p * (p - 1) / 2, 0.0)
+    if decode_workers > 0:
+        prefill_s = cost.time_s(p1, 1, 0, prompt_pairs, p)
+        decode_s = (o - 1) * cost.decode_time_s(b, p + o / 2) / b if o > 1 else 0.0
+        return min(workers / prefill_s, decode_workers / decode_s if decode_s > 0 else np.inf)
+    dec = b * (o - 1) / o
+    kv_read = dec * (p + o / 2)
+    s = max(1, min(int(pipeline_stages), b))
+    work = (b + b * (p1 - 1) / o, b, kv_read, kv_read + b / o * prompt_pairs, b * p / o)
+    t = cost.time_s(*(x / s for x in work))
+    return workers * b / (o * t)

@@ -1,17 +1,20 @@
 """The serving simulator's event loop: requests arrive, workers step, steps are priced, tokens come out.
 
-Taught in notebooks/slos_and_capacity.ipynb. ``roofline.sim.simulate`` builds a ``Simulation`` and runs
-it; the workers (``roofline.sim.worker``) admit and plan, the cost model prices, and the event queue
-(``roofline.sim.events``) orders it all.
+One event per step of a worker (``roofline.sim.worker`` admits and plans), in which every scheduled
+sequence advances together; a stretch of pure decode steps with no arrival and no finish in between is
+priced in one vectorized call to the cost model (a "run" of k steps). Deployments: tensor parallel (inside
+the cost model); pipeline parallel (S stages: the batch is split into min(S, sequences) microbatches, an
+iteration costs the step time of one, and each stage is busy microbatches ÷ S of it); a policy's physical
+passes (a step of T tokens runs as ⌈T ÷ pass⌉ equal passes, each reading the weights); replicas behind a
+least-loaded router; disaggregated prefill and decode workers, the KV moving over the link (P × KV bytes
+per token ÷ link bandwidth + a fixed latency).
 
-One event per step of a worker, in which every scheduled sequence advances together. A stretch of pure
-decode steps with no arrival and no finish in between is priced in one vectorized call to the cost model
-(a "run" of k steps). Deployments: tensor parallel (inside the cost model); pipeline parallel (``stages``
-S: the batch is split into min(S, sequences) microbatches and an iteration costs the step time of one
-microbatch, while each stage is busy microbatches ÷ S of it); a policy's physical passes (llama.cpp's
-n_ubatch: a step of T tokens runs as ⌈T ÷ pass⌉ equal passes, each reading the weights); replicas behind
-a least-loaded router; disaggregated prefill and decode workers, the KV moving over the link
-(P × KV bytes per token ÷ link bandwidth + a fixed latency).
+The clock (``EventQueue``) keeps two heaps of ``(time s, sequence number, kind, subject, payload)``:
+*outside* events bring work (a request arrives; its KV cache reaches the decode workers), the workers'
+*own* are a step ending or starting. Open-loop arrivals are already sorted, so they are read from their
+array by an index instead of sitting in a heap: memory stays bounded by the workers, not the requests. At
+equal times outside events go first, so simultaneous arrivals share a step; among them the earlier-issued
+goes first.
 
 >>> from roofline.sim.config import SimConfig
 >>> from roofline.sim.cost import StepCostModel
@@ -28,37 +31,102 @@ from __future__ import annotations
 
 import heapq
 import math
+from enum import IntEnum
 
 import numpy as np
 
-from .events import EventKind, EventQueue
+from roofline.assumptions import assumption
+from roofline.errors import InvalidConfigurationError
+
 from .policies import SchedulerPolicy
 from .worker import RequestState, StepWork, Worker
 
 SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
 TIMELINE_LIMIT = 250_000  # steps of worker 0 a timeline keeps (bounded memory on huge runs)
+INF = math.inf
+
+
+class EventKind(IntEnum):
+    """What happens at an event; the subject is a request id or a worker index."""
+
+    ARRIVAL = 0  # request (subject) arrives and joins a worker's queue
+    STEP_END = 1  # worker (subject) finishes a step, or a run of k pure decode steps (payload: the work)
+    KV_ARRIVAL = 2  # the KV cache of request (subject) reaches the decode workers
+    STEP_START = 3  # worker (subject) starts a step (deferred until every other event at that time is in)
+
+
 ARRIVAL, STEP_END, KV_ARRIVAL, STEP_START = (EventKind.ARRIVAL, EventKind.STEP_END, EventKind.KV_ARRIVAL,
                                              EventKind.STEP_START)  # fmt: skip
 
 
+class EventQueue:
+    """Outside and own events in time order (the module docstring). ``arrival_s``: the sorted arrival times
+    (s) of requests 0, 1, 2, … of an open load, or None (a closed loop pushes each arrival when its client
+    is ready). ``first_sequence``: the sequence number of the first pushed event.
+
+    >>> q = EventQueue(arrival_s=[0.0, 0.5], first_sequence=2)
+    >>> q.push_own(0.5, STEP_END, 0, None)
+    >>> [q.pop()[1:3] for _ in range(3)]
+    [(<EventKind.ARRIVAL: 0>, 0), (<EventKind.ARRIVAL: 0>, 1), (<EventKind.STEP_END: 1>, 0)]
+    """
+
+    __slots__ = ("_arrival_s", "_next", "_outside", "_own", "_seq")
+
+    def __init__(self, arrival_s=None, first_sequence: int = 0):
+        self._arrival_s = list(arrival_s) if arrival_s is not None else []
+        self._next = 0  # index of the next array arrival
+        self._outside: list = []
+        self._own: list = []
+        self._seq = int(first_sequence)
+
+    def push_outside(self, time_s: float, kind: EventKind, subject: int, sequence: int | None = None):
+        """Queue an outside event (``sequence`` to place it among simultaneous ones; default: next)."""
+        if sequence is None:
+            sequence = self._seq
+            self._seq += 1
+        heapq.heappush(self._outside, (time_s, sequence, kind, subject, None))
+
+    def push_own(self, time_s: float, kind: EventKind, subject: int, payload):
+        """Queue a worker's own event."""
+        heapq.heappush(self._own, (time_s, self._seq, kind, subject, payload))
+        self._seq += 1
+
+    def next_outside_s(self) -> float:
+        """Time (s) of the next outside event, inf if none."""
+        t = self._arrival_s[self._next] if self._next < len(self._arrival_s) else INF
+        return min(t, self._outside[0][0]) if self._outside else t
+
+    def due_by(self, time_s: float) -> bool:
+        """Whether any event is due at or before ``time_s``."""
+        return self.next_outside_s() <= time_s or (bool(self._own) and self._own[0][0] <= time_s)
+
+    def pop(self):
+        """The next event as ``(time s, kind, subject, payload)``, or None when nothing is left."""
+        i, arrivals, outside, own = self._next, self._arrival_s, self._outside, self._own
+        arrival_s = arrivals[i] if i < len(arrivals) else INF
+        outside_s = outside[0][0] if outside else INF
+        if own and own[0][0] < arrival_s and own[0][0] < outside_s:
+            t, _, kind, subject, payload = heapq.heappop(own)
+            return t, kind, subject, payload
+        if arrival_s <= outside_s:
+            if arrival_s == INF:
+                return None
+            self._next = i + 1  # array arrivals were issued first: they win ties
+            return arrival_s, ARRIVAL, i, None
+        t, _, kind, subject, payload = heapq.heappop(outside)
+        return t, kind, subject, payload
+
+
 class Simulation:
-    """A deployment of workers under a load; ``run()`` plays it out. Parameters: the run's ``config`` (its
-    workers' roles, the closed loop's clients, think time and ramp, pipeline stages, time limit, timeline),
-    the step ``cost`` model, the scheduler ``policy``, the requests' state ``rq``, the KV capacity per worker
-    (tokens), the open load's ``arrival_s`` (sorted, s; None for a closed loop) and the fixed latency of a
-    KV transfer between workers (s)."""
+    """The deployment of ``config`` under a load; ``run()`` plays it out. ``cost`` prices the steps,
+    ``policy`` schedules them, ``rq`` holds the requests' state; ``kv_capacity_tokens`` per worker;
+    ``arrival_s``: the open load's sorted arrival times (s), None for a closed loop."""
 
     def __init__(
-        self,
-        config,
-        cost,
-        policy: SchedulerPolicy,
-        rq: RequestState,
-        kv_capacity_tokens: int,
-        arrival_s=None,
-        kv_transfer_latency_s: float = 0.0,
+        self, config, cost, policy: SchedulerPolicy, rq: RequestState, kv_capacity_tokens: int, arrival_s=None
     ):
-        self.cost, self.policy, self.rq, self.stages = cost, policy, rq, int(config.pipeline_stages)
+        self.config, self.cost, self.policy, self.rq = config, cost, policy, rq
+        self.stages, self.kv_capacity_tokens = int(config.pipeline_stages), int(kv_capacity_tokens)
         self.workers = [
             Worker(i, role, rq, policy, kv_capacity_tokens) for i, role in enumerate(config.workers)
         ]
@@ -66,8 +134,19 @@ class Simulation:
             self.workers[0].log = []
         self.entry = [w for w in self.workers if w.role != "decode"]
         self.decoders = [w for w in self.workers if w.role == "decode"]
-        self.kv_link_s_per_token = cost.kv_bytes_per_token / cost.gpu.interconnect_bytes_per_s
-        self.kv_transfer_latency_s = float(kv_transfer_latency_s)
+        self.kv_link_s_per_token = 0.0  # only disaggregated serving moves KV between workers
+        if self.decoders:
+            link = cost.gpu.interconnect_bytes_per_s
+            if not link > 0:
+                raise InvalidConfigurationError(
+                    f"disaggregated serving moves each request's KV cache over the interconnect, and "
+                    f"{cost.gpu.id} has none (interconnect_bytes_per_s = {link:g})"
+                )
+            self.kv_link_s_per_token = cost.kv_bytes_per_token / link
+        latency_s = config.kv_transfer_latency_s
+        self.kv_transfer_latency_s = float(
+            assumption("kv_transfer_latency_s") if latency_s is None else latency_s
+        )
         self.max_sim_time_s = float(config.max_sim_time_s)
         self.think_time_s = float(config.think_time_s)
         n = len(rq.out_n)
@@ -100,21 +179,11 @@ class Simulation:
             elif kind is ARRIVAL:
                 if self.closed:
                     self.arrival_s[subject] = t
-                self._join(self._least_loaded(self.entry), subject, t)
+                self._join(min(self.entry, key=Worker.load), subject, t)  # least loaded
             elif kind is STEP_START:
                 self._start_step(workers[subject], t)
             else:  # KV_ARRIVAL
-                self._join(self._least_loaded(self.decoders), subject, t)
-
-    @staticmethod
-    def _least_loaded(pool: list[Worker]) -> Worker:
-        best = pool[0]
-        if len(pool) == 1:
-            return best
-        for w in pool[1:]:
-            if w.load() < best.load():
-                best = w
-        return best
+                self._join(min(self.decoders, key=Worker.load), subject, t)
 
     def _join(self, w: Worker, r: int, t: float):
         w.waiting.append(r)
@@ -224,7 +293,7 @@ class Simulation:
             w.busy_s += dt
             return dt
         mb = min(self.stages, n_seq)
-        passes = _passes(self.policy, nt)
+        passes = self.policy.passes(nt)
         parts = mb * passes
         dt = passes * self.cost.time_s(
             nt / parts, nseq / parts, kv_read / parts, pairs / parts, written / parts
@@ -237,14 +306,14 @@ class Simulation:
         outside work arrives, so price that many steps at once. Returns False for a single step."""
         nt, nseq, kv_read = agg[0], agg[1], agg[2]
         n_dec = len(w.dec)
-        due = w.fin[0][0] if w.fin else math.inf  # a stale top only shortens the run
+        due = w.fin[0][0] if w.fin else INF  # a stale top only shortens the run
         k_max = 1 if work.finishing else int(min(due - w.ticks, (w.cap - w.kv_used) // n_dec))
         if k_max <= 1:
             return False
         mb = min(self.stages, n_dec)
-        parts = mb * _passes(self.policy, nt)
+        parts = mb * self.policy.passes(nt)
         horizon = self.queue.next_outside_s()
-        if horizon < math.inf:
+        if horizon < INF:
             # steps only get longer as contexts grow: no more than (horizon − t) ÷ first step start first
             dt0 = (parts // mb) * self.cost.time_s(
                 nt / parts, nseq / parts, kv_read / parts, kv_read / parts, 0.0
@@ -289,8 +358,3 @@ class Simulation:
         ends = np.cumsum(np.concatenate(([t], dts)))[1:]
         k = max(1, int(np.count_nonzero(ends[:-1] < horizon)) + 1)
         return dts[:k].tolist(), ends[:k].tolist()
-
-
-def _passes(policy: SchedulerPolicy, tokens: float) -> int:
-    p = policy.pass_tokens
-    return 1 if p is None or tokens <= p else math.ceil(tokens / p)

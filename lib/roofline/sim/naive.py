@@ -1,18 +1,11 @@
 """A deliberately simple serving simulation, one token of one request at a time: the reference that the
 fast simulator (``roofline.sim.simulate``) is checked and timed against.
 
-Taught in notebooks/slos_and_capacity.ipynb (why simulate per iteration, not per token).
-
-Same rules as ``simulate`` restricted to one worker, decode-first, ample KV cache: at every step boundary
-admit the arrived requests first come first served up to ``max_batch``; give each decoding request one
-token and then each prompt a chunk, within ``token_budget``; then walk every token of every scheduled
-request to add up the step's aggregates, price the step, and advance every token. Plain Python lists and
-loops, no numpy in the loop.
-
->>> r = simulate_naive("llama-3-8b", "h100-sxm", arrival_s=[0.0, 0.0], input_tokens=[4, 4],
-...                    output_tokens=[3, 3])
->>> [round(x * 1e3, 2) for x in r["finish_s"]]
-[13.44, 13.44]
+Same rules as ``simulate`` restricted to one worker, decode-first, the course's assumed scheduler, ample KV
+cache: at every step boundary admit the arrived requests first come first served; give each decoding
+request one token and then each prompt a chunk, within the token budget; then walk every token of every
+scheduled request to add up the step's aggregates, price the step, and advance every token. Plain Python
+lists and loops, no numpy in the loop.
 """
 
 from __future__ import annotations
@@ -24,29 +17,20 @@ from .policies import assumed_policy
 
 
 def simulate_naive(
-    model,
-    gpu,
-    arrival_s,
-    input_tokens,
-    output_tokens,
-    *,
-    max_batch: int | None = None,
-    token_budget: int | None = None,
-    chunk_tokens: int | None = None,
-    cost: StepCostModel | None = None,
+    model, gpu, arrival_s, input_tokens, output_tokens, *, token_budget: int | None = None, chunk_tokens=None
 ) -> dict:
-    """Per-token reference simulation. Returns lists ``first_token_s`` and ``finish_s`` (s, per request,
-    in the given order) and ``steps``. Arrivals (s), input and output tokens are equal-length sequences.
-    ``max_batch`` and ``token_budget`` default to the course's assumed scheduler's (``assumed_policy``).
+    """Per-token reference simulation of requests with ``arrival_s`` (s), ``input_tokens`` and
+    ``output_tokens`` (equal-length sequences), prompts in chunks of ``chunk_tokens`` (None: whole) within
+    ``token_budget`` tokens a step (default the assumed scheduler's). Returns the lists ``first_token_s``
+    and ``finish_s`` (s, per request, in the given order) and ``steps``.
 
-    >>> simulate_naive("llama-3-8b", "h100-sxm", [0.0], [0], [1])["steps"]
-    1
+    >>> r = simulate_naive("llama-3-8b", "h100-sxm", [0.0, 0.0], input_tokens=[4, 4], output_tokens=[3, 3])
+    >>> [round(x * 1e3, 2) for x in r["finish_s"]], r["steps"]
+    ([13.44, 13.44], 3)
     """
-    cost = cost or StepCostModel(model, gpu)
-    if max_batch is None or token_budget is None:
-        assumed = assumed_policy()
-        max_batch = assumed.max_sequences if max_batch is None else max_batch
-        token_budget = assumed.token_budget if token_budget is None else token_budget
+    cost, assumed = StepCostModel(model, gpu), assumed_policy()
+    max_batch = assumed.max_sequences
+    token_budget = assumed.token_budget if token_budget is None else token_budget
     arrival = [float(a) for a in arrival_s]
     prompt = [int(p) for p in input_tokens]
     answer = [int(o) for o in output_tokens]

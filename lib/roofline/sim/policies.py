@@ -22,63 +22,31 @@ the tokens it scheduled; engines differ in how they choose them. A ``SchedulerPo
     pass_tokens     a step's tokens run in physical passes of at most this many, each reading the weights
                     again (llama.cpp's n_ubatch); None: one pass
 
-``engine_policy(engine, gpu)`` builds an engine's policy from its row of ``data/engines.toml``: the fields
-``scheduler``, ``token_budget``, ``max_sequences``, ``chunk_tokens``, ``chunked_prefill``,
-``whole_prompt_must_fit``, ``kv_reservation`` and ``pass_tokens``, each cited in ``scheduler_source`` and the
-row's note, plus the defaults an engine picks from the GPU it runs on (``gpu_dependent_defaults``: rules of
-the engines' code, not numbers a row could hold). The ideal engine keeps the course's assumed scheduler
-(``assumed_policy``: ``engine_max_batch`` and ``engine_token_budget`` of ``data/assumptions.toml``, whole
-prompts, decodes first), the setting of the lessons' closed forms.
+``engine_policy(engine, gpu)`` builds an engine's policy from its row of ``data/engines.toml`` (each
+field cited in the row's ``scheduler_source``) and the defaults it picks from the GPU
+(``gpu_dependent_defaults``); the ideal engine keeps the course's assumed scheduler (``assumed_policy``),
+the setting of the lessons' closed forms.
 
 >>> p = engine_policy("vllm", "h100-sxm")
 >>> p.priority, p.token_budget, p.max_sequences, p.chunk_tokens
 ('decode-first', 8192, 1024, 8192)
->>> engine_policy("vllm", "a100-80gb-sxm").token_budget   # vLLM keeps its small defaults on an A100
-2048
->>> engine_policy("tensorrt-llm").kv_reservation
-'prompt+output'
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
-from roofline.data import GPU, engines, get_gpu
+from roofline.assumptions import ASSUMPTIONS, assumption
+from roofline.data import GPU, get_gpu
 from roofline.engines.registry import get_engine
 from roofline.errors import InvalidConfigurationError, UnknownNameError
+
+from .config import ENGINE_DEFAULT, whole
 
 PRIORITIES = ("decode-first", "prefill-first")
 KV_RESERVATIONS = ("prompt", "prompt+output")
 GiB = 2**30
-
-
-class _EngineDefault:
-    """The default of ``simulate``'s scheduler keywords: "take this value from the engine's policy"."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ENGINE_DEFAULT"
-
-    def __reduce__(self):
-        return (_EngineDefault, ())
-
-
-ENGINE_DEFAULT = _EngineDefault()
-
-
-def _whole(name: str, value, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or int(value) != value:
-        raise InvalidConfigurationError(f"{name} must be a whole number >= {least}, got {value!r}")
-    if value < least:
-        raise InvalidConfigurationError(f"{name} must be a whole number >= {least}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -101,12 +69,12 @@ class SchedulerPolicy:
 
     def __post_init__(self):
         set_ = object.__setattr__
-        set_(self, "max_sequences", _whole("max_batch (max_sequences)", self.max_sequences, 1))
-        set_(self, "token_budget", _whole("token_budget", self.token_budget, 1))
+        set_(self, "max_sequences", whole("max_batch (max_sequences)", self.max_sequences, 1))
+        set_(self, "token_budget", whole("token_budget", self.token_budget, 1))
         if self.chunk_tokens is not None:
-            set_(self, "chunk_tokens", _whole("chunk_tokens", self.chunk_tokens, 1))
+            set_(self, "chunk_tokens", whole("chunk_tokens", self.chunk_tokens, 1))
         if self.pass_tokens is not None:
-            set_(self, "pass_tokens", _whole("pass_tokens", self.pass_tokens, 1))
+            set_(self, "pass_tokens", whole("pass_tokens", self.pass_tokens, 1))
         if self.priority not in PRIORITIES:
             raise UnknownNameError("priority", self.priority, list(PRIORITIES))
         if self.kv_reservation not in KV_RESERVATIONS:
@@ -129,11 +97,8 @@ class SchedulerPolicy:
         >>> p.chunk_tokens, p.max_sequences, p.name
         (None, 1024, 'vLLM (changed)')
         """
-        given = {}
-        for field, value in (("max_sequences", max_batch), ("token_budget", token_budget),
-                             ("priority", priority)):  # fmt: skip
-            if value is not ENGINE_DEFAULT and value is not None:
-                given[field] = value
+        named = {"max_sequences": max_batch, "token_budget": token_budget, "priority": priority}
+        given = {k: v for k, v in named.items() if v is not ENGINE_DEFAULT and v is not None}
         if chunk_tokens is not ENGINE_DEFAULT:
             given["chunk_tokens"] = chunk_tokens
         if all(getattr(self, k) == v for k, v in given.items()):
@@ -158,22 +123,24 @@ class SchedulerPolicy:
             extras.append(f"run in passes of <= {self.pass_tokens:,} tokens")
         return f"{self.name}: {steps}; " + "; ".join(extras)
 
-    def to_dict(self) -> dict:
-        """The fields as a plain dict (for JSON)."""
-        return asdict(self)
+    def passes(self, tokens: float) -> int:
+        """Physical passes a step of ``tokens`` tokens runs as (1 unless ``pass_tokens`` caps a pass).
+
+        >>> engine_policy("llama.cpp").passes(2048)
+        4
+        """
+        p = self.pass_tokens
+        return 1 if p is None or tokens <= p else math.ceil(tokens / p)
 
 
 def assumed_policy() -> SchedulerPolicy:
     """The course's assumed scheduler (the ideal engine's): ``engine_max_batch`` sequences and
-    ``engine_token_budget`` tokens a step (``data/assumptions.toml``), whole prompts, decodes first. The
-    first prompt of a step runs whole even when longer than the budget.
+    ``engine_token_budget`` tokens a step (``data/assumptions.toml``), whole prompts, decodes first.
 
     >>> p = assumed_policy()
     >>> p.max_sequences, p.token_budget, p.chunk_tokens
     (256, 8192, None)
     """
-    from roofline.assumptions import ASSUMPTIONS, assumption  # read when asked, never at import
-
     return SchedulerPolicy(
         "the course's assumed scheduler",
         max_sequences=int(assumption("engine_max_batch")),
@@ -212,65 +179,26 @@ def gpu_dependent_defaults(engine_id: str, gpu: GPU, kv_capacity_tokens=None, co
 
 def engine_policy(engine: str, gpu=None, *, kv_capacity_tokens=None, context_tokens=None) -> SchedulerPolicy:
     """The scheduler of ``engine`` (an id or alias of ``data/engines.toml``) with its documented defaults;
-    on ``gpu`` (an id or ``GPU``), the defaults that depend on the GPU (``gpu_dependent_defaults``). The
-    ideal engine gets ``assumed_policy()``.
+    on ``gpu`` (an id or ``GPU``), the defaults that depend on the GPU (``gpu_dependent_defaults``, which
+    may use the KV capacity and the model's context, tokens). The ideal engine gets ``assumed_policy()``.
 
-    >>> engine_policy("sglang", "h100-sxm").priority
-    'prefill-first'
-    >>> engine_policy("llama.cpp").pass_tokens
-    512
+    >>> engine_policy("vllm", "a100-80gb-sxm").token_budget   # vLLM keeps its small defaults on an A100
+    2048
     """
     row = get_engine(engine)  # the row of data/engines.toml, by id or alias
     if row.kind == "ideal":
         return assumed_policy()
-    fields = dict(
+    kw = dict(
         max_sequences=row.max_sequences,
         token_budget=row.token_budget,
-        chunk_tokens=row.chunk_tokens if row.chunked_prefill else None,
+        chunk_tokens=row.chunk_tokens,
         priority=row.scheduler,
         whole_prompt_must_fit=row.whole_prompt_must_fit,
         kv_reservation=row.kv_reservation,
         pass_tokens=row.pass_tokens or None,
     )
     if gpu is not None:
-        fields.update(gpu_dependent_defaults(row.id, get_gpu(gpu), kv_capacity_tokens, context_tokens))
-    if not row.chunked_prefill:
-        fields["chunk_tokens"] = None  # whole prompts, on every GPU
-    else:
-        fields["chunk_tokens"] = min(fields["chunk_tokens"], fields["token_budget"])
-    return SchedulerPolicy(row.name, source=row.scheduler_source, **fields)
-
-
-def engine_ids_with_policies() -> list[str]:
-    """Every engine id of the table (each has a policy).
-
-    >>> "sglang" in engine_ids_with_policies()
-    True
-    """
-    return list(engines())
-
-
-def resolve_policy(policy, engine_id: str, gpu, *, kv_capacity_tokens=None, context_tokens=None):
-    """``policy`` as a ``SchedulerPolicy``: a policy passes through; an engine name gives that engine's;
-    None gives ``engine_id``'s.
-
-    >>> resolve_policy(None, "ideal", "h100-sxm").chunk_tokens is None
-    True
-    """
-    if isinstance(policy, SchedulerPolicy):
-        return policy
-    name = engine_id if policy is None else policy
-    if not isinstance(name, str):
-        raise InvalidConfigurationError(f"policy must be a SchedulerPolicy or an engine id, got {policy!r}")
-    return engine_policy(name, gpu, kv_capacity_tokens=kv_capacity_tokens, context_tokens=context_tokens)
-
-
-def passes(policy: SchedulerPolicy, tokens: float) -> int:
-    """Physical passes a step of ``tokens`` tokens runs as (1 unless the policy caps a pass).
-
-    >>> passes(engine_policy("llama.cpp"), 2048)
-    4
-    """
-    if policy.pass_tokens is None or tokens <= policy.pass_tokens:
-        return 1
-    return math.ceil(tokens / policy.pass_tokens)
+        kw.update(gpu_dependent_defaults(row.id, get_gpu(gpu), kv_capacity_tokens, context_tokens))
+    # without chunked prefill: whole prompts, on every GPU
+    kw["chunk_tokens"] = min(kw["chunk_tokens"], kw["token_budget"]) if row.chunked_prefill else None
+    return SchedulerPolicy(row.name, source=row.scheduler_source, **kw)

@@ -1,24 +1,21 @@
 """What a serving simulation produced: per-request times, percentiles, throughput, goodput, cost, stability.
 
-Taught in notebooks/slos_and_capacity.ipynb. ``summarise`` turns a finished ``Simulation`` into a
-``SimResult``.
-
-TTFT = first token − arrival; e2e = finish − arrival; TPOT = (e2e − TTFT) ÷ (O − 1) for O > 1 output tokens.
-
->>> percentiles([1.0, 2.0, 3.0, np.nan])["p50"]
-2.0
+Taught in notebooks/slos_and_capacity.ipynb. TTFT = first token − arrival; e2e = finish − arrival;
+TPOT = (e2e − TTFT) ÷ (O − 1) for O > 1 output tokens.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import math
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
+from roofline.assumptions import assumption
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.pricing import get_price
 
-from .limits import sustainable_rate_per_s
+from .cost import sustainable_rate_per_s
 from .policies import SchedulerPolicy
 
 PERCENTILES = (50, 90, 99)
@@ -81,8 +78,8 @@ class SimResult:
     timeline_step_s: np.ndarray = field(repr=False)
     policy: SchedulerPolicy | None = field(default=None, repr=False)  # the scheduler that ran
 
-    def to_dict(self, per_request: bool = False) -> dict:
-        """Plain-Python summary, ready for ``json.dumps``; ``per_request`` adds the arrays as lists.
+    def to_dict(self) -> dict:
+        """Plain-Python summary (the per-request arrays left out), ready for ``json.dumps``.
 
         >>> from roofline.sim import SimConfig, simulate
         >>> d = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=2, requests=4, input_tokens=8,
@@ -100,11 +97,9 @@ class SimResult:
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):
-                if per_request:
-                    d[f.name] = [py(float(x)) for x in v]
                 continue
             if isinstance(v, SchedulerPolicy):
-                v = v.to_dict()
+                v = asdict(v)
             if isinstance(v, dict):
                 v = {k: py(x) for k, x in v.items()}
             d[f.name] = py(v)
@@ -140,21 +135,6 @@ class SimResult:
         done = np.isfinite(self.e2e_s)
         return float(np.sum(self.e2e_s[done]) / self.duration_s)
 
-    @property
-    def timeline_mean_in_system(self) -> float:
-        """Time-average number of requests in worker 0 (admitted + waiting) from the engine's own per-step
-        bookkeeping (requests); with one worker and no truncation it agrees with ``mean_in_system`` up to
-        arrivals counted from the next step's start.
-
-        >>> from roofline.sim import SimConfig, simulate
-        >>> r = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=4, requests=40, input_tokens=64,
-        ...                        output_tokens=16))
-        >>> round(r.timeline_mean_in_system, 2)
-        4.0
-        """
-        inside = self.timeline_prefilling + self.timeline_decoding + self.timeline_waiting
-        return float(np.sum(inside * self.timeline_step_s) / self.duration_s)
-
 
 def percentiles(x) -> dict:
     """p50, p90 and p99 of the finite values of ``x`` (NaN if none), as a dict.
@@ -169,34 +149,26 @@ def percentiles(x) -> dict:
     return {f"p{q}": float(v) for q, v in zip(PERCENTILES, np.percentile(x, PERCENTILES), strict=True)}
 
 
-@dataclass(frozen=True)
-class RunSetting:
-    """What ``summarise`` needs to know about the run besides the simulation itself."""
-
-    model_id: str
-    gpu_id: str
-    load: str
-    rate_per_s: float | None
-    concurrency: int | None
-    num_gpus_total: int
-    slo_ttft_s: float
-    slo_tpot_s: float
-    usd_per_gpu_hour: float | None
-    kv_capacity_tokens: int
-    max_sim_time_s: float
+def _load(config) -> str:
+    if config.trace is not None:
+        return "trace"
+    if config.rate_per_s is None:
+        return "closed"
+    return "poisson" if config.interarrival_cv == 1 else "bursty"
 
 
-def stability(sim, setting: RunSetting, ttft: np.ndarray, sustainable: float) -> tuple[bool, str]:
-    """(unstable, message). Unstable: an open load whose queue grows (requests issued in the last quarter
-    wait far longer than the first quarter's) while the rate exceeds the closed-form sustainable rate, or a
-    run stopped at ``max_sim_time_s`` with requests that had arrived still unfinished. Requests that had not
-    arrived by the end of the run never count: a run too short to see any arrival is not unstable."""
-    rq, arr = sim.rq, sim.arrival_s
-    horizon = setting.max_sim_time_s if sim.truncated else sim.t_end_s
+def stability(sim, ttft: np.ndarray, sustainable: float) -> tuple[bool, str]:
+    """(unstable, message) of a finished ``Simulation``. Unstable: an open load whose queue grows (requests
+    issued in the last quarter wait far longer than the first quarter's) while the rate exceeds the
+    closed-form sustainable rate, or a run stopped at ``max_sim_time_s`` with requests that had arrived
+    still unfinished. Requests that had not arrived by the end of the run never count: a run too short to
+    see any arrival is not unstable."""
+    rq, arr, rate = sim.rq, sim.arrival_s, sim.config.rate_per_s
+    horizon = sim.max_sim_time_s if sim.truncated else sim.t_end_s
     arrived = np.isfinite(arr) & (arr <= horizon)
     backlog = bool(np.any(arrived & ~np.isfinite(rq.finish_s)))
     unstable, message = False, ""
-    if setting.load != "closed" and np.any(arrived):
+    if not sim.closed and np.any(arrived):
         seen = np.flatnonzero(arrived)  # in issue order, which is arrival order for open loads
         q = max(1, seen.size // 4)
         early_ttft = ttft[seen[:q]]
@@ -204,7 +176,7 @@ def stability(sim, setting: RunSetting, ttft: np.ndarray, sustainable: float) ->
         late = seen[-q:]
         late_ttft = np.where(np.isfinite(ttft[late]), ttft[late], sim.t_end_s - arr[late])
         growing = np.nanmean(late_ttft) > 3 * early + 0.1 if np.isfinite(early) else backlog
-        over = setting.rate_per_s is not None and setting.rate_per_s > sustainable
+        over = rate is not None and rate > sustainable
         if (over and growing) or (sim.truncated and backlog and (growing or over)):
             unstable = True
             message = (
@@ -213,16 +185,18 @@ def stability(sim, setting: RunSetting, ttft: np.ndarray, sustainable: float) ->
             )
     if sim.truncated and not message:
         left = int(np.sum(~np.isfinite(rq.finish_s)))
-        not_yet = int(np.sum(~arrived)) if setting.load != "closed" else 0
-        message = f"stopped at max_sim_time_s = {setting.max_sim_time_s:g} s with {left} requests unfinished"
+        not_yet = 0 if sim.closed else int(np.sum(~arrived))
+        message = f"stopped at max_sim_time_s = {sim.max_sim_time_s:g} s with {left} requests unfinished"
         if not_yet:
             message += f" ({not_yet} of them had not arrived yet)"
     return unstable, message
 
 
-def summarise(sim, setting: RunSetting, input_tokens: np.ndarray, output_tokens: np.ndarray) -> SimResult:
+def summarise(sim, input_tokens: np.ndarray, output_tokens: np.ndarray) -> SimResult:
     """The ``SimResult`` of a finished ``roofline.sim.loop.Simulation``."""
-    rq, arr, inp, outp = sim.rq, sim.arrival_s, input_tokens, output_tokens
+    c, rq, arr, inp, outp = sim.config, sim.rq, sim.arrival_s, input_tokens, output_tokens
+    slo_ttft_s = assumption("ttft_target_s") if c.slo_ttft_s is None else c.slo_ttft_s
+    slo_tpot_s = assumption("tpot_target_s") if c.slo_tpot_s is None else c.slo_tpot_s
     first, finish = rq.first_token_s, rq.finish_s
     ttft, e2e = first - arr, finish - arr
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -231,36 +205,32 @@ def summarise(sim, setting: RunSetting, input_tokens: np.ndarray, output_tokens:
     n_done = int(done.sum())
     # The window measured: first arrival to last finish; with nothing finished, up to where the run stopped
     # (a run that stopped before any arrival measured its whole span, from 0).
-    end = setting.max_sim_time_s if sim.truncated else sim.t_end_s
+    end = sim.max_sim_time_s if sim.truncated else sim.t_end_s
     arrived = np.isfinite(arr) & (arr <= end)
     t0 = float(np.min(arr[arrived])) if np.any(arrived) else 0.0
     t_last = float(np.nanmax(finish)) if n_done else float(end)
     duration = max(t_last - t0, 1e-12)
-    ok = done & (ttft <= setting.slo_ttft_s) & ((outp == 1) | (tpot <= setting.slo_tpot_s))
+    ok = done & (ttft <= slo_ttft_s) & ((outp == 1) | (tpot <= slo_tpot_s))
     good_tok_s = float(outp[ok].sum()) / duration
-    price = setting.usd_per_gpu_hour
+    price = c.usd_per_gpu_hour
     if price is None:
         price = get_price(DEFAULT_PRICE_ID).usd_per_gpu_hour
-    usd = (
-        float(cost_per_million_tokens_usd(price, good_tok_s, setting.num_gpus_total))
-        if good_tok_s > 0
-        else float("inf")
-    )
-    workers = sim.workers
+    workers, cost = sim.workers, sim.cost
+    num_gpus_total = cost.num_gpus * sim.stages * len(workers)
+    usd = float(cost_per_million_tokens_usd(price, good_tok_s, num_gpus_total)) if good_tok_s else math.inf
     sustainable = sustainable_rate_per_s(
-        sim.cost, float(np.mean(inp)), float(np.mean(outp)), sim.policy.max_sequences,
-        setting.kv_capacity_tokens, workers=len(sim.entry), pipeline_stages=sim.stages,
-        decode_workers=len(sim.decoders),
+        cost, float(np.mean(inp)), float(np.mean(outp)), sim.policy.max_sequences, sim.kv_capacity_tokens,
+        workers=len(sim.entry), pipeline_stages=sim.stages, decode_workers=len(sim.decoders),
     )  # fmt: skip
-    unstable, message = stability(sim, setting, ttft, sustainable)
+    unstable, message = stability(sim, ttft, sustainable)
     return SimResult(
-        model_id=setting.model_id,
-        gpu_id=setting.gpu_id,
-        engine=getattr(sim.cost, "engine", "ideal"),
-        load=setting.load,
-        rate_per_s=float(setting.rate_per_s) if setting.rate_per_s is not None else float("nan"),
-        concurrency=int(setting.concurrency or 0),
-        num_gpus_total=int(setting.num_gpus_total),
+        model_id=cost.model.id,
+        gpu_id=cost.gpu.id,
+        engine=cost.engine,
+        load=_load(c),
+        rate_per_s=float(c.rate_per_s) if c.rate_per_s is not None else float("nan"),
+        concurrency=int(c.concurrency or 0),
+        num_gpus_total=int(num_gpus_total),
         requests=int(arr.size),
         requests_completed=n_done,
         arrival_s=arr,
@@ -279,14 +249,14 @@ def summarise(sim, setting: RunSetting, input_tokens: np.ndarray, output_tokens:
         throughput_output_tokens_per_s=float(outp[done].sum()) / duration,
         throughput_tokens_per_s=float((outp[done] + inp[done]).sum()) / duration,
         requests_per_s=n_done / duration,
-        slo_ttft_s=float(setting.slo_ttft_s),
-        slo_tpot_s=float(setting.slo_tpot_s),
+        slo_ttft_s=float(slo_ttft_s),
+        slo_tpot_s=float(slo_tpot_s),
         goodput_requests_per_s=float(ok.sum()) / duration,
         goodput_output_tokens_per_s=good_tok_s,
         busy_fraction=float(sum(w.busy_s for w in workers) / (len(workers) * duration)),
         preemptions=int(sum(w.preemptions for w in workers)),
         steps=int(sim.steps),
-        kv_capacity_tokens=int(setting.kv_capacity_tokens),
+        kv_capacity_tokens=int(sim.kv_capacity_tokens),
         usd_per_gpu_hour=float(price),
         usd_per_million_output_tokens_at_slo=usd,
         sustainable_rate_per_s=float(sustainable),

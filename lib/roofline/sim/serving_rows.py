@@ -15,20 +15,9 @@ aliases. Precision: the row's ``precision`` fp8 means FP8 weights (DeepSeek's an
 fp4 means the model's own 4-bit checkpoint format (gpt-oss: MXFP4 experts); no precision means BF16.
 
 A row the library cannot express is kept out with its reason (``REASONS``); ``coverage`` counts them per
-group. Two benchmark harnesses produced the rows (``harness``), told apart by the row's source field:
-
-    "inferencemax"  SemiAnalysis InferenceMAX's launch scripts and client (ISL/OSL 1k/1k, 1k/8k, 8k/1k):
-                    ``benchmark_serving.py --max-concurrency C --num-prompts 10C --request-rate inf
-                    --random-range-ratio 0.8``: every client starts at once, lengths uniform in [0.8 L, L]
-    "aiperf"        aiconfigurator's generated deployments and ``bench_run.sh``: ``aiperf --concurrency C
-                    --num-requests 20C --warmup-request-count 2C``, fixed lengths
-
->>> rows = load_rows()
->>> {"llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"} <= {r["model"] for r in rows}
-True
->>> r = rows[0]
->>> r["ttft_s"] > 0 and r["tpot_s"] > 0 and r["concurrency"] >= 1
-True
+group. Two benchmark harnesses produced the rows, told apart by the row's source field: SemiAnalysis
+InferenceMAX's ``benchmark_serving.py`` (``"inferencemax"``) and aiconfigurator's ``aiperf`` runs
+(``"aiperf"``); ``roofline.sim.validation.HARNESSES`` says how each loads the server.
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
 from roofline.engines.registry import get_engine
 from roofline.physics.step import decode_step
 
-from .limits import kv_capacity_tokens
+from .cost import kv_capacity_tokens
 
 SERVING_CSV = "aiconfigurator_serving.csv"  # in data/measured/
 GPUS_PER_NODE = 8  # an HGX H100/H200 board: the library's tensor parallelism is one NVLink domain
@@ -75,17 +64,12 @@ def read_raw(path=None) -> list[dict]:
     return list(csv.DictReader(io.StringIO(source.read_text(encoding="utf-8"))))
 
 
-def harness(raw: dict) -> str:
-    """Which benchmark harness measured the row: ``"aiperf"`` (aiconfigurator's gap-analysis runs) or
-    ``"inferencemax"`` (every other source of this file).
-
-    >>> harness({"silicon_data_source": "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/a.csv"})
-    'aiperf'
-    """
+def _harness(raw: dict) -> str:
+    # aiconfigurator's gap-analysis runs used aiperf; every other source of this file is InferenceMAX
     return "aiperf" if "aic-auto-gap-analysis" in raw["silicon_data_source"] else "inferencemax"
 
 
-def concurrency(raw: dict) -> int:
+def _concurrency(raw: dict) -> int:
     """Requests kept in flight: ``batch_size``, else the source's ``silicon_concurrency`` (0 if neither)."""
     if _int(raw["batch_size"]):
         return _int(raw["batch_size"])
@@ -93,7 +77,7 @@ def concurrency(raw: dict) -> int:
     return int(found.group(1)) if found else 0
 
 
-def precisions(raw: dict, model) -> tuple[str, str]:
+def _precisions(raw: dict, model) -> tuple[str, str]:
     """(weight precision, KV precision) of a row (see the module docstring)."""
     p, gemm = raw["precision"], raw["gemm_quant_mode"]
     if p == "fp4":
@@ -155,16 +139,16 @@ def classify(raw: dict) -> tuple[dict | None, str]:
         return None, "model"
     if raw["system"] not in HARDWARE:
         return None, "gpu"
-    c = concurrency(raw)
+    c = _concurrency(raw)
     if not c:
         return None, "concurrency"
     tp, prefill_workers, decode_workers, why = _layout(raw, model)
     if why:
         return None, why
-    weights, kv = precisions(raw, model)
+    weights, kv = _precisions(raw, model)
     row = {
         "id": raw["id"], "model": model.id, "gpu": HARDWARE[raw["system"]],
-        "engine": get_engine(raw["backend"]).id, "harness": harness(raw), "weight_precision": weights,
+        "engine": get_engine(raw["backend"]).id, "harness": _harness(raw), "weight_precision": weights,
         "kv_precision": kv, "tp": tp, "mode": raw["mode"],
         "prefill_workers": prefill_workers, "decode_workers": decode_workers, "concurrency": c,
         "input_tokens": _int(raw["isl"]), "output_tokens": _int(raw["osl"]),
@@ -173,15 +157,11 @@ def classify(raw: dict) -> tuple[dict | None, str]:
     return (None, "below-floor") if _below_floor(row) else (row, "")
 
 
-def classify_all(path=None) -> list[tuple[dict, dict | None, str]]:
-    """(raw row, library row or None, reason key or "") for every row of the file, in file order; a row
-    repeating an earlier one (every column but the id and the source) is a ``"duplicate"``. The shipped
-    file is read once (the rows are shared: copy one before changing it)."""
-    return list(_classified(None if path is None else str(path)))
-
-
 @functools.lru_cache(maxsize=4)
-def _classified(path: str | None) -> tuple:
+def classify_all(path=None) -> tuple[tuple[dict, dict | None, str], ...]:
+    """(raw row, library row or None, reason key or "") for every row of the file, in file order; a row
+    repeating an earlier one (every column but the id and the source) is a ``"duplicate"``. Cached: the
+    rows are shared, copy one before changing it."""
     seen, out = set(), []
     for raw in read_raw(None if path is None else Path(path)):
         key = tuple(v for k, v in raw.items() if k not in ("id", "silicon_data_source"))
@@ -194,7 +174,11 @@ def _classified(path: str | None) -> tuple:
 
 
 def load_rows(path=None) -> list[dict]:
-    """Every row the library can express (``classify``), in file order."""
+    """Every row the library can express (``classify``), in file order.
+
+    >>> {"llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"} <= {r["model"] for r in load_rows()}
+    True
+    """
     return [row for _, row, _ in classify_all(path) if row is not None]
 
 

@@ -1,8 +1,7 @@
 """One serving engine instance of the simulator: it admits waiting requests and plans each step.
 
-Taught in notebooks/slos_and_capacity.ipynb. The event loop (``roofline.sim.loop``) asks a ``Worker`` for
-its next step's work, prices it and tells the worker when it ends; the worker follows its
-``SchedulerPolicy`` (``roofline.sim.policies``).
+The event loop (``roofline.sim.loop``) asks a ``Worker`` for its next step's work, prices it and tells the
+worker when it ends; the worker follows its ``SchedulerPolicy``.
 
 Token bookkeeping for one request with P prompt tokens and O output tokens:
 
@@ -21,7 +20,8 @@ would overflow the cache, preempt the most recently admitted sequence (its KV is
 head of the queue to recompute what it had) and plan again.
 
 >>> rq = RequestState([4, 0], [3, 2])
->>> w = Worker(0, "both", rq, _toy_policy(), kv_capacity_tokens=100)
+>>> toy = SchedulerPolicy("toy", max_sequences=4, token_budget=64, chunk_tokens=None)
+>>> w = Worker(0, "both", rq, toy, kv_capacity_tokens=100)
 >>> w.waiting.extend([0, 1])
 >>> step = w.plan(t_s=0.0)
 >>> step.run_decoders, step.chunks       # nobody decodes yet; both prompts (one is a start token) go in
@@ -80,7 +80,7 @@ class StepWork(NamedTuple):
 class Worker:
     """One engine instance: ``role`` "both" (a replica), "prefill" or "decode" (disaggregated)."""
 
-    __slots__ = ("index", "role", "rq", "policy", "cap", "waiting", "order", "admissions", "pf", "dec",
+    __slots__ = ("index", "role", "rq", "cap", "waiting", "order", "admissions", "pf", "dec",
                  "fin", "ticks", "sum_base", "kv_used", "kv_reserved", "busy", "busy_s", "preemptions",
                  "log", "_most", "_budget", "_chunk", "_must_fit", "_lazy", "_decode_first")  # fmt: skip
 
@@ -88,7 +88,6 @@ class Worker:
         self.index = index
         self.role = role
         self.rq = rq
-        self.policy = policy
         self.cap = int(kv_capacity_tokens)
         self.waiting: deque = deque()
         self.order: dict = {}  # running request ids → admission counter, in admission order
@@ -136,20 +135,15 @@ class Worker:
         self.pf.remove(r)
         return rq.known[r]
 
-    def _kv_needed(self, r: int) -> int:
-        """KV tokens request r reserves on admission here."""
-        rq = self.rq
-        if self.policy.kv_reservation == "prompt" or self.role == "prefill":
-            return rq.known[r]
-        return rq.known[r] + max(rq.out_n[r] - rq.gen[r] - 1, 0)  # the answer's tokens, but the last
-
     def admit(self, t_s: float):
         """Move waiting requests into the batch, first come first served, while they fit."""
         rq, waiting, order = self.rq, self.waiting, self.order
         most, cap, lazy = self._most, self.cap, self._lazy
         while waiting and len(order) < most:
             r = waiting[0]
-            need = rq.known[r] if lazy else self._kv_needed(r)
+            need = rq.known[r]
+            if not lazy and self.role != "prefill":
+                need += max(rq.out_n[r] - rq.gen[r] - 1, 0)  # the answer's tokens, but the last
             if (self.kv_used if lazy else self.kv_reserved) + need > cap:
                 break
             waiting.popleft()
@@ -184,10 +178,8 @@ class Worker:
                 break
         return chunks
 
-    def _finishing(self, run_decoders: bool) -> int:
+    def _finishing(self) -> int:
         """Decoders that emit their last token in the next step (valid finish-heap entries due by then)."""
-        if not run_decoders:
-            return 0
         rq, fin, due, found = self.rq, self.fin, self.ticks + 1, []
         while fin and fin[0][0] <= due:
             e = heapq.heappop(fin)
@@ -207,7 +199,7 @@ class Worker:
             budget = self._budget - (n_dec if decode_first else 0)
             chunks = self._chunks(budget) if self.pf and budget > 0 else []
             run_dec = n_dec > 0 and (decode_first or not chunks)
-            n_fin = self._finishing(run_dec) if run_dec else 0
+            n_fin = self._finishing() if run_dec else 0
             grow = 0
             if self.role != "prefill":
                 grow = (n_dec - n_fin) if run_dec else 0
@@ -226,12 +218,3 @@ class Worker:
         self.rq.cached[v] = 0
         self.waiting.appendleft(v)
         self.preemptions += 1
-
-    def occupancy(self) -> tuple[int, int]:
-        """(sequences in prefill: prompt, start-token or recompute work left; sequences decoding) among the
-        admitted, whether or not they get work this step: together every admitted sequence."""
-        return len(self.pf), len(self.dec)
-
-
-def _toy_policy() -> SchedulerPolicy:
-    return SchedulerPolicy("toy", max_sequences=4, token_budget=64, chunk_tokens=None)

@@ -17,7 +17,6 @@ from roofline.course.readouts import (
 )
 from roofline.course.widgets import STEP, Explorer
 from roofline.lessons.amdahl.numbers import (
-    PART_COLORS,
     AmdahlBreakdown,
     amdahl_breakdown,
     fmt_ceiling,
@@ -25,6 +24,8 @@ from roofline.lessons.amdahl.numbers import (
 )
 from roofline.scenario import Scenario
 from roofline.units import MS
+
+PART_COLORS = ["#999999", "#D55E00", "#0072B2", "#E69F00", "#009E73", "#CC79A7"]  # the untouched rest first
 
 
 def _draw_bars(ax, b: AmdahlBreakdown, artist=lambda a: a):
@@ -61,10 +62,7 @@ def _draw_bars(ax, b: AmdahlBreakdown, artist=lambda a: a):
 
 
 def amdahl_bars_figure(fractions, speedups, names=None, title=None):
-    """Static before/after stacked bars for ``amdahl_breakdown`` (a Picture for a notebook).
-
-    Taught in lesson 60.
-    """
+    """Static before/after stacked bars for ``amdahl_breakdown`` (a Picture for a notebook)."""
     b = amdahl_breakdown(fractions, speedups, names)
     fig, (ax,) = new_figure(figsize=(9, 3.6))
     with plt.style.context(STYLE_PATH):
@@ -84,21 +82,20 @@ def _style_axes(ax, names):
     ax.legend(handles=handles, loc="upper left", ncols=min(len(names), 4), fontsize=11)
 
 
+PARTS = ("attention", "MLP")  # the card's two optimizations
+
+
 class AmdahlBars(LiveFigure):
-    """Before/after stacked time bars for two optimizations; options ``p1, s1, p2, s2, names``."""
+    """Before/after stacked time bars for the card's two optimizations; options ``p1, s1, p2, s2`` (the
+    share of the step each covers, and its speedup)."""
 
     def _build(self):
-        _style_axes(
-            self.axes[0], ["untouched", *self.options.get("names", ("optimization 1", "optimization 2"))]
-        )
+        _style_axes(self.axes[0], ["untouched", *PARTS])
 
     def _draw(self, s):
         ax = self.axes[0]
         o = self.options
-        names = o.get("names", ("optimization 1", "optimization 2"))
-        b = amdahl_breakdown(
-            [o.get("p1", 0.3), o.get("p2", 0.5)], [o.get("s1", 3.0), o.get("s2", 2.0)], names
-        )
+        b = amdahl_breakdown([o["p1"], o["p2"]], [o["s1"], o["s2"]], PARTS)
         _draw_bars(ax, b, self._transient_artist)
         ax.set_title(
             f"new time = {b.new_parts[0]:.2f} + {b.new_parts[1]:.2f} + {b.new_parts[2]:.2f} = "
@@ -138,17 +135,11 @@ def amdahl_readout(s: Scenario, options) -> str:
     return table_html(rows) + f'<div class="roofline-note">the step: {html.escape(case.title)}</div>'
 
 
-def amdahl_explorer(
-    p1=0.3, s1=3.0, p2=0.5, s2=2.0, names=("attention", "MLP"), scenario: Scenario | None = None
-) -> Explorer:
+def amdahl_explorer(scenario: Scenario | None = None) -> Explorer:
     """Lesson 60's explorer: share and speedup of two non-overlapping optimizations, acting on the decode
     step the four controls set (its time and cost before and after).
 
     >>> ex = amdahl_explorer()
-    >>> ex.set(s2=1.0); "1.25x" in ex.readout.value
-    True
-    >>> ex.set(p2=0.9); "Not possible" in ex.message.value     # 0.3 + 0.9 > 1: parts would overlap
-    True
     >>> ex.set(p1=0.3, s1=7.0, p2=0.0); "1.35x" in ex.readout.value   # 1 / (0.7 + 0.3 / 7) = 1.346
     True
     """
@@ -170,20 +161,15 @@ def amdahl_explorer(
         )
 
     knobs = {
-        "p1": frac(p1, f"{names[0]}: share p₁"),
-        "s1": speed(s1, f"{names[0]}: speedup s₁"),
-        "p2": frac(p2, f"{names[1]}: share p₂"),
-        "s2": speed(s2, f"{names[1]}: speedup s₂"),
+        "p1": frac(0.3, f"{PARTS[0]}: share p₁"),
+        "s1": speed(3.0, f"{PARTS[0]}: speedup s₁"),
+        "p2": frac(0.5, f"{PARTS[1]}: share p₂"),
+        "s2": speed(2.0, f"{PARTS[1]}: speedup s₂"),
     }
-
-    def to_options(v):
-        return {**v, "names": names}
-
     presets = {
         "the card: attention 30% made 3x": {"p1": 0.3, "s1": 3.0, "p2": 0.0, "s2": 1.0},
         "the card: attention 3x and MLP (50%) 2x": {"p1": 0.3, "s1": 3.0, "p2": 0.5, "s2": 2.0},
     }
     return Explorer(
-        AmdahlBars, STEP, scenario or Scenario(), amdahl_readout, knobs=knobs, to_options=to_options,
-        presets=presets,
+        AmdahlBars, STEP, scenario or Scenario(), amdahl_readout, knobs=knobs, presets=presets,
     )  # fmt: skip

@@ -24,8 +24,7 @@ from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import attention_flops_per_token, kv_bytes_per_token, parameter_breakdown
 from roofline.physics.overheads import amdahl_ceiling, amdahl_speedup, launch_overhead_s
 from roofline.physics.precision import bytes_per_element, peak_flops_per_s
-
-PART_COLORS = ["#999999", "#D55E00", "#0072B2", "#E69F00", "#009E73", "#CC79A7"]
+from roofline.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,6 @@ def amdahl_breakdown(fractions, speedups, names=None) -> AmdahlBreakdown:
 
     ``fractions`` : share of the old step each optimization covers (0–1, sum ≤ 1);
     ``speedups`` : how much faster each part got (×, > 0; ``np.inf`` = free); ``names`` : labels.
-
-    Taught in lesson 60.
 
     >>> b = amdahl_breakdown(0.3, 3)
     >>> b.names, [round(x, 2) for x in b.new_parts], round(b.speedup, 2), round(b.ceiling, 2)
@@ -80,8 +77,6 @@ def naive_combined_speedups(speedups):
     Neither is a speedup of anything: speedups of parts never add or multiply; add the new times instead
     (``amdahl_speedup``).
 
-    Taught in lesson 60.
-
     >>> naive_combined_speedups([3, 2])
     (5.0, 6.0)
     """
@@ -94,8 +89,6 @@ def speedup_of_each_part(fractions, speedup):
 
     Shows "speed up what dominates": the same 2× on a bigger part buys more.
 
-    Taught in lesson 60.
-
     >>> speedup_of_each_part([0.1, 0.3, 0.6], 2).round(2).tolist()
     [1.05, 1.18, 1.43]
     """
@@ -103,47 +96,37 @@ def speedup_of_each_part(fractions, speedup):
     return out(amdahl_speedup(p[:, None], speedup))
 
 
-def decode_profile(
-    model,
-    gpu,
-    batch=1,
-    context_tokens=0,
-    *,
-    kernels_per_step=0,
-    cpu_s_per_launch=4e-6,
-    weight_precision="bf16",
-    kv_precision="bf16",
-) -> dict[str, float]:
-    """A roofline "profile" of one decode step of a dense model: seconds per part, as a profiler would
-    group them. Each part takes max(its FLOPs ÷ peak, its bytes ÷ bandwidth); parts run one after another.
+def decode_profile(s: Scenario, *, kernels_per_step=0, cpu_s_per_launch=4e-6) -> dict[str, float]:
+    """A roofline "profile" of one decode step of the scenario (a dense model; B users at T tokens each):
+    seconds per part, as a profiler would group them. Each part takes max(its FLOPs ÷ peak, its bytes ÷
+    bandwidth) on the G GPUs; parts run one after another.
 
     Parts: ``MLP`` (gated MLP weights), ``attention projections`` (Q, K, V, O weights), ``attention over
     KV`` (reading B × T tokens of KV cache), ``embeddings + LM head``, ``kernel launches``
-    (``kernels_per_step`` × ``cpu_s_per_launch``). ``batch`` (users), ``context_tokens`` (tokens per user).
+    (``kernels_per_step`` × ``cpu_s_per_launch``, s).
 
-    Taught in lesson 60.
-
-    >>> p = decode_profile("llama-3-8b", "h100-sxm", batch=32, context_tokens=4096)
+    >>> p = decode_profile(Scenario(batch=32, context_tokens=4096))
     >>> [(k, round(v * 1e3, 2)) for k, v in p.items()]     # ms
     [('MLP', 3.37), ('attention projections', 0.8), ('attention over KV', 5.13),
      ('embeddings + LM head', 0.63), ('kernel launches', 0.0)]
     """
-    m, g = get_model(model), get_gpu(gpu)
+    m, g = get_model(s.model), get_gpu(s.gpu)
     if m.is_moe:
         raise InvalidConfigurationError(
             f"decode_profile models dense transformers; {m.id} is a mixture of experts"
         )
-    b = float(checked(batch, "batch", minimum=1))
-    t = float(checked(context_tokens, "context_tokens", minimum=0))
-    bw, peak = g.memory_bandwidth_bytes_per_s, peak_flops_per_s(g, weight_precision)
+    b = float(checked(s.batch, "batch", minimum=1))
+    t = float(checked(s.context_tokens, "context_tokens", minimum=0))
+    bw = s.num_gpus * g.memory_bandwidth_bytes_per_s
+    peak = s.num_gpus * peak_flops_per_s(g, s.weight_precision)
     params = parameter_breakdown(m)
-    wb = bytes_per_element(weight_precision)
+    wb = bytes_per_element(s.weight_precision)
 
     def part(n_params):
         return max(2.0 * b * n_params / peak, n_params * wb / bw)
 
     kv_time = max(
-        b * float(attention_flops_per_token(m, t)) / peak, b * t * kv_bytes_per_token(m, kv_precision) / bw
+        b * float(attention_flops_per_token(m, t)) / peak, b * t * kv_bytes_per_token(m, s.kv_precision) / bw
     )
     return {
         "MLP": part(params["expert_mlp"]),

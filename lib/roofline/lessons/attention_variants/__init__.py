@@ -1,15 +1,9 @@
-"""Attention variants: notebooks/attention_variants.ipynb.
-
-Everything the lesson shows, in one place: its numbers (``numbers``, numpy only), its figures,
-readouts and explorer (``lab``), and the predict-then-check widgets it asks with.
-"""
+"""Attention variants: notebooks/attention_variants.ipynb."""
 
 from roofline.course.figures import show
-from roofline.course.widgets import Prediction, Reveal
+from roofline.course.widgets import Prediction
 from roofline.lessons.attention_variants.cards import ATTN
 from roofline.lessons.attention_variants.lab import (
-    ATTENTION_MODELS,
-    CONTEXT_SWEEP,
     KvPerUserVsContext,
     as_mqa,
     attention_explorer,

@@ -1,8 +1,7 @@
 """Card ATTN, "How many users fit at this context?": KV per token from the attention variant, KV per user
 with any sliding window, and the users that fit beside the weights.
 
-Taught in notebooks/attention_variants.ipynb (and lesson 28, the KV cache). The card's data rows are in
-``cards.toml`` beside this module.
+Taught in notebooks/attention_variants.ipynb (and lesson 28, the KV cache).
 
 KV per token: 2 × L × H_kv × d_h × bytes (MHA, GQA, MQA), or L × (r_kv + d_rope) × bytes (MLA). A user at
 context T holds it for [(L − L_s)·T + L_s·min(T, W)] ÷ L tokens on average, with L_s layers sliding over
@@ -52,7 +51,6 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
         "kv_heads": m.kv_heads,
         "head_dim": m.head_dim,
         "mla": mla,
-        "latent": (m.kv_lora_rank + m.qk_rope_head_dim) if mla else 0,
         "window": getattr(m, "sliding_window", 0) or 0,
         "sliding_layers": getattr(m, "sliding_window_layers", 0) or 0,
         "free_bytes": sig(free),

@@ -1,7 +1,5 @@
-"""The attention-variants lesson's figures, readout and explorer: KV bytes per token and per user.
-
-Taught in notebooks/attention_variants.ipynb: MHA, GQA, MQA, MLA and sliding windows.
-"""
+"""The attention-variants lesson's figures, readout and explorer: KV bytes per token and per user, for MHA,
+GQA, MQA, MLA and sliding windows."""
 
 from __future__ import annotations
 
@@ -14,20 +12,14 @@ from roofline.course.readouts import combine_readouts, decode_readout, table_htm
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_model, models
 from roofline.errors import RooflineError
+from roofline.lessons.kv_cache.numbers import CONTEXT_SWEEP
 from roofline.lessons.quantization.lab import PALETTE
-from roofline.physics.architecture import (
-    kv_bytes_per_token,
-    kv_bytes_per_token_mha,
-    sequence_kv_bytes,
-)
+from roofline.physics.architecture import kv_bytes_per_token, kv_bytes_per_token_mha, sequence_kv_bytes
 from roofline.physics.memory import max_batch
 from roofline.scenario import Scenario
 from roofline.units import GB, KiB
 
 ATTENTION_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "gpt-oss-120b", "deepseek-v3")
-
-
-CONTEXT_SWEEP = np.unique(np.round(np.geomspace(128, 131072, 120)).astype(int))
 
 
 def as_mqa(model):
@@ -75,6 +67,7 @@ class KvPerUserVsContext(LiveFigure):
         ax.legend(loc="upper left", fontsize=10)
 
     def _draw(self, s):
+        tr = self._transient_artist
         ax = self.axes[0]
         values = []
         for mid, line in self.lines.items():
@@ -84,40 +77,27 @@ class KvPerUserVsContext(LiveFigure):
         ax.set_ylim(nice_limits(np.concatenate(values), log=True))
         here = float(sequence_kv_bytes(s.model, s.context_tokens, s.kv_precision)) / GB
         self.marker.set_data([s.context_tokens], [here])
-        self._transient_artist(
-            ax.annotate(
-                f"{s.model}, T={s.context_tokens:,}: {here:.3g} GB",
-                (s.context_tokens, here),
-                xytext=(-10, -22),
-                textcoords="offset points",
-                ha="right",
-                fontsize=11,
-            )  # fmt: skip
-        )
+        text, at = f"{s.model}, T={s.context_tokens:,}: {here:.3g} GB", (s.context_tokens, here)
+        tr(ax.annotate(text, at, xytext=(-10, -22), textcoords="offset points", ha="right", fontsize=11))
         ax.set_title(f"KV cache per user, {s.kv_precision}", fontsize=12)
 
 
 def kv_per_token_figure(kv_precision: str = "bf16"):
     """A static bar chart: KV bytes per token for MHA → GQA → MQA → MLA (KiB, log scale), with the
     MHA equivalent of the GQA and MLA models as grey bars. Returns a matplotlib Figure."""
-    rows = []
-    for mid in [m for m in ("llama-2-7b", "llama-3-8b") if m in models()]:
-        rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
-                     kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
-    mqa = as_mqa("llama-3-8b")
-    rows.append(("llama-3-8b as MQA\n(hypothetical)", kv_bytes_per_token(mqa, kv_precision),
-                 kv_bytes_per_token_mha(mqa, kv_precision)))  # fmt: skip
-    for mid in [m for m in ("deepseek-v3",) if m in models()]:
-        rows.append((f"{mid}\n{attention_kind(mid)}", kv_bytes_per_token(mid, kv_precision),
-                     kv_bytes_per_token_mha(mid, kv_precision)))  # fmt: skip
+    cases = [(f"{m}\n{attention_kind(m)}", m) for m in ("llama-2-7b", "llama-3-8b") if m in models()]
+    cases.append(("llama-3-8b as MQA\n(hypothetical)", as_mqa("llama-3-8b")))
+    cases += [(f"{m}\n{attention_kind(m)}", m) for m in ("deepseek-v3",) if m in models()]
+    built = [kv_bytes_per_token(m, kv_precision) / KiB for _, m in cases]
+    full = [kv_bytes_per_token_mha(m, kv_precision) / KiB for _, m in cases]
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r[2] / KiB for r in rows], 0.4, color="#bbbbbb", label="if full multi-head")
-    ax.bar(x + 0.2, [r[1] / KiB for r in rows], 0.4, color=COLORS["kv"], label="as built")
-    for i, r in enumerate(rows):
-        ax.text(i + 0.2, r[1] / KiB * 1.1, f"{r[1] / KiB:,.0f}", ha="center", fontsize=11)
-        ax.text(i - 0.2, r[2] / KiB * 1.1, f"{r[2] / KiB:,.0f}", ha="center", fontsize=10, color="#555555")
-    ax.set_xticks(x, [r[0] for r in rows], fontsize=10)
+    x = np.arange(len(cases))
+    ax.bar(x - 0.2, full, 0.4, color="#bbbbbb", label="if full multi-head")
+    ax.bar(x + 0.2, built, 0.4, color=COLORS["kv"], label="as built")
+    for i, (b, f) in enumerate(zip(built, full, strict=True)):
+        ax.text(i + 0.2, b * 1.1, f"{b:,.0f}", ha="center", fontsize=11)
+        ax.text(i - 0.2, f * 1.1, f"{f:,.0f}", ha="center", fontsize=10, color="#555555")
+    ax.set_xticks(x, [label for label, _ in cases], fontsize=10)
     ax.set(yscale="log", ylabel=f"KV per token (KiB, {kv_precision})", ylim=(8, 30000))
     ax.legend(loc="upper left")
     return fig

@@ -93,33 +93,18 @@ class QueueVsBatching(LiveFigure):
             f"batched {bu.finish_last_s:.1f} s" if bu.fits else "batched: does not fit"
         )
         self._transient_artist(left.text(0.97, 0.17, note, transform=left.transAxes, ha="right", fontsize=10))
-        limit = self._max_users(s)
-        if limit is not None:
-            for ax in self.axes:
-                self._shade_overflow(ax, limit + 1, USERS_SWEEP[-1], label="batch does not fit")
+        for ax in self.axes:
+            self._shade_overflow(ax, s.users_that_fit() + 1, USERS_SWEEP[-1], label="batch does not fit")
         self.fig.suptitle(
             f"{s.model} on {s.num_gpus}x {s.gpu}, {n} output tokens per request, "
             f"T={s.context_tokens:,} per user",
             fontsize=12,
         )
 
-    def _max_users(self, s):
-        from roofline.physics.memory import max_batch
-
-        limit = max_batch(
-            s.model,
-            s.gpu,
-            max(s.context_tokens, 1),
-            num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
-        return limit if limit < USERS_SWEEP[-1] else None
-
 
 def serving_readout(s: Scenario, options: dict) -> str:
     """HTML table for the lesson-25 explorer: both policies side by side for ``options["users"]`` users
-    wanting ``options["output_tokens"]`` tokens each. Taught in lesson 25.
+    wanting ``options["output_tokens"]`` tokens each.
 
     >>> "36.4 s" in serving_readout(Scenario(), {"users": 20, "output_tokens": 400})
     True
@@ -149,7 +134,7 @@ def serving_readout(s: Scenario, options: dict) -> str:
 
 def serving_case(s: Scenario, options: dict) -> StepCase:
     """The step lesson 25's explorer is about: one decode step of the batched server, all
-    ``options["users"]`` users (U = B) at the scenario's context. Taught in lesson 25.
+    ``options["users"]`` users (U = B) at the scenario's context.
 
     >>> serving_case(Scenario(), {"users": 20}).title
     'the batched server: one decode step of 20 users at 1,000 tokens each'
@@ -189,9 +174,9 @@ def latency_vs_load_figure(sweep: sim.LoadSweep, title: str = ""):
     return show(fig, "latency against load")
 
 
-def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_tokens: int = 400):
+def serving_explorer(scenario: Scenario | None = None):
     """The lesson-25 explorer: users queued (they are the batch B of the batched server), output tokens
-    per request, context per user, precision, GPUs. Taught in lesson 25.
+    per request, context per user, precision, GPUs.
 
     >>> serving_explorer().live.options
     {'users': 20, 'output_tokens': 400}
@@ -200,16 +185,16 @@ def serving_explorer(scenario: Scenario | None = None, users: int = 20, output_t
     knobs = {
         "users": mark_axis(
             W.SelectionSlider(
-                options=sorted(set(USER_OPTIONS) | {users}),
-                value=users,
+                options=USER_OPTIONS,
+                value=20,
                 description="users U = batch B",
                 continuous_update=False,
             ),
             "batch",
         ),
         "output_tokens": W.SelectionSlider(
-            options=sorted(set(OUTPUT_TOKEN_OPTIONS) | {output_tokens}),
-            value=output_tokens,
+            options=OUTPUT_TOKEN_OPTIONS,
+            value=400,
             description="output tokens n",
             continuous_update=False,
         ),

@@ -18,13 +18,6 @@ default P = T: the context a user holds is the prompt it sent), and that pass em
 
 With P = 0 (no prompt) the first token is one decode step and the formulas above reduce to n × step.
 Arrivals spread over time, and queueing, are lesson 25's simulator section (``roofline.sim``).
-
->>> q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users=20, output_tokens=400, context_tokens=0)
->>> round(q.finish_last_s, 1)          # the card's "20 users wait about 40 s"
-35.8
->>> b = serve_continuous_batching("llama-3-8b", "h100-sxm", users=20, output_tokens=400, context_tokens=0)
->>> round(b.finish_last_s, 2)
-1.79
 """
 
 from __future__ import annotations
@@ -34,19 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.checks import checked, out
-from roofline.data import get_gpu
 from roofline.physics.step import decode_step, prefill
 from roofline.results import Flag, Number, Result
-from roofline.sim import SimConfig, simulate
+from roofline.sim import SimConfig, latency_vs_load
 
-# Numbers of users the lesson's figure sweeps.
+# Numbers of users the lesson's figure sweeps, and the explorer's choices of users and output tokens.
 USERS_SWEEP = np.unique(np.round(np.geomspace(1, 512, 120)).astype(int))
-
-
-OUTPUT_TOKEN_OPTIONS = [50, 100, 200, 400, 800, 1600, 3200]
-
-
 USER_OPTIONS = [1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 200, 256, 384, 512]
+OUTPUT_TOKEN_OPTIONS = [50, 100, 200, 400, 800, 1600, 3200]
 
 
 @dataclass(frozen=True)
@@ -58,10 +46,6 @@ class ServingOutcome(Result):
     memory (continuous batching with too many users).
     """
 
-    policy: str
-    users: Number  # U
-    output_tokens: Number  # n, tokens each request generates
-    context_tokens: Number  # T, KV tokens each user holds (typical over the request)
     step_time_s: Number  # s, one decode step under this policy
     wait_mean_s: Number  # s, mean time to first token
     wait_last_s: Number  # s, the last user's time to first token
@@ -72,30 +56,45 @@ class ServingOutcome(Result):
     fits: Flag  # bool
 
 
-def _inputs(users, output_tokens, context_tokens):
-    """The requests both policies take, checked: U whole users, n ≥ 1 tokens each, T ≥ 0 tokens of context."""
-    return np.broadcast_arrays(
+def _serve(
+    batched: bool, model, gpu, users, output_tokens, context_tokens, prompt_tokens, opts
+) -> ServingOutcome:
+    """Either policy for U users wanting n tokens each at T tokens of context (P prompt tokens each, P = T
+    when ``prompt_tokens`` is None), as in the module's formulas."""
+    u, n, t = np.broadcast_arrays(
         checked(users, "users", minimum=1, whole=True),
         checked(output_tokens, "output_tokens", minimum=1),
         checked(context_tokens, "context_tokens", minimum=0),
     )
-
-
-def _first_token_s(model, gpu, batch, prompt_tokens, decode_step_s, **options):
-    """Time (s) until the first token of ``batch`` requests of ``prompt_tokens`` each prefilled in one pass;
-    with no prompt, one decode step (``decode_step_s``)."""
-    p = np.asarray(prompt_tokens, dtype=float)
-    pre = prefill(model, gpu, np.maximum(p, 1), batch=batch, on_overflow="mask", **options)
-    return np.where(p > 0, np.asarray(pre.step_time_s), decode_step_s)
-
-
-def _step_and_first_token_s(model, gpu, batch, context_tokens, prompt_tokens, opts):
-    """One decode step of ``batch`` users (NaN where they do not fit) and the time to their first token
-    (the prefill of ``batch`` prompts of P tokens each; P = T when ``prompt_tokens`` is None) (s)."""
-    step = np.asarray(decode_step(model, gpu, batch, context_tokens, on_overflow="mask", **opts).step_time_s)
-    p = context_tokens if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0)
-    first = _first_token_s(model, gpu, batch, p + 0 * context_tokens, step, **opts)
-    return step, first
+    b = u if batched else 1
+    step = np.asarray(decode_step(model, gpu, b, t, on_overflow="mask", **opts).step_time_s)
+    p = t if prompt_tokens is None else checked(prompt_tokens, "prompt_tokens", minimum=0) + 0 * t
+    # the prefill of the B prompts in one pass makes the first token; with no prompt, one decode step
+    pre = prefill(model, gpu, np.maximum(p, 1), batch=b, on_overflow="mask", **opts)
+    first = np.where(p > 0, np.asarray(pre.step_time_s), step)
+    if batched:
+        done = first + (n - 1) * step
+        return ServingOutcome(
+            step_time_s=out(step),
+            wait_mean_s=out(first),
+            wait_last_s=out(first),
+            finish_mean_s=out(done),
+            finish_last_s=out(done),
+            tokens_per_s_total=out(u / step),
+            tokens_per_s_per_user=out(1 / step),
+            fits=out(np.isfinite(step)),
+        )
+    request = first + (n - 1) * step
+    return ServingOutcome(
+        step_time_s=out(step + 0 * u),
+        wait_mean_s=out((u - 1) / 2 * request + first),
+        wait_last_s=out((u - 1) * request + first),
+        finish_mean_s=out((u + 1) / 2 * request),
+        finish_last_s=out(u * request),
+        tokens_per_s_total=out(1 / step + 0 * u),
+        tokens_per_s_per_user=out(1 / step + 0 * u),
+        fits=out(np.isfinite(request + 0 * u)),
+    )
 
 
 def serve_one_at_a_time(
@@ -121,30 +120,12 @@ def serve_one_at_a_time(
 
     Request i (0-based) waits for the i before it, each taking prefill(P) + (n − 1) × step(1) seconds.
 
-    Taught in lesson 25.
-
     >>> q = serve_one_at_a_time("llama-3-8b", "h100-sxm", users=[1, 20], output_tokens=400, context_tokens=0)
     >>> q.wait_last_s.round(2).tolist(), q.tokens_per_s_total.round().tolist()
     ([0.0, 34.06], [223.0, 223.0])
     """
-    u, n, t = _inputs(users, output_tokens, context_tokens)
     opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
-    step, first = _step_and_first_token_s(model, gpu, 1, t, prompt_tokens, opts)
-    request = first + (n - 1) * step
-    return ServingOutcome(
-        policy="one at a time",
-        users=out(u),
-        output_tokens=out(n),
-        context_tokens=out(t),
-        step_time_s=out(step + 0 * u),
-        wait_mean_s=out((u - 1) / 2 * request + first),
-        wait_last_s=out((u - 1) * request + first),
-        finish_mean_s=out((u + 1) / 2 * request),
-        finish_last_s=out(u * request),
-        tokens_per_s_total=out(1 / step + 0 * u),
-        tokens_per_s_per_user=out(1 / step + 0 * u),
-        fits=out(np.isfinite(request + 0 * u)),
-    )
+    return _serve(False, model, gpu, users, output_tokens, context_tokens, prompt_tokens, opts)
 
 
 def serve_continuous_batching(
@@ -166,44 +147,23 @@ def serve_continuous_batching(
     Same parameters as ``serve_one_at_a_time``. Where U users' KV does not fit beside the weights, the
     times are NaN and ``fits`` is False (a real server would queue the extra users).
 
-    Taught in lesson 25.
-
     >>> b = serve_continuous_batching("llama-3-8b", "h100-sxm", users=[1, 20], output_tokens=400,
     ...                               context_tokens=1000)
     >>> (b.step_time_s / 1e-3).round(2).tolist(), b.tokens_per_s_total.round().tolist()
     ([4.52, 5.26], [221.0, 3800.0])
     """
-    u, n, t = _inputs(users, output_tokens, context_tokens)
     opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
-    step, first = _step_and_first_token_s(model, gpu, u, t, prompt_tokens, opts)
-    done = first + (n - 1) * step
-    return ServingOutcome(
-        policy="continuous batching",
-        users=out(u),
-        output_tokens=out(n),
-        context_tokens=out(t),
-        step_time_s=out(step),
-        wait_mean_s=out(first),
-        wait_last_s=out(first),
-        finish_mean_s=out(done),
-        finish_last_s=out(done),
-        tokens_per_s_total=out(u / step),
-        tokens_per_s_per_user=out(1 / step),
-        fits=out(np.isfinite(step)),
-    )
+    return _serve(True, model, gpu, users, output_tokens, context_tokens, prompt_tokens, opts)
 
 
 def gpu_upgrade_vs_batching(model, users, output_tokens, context_tokens, gpu="h100-sxm", bigger_gpu="h200"):
     """The trap in numbers: the last user's finish time with a bigger GPU serving one at a time, against
     the same GPU serving the users as one batch (s). Returns a dict of the three times.
 
-    Taught in lesson 25.
-
     >>> r = gpu_upgrade_vs_batching("llama-3-8b", 20, 400, 1000)
     >>> round(r["one at a time"], 1), round(r["one at a time, bigger GPU"], 1), round(r["batched"], 1)
     (36.4, 25.5, 2.4)
     """
-    get_gpu(bigger_gpu)
     return {
         "one at a time": serve_one_at_a_time(model, gpu, users, output_tokens, context_tokens).finish_last_s,
         "one at a time, bigger GPU": serve_one_at_a_time(
@@ -217,52 +177,34 @@ HOCKEY_STICK_LOADS = (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1)
 
 
 def latency_against_load(
-    model,
-    gpu,
-    *,
-    input_tokens=1000,
-    output_tokens=400,
-    load_fractions=HOCKEY_STICK_LOADS,
-    requests=800,
-    seed=0,
-    **simulate_kwargs,
+    model, gpu, *, input_tokens=1000, output_tokens=400, load_fractions=HOCKEY_STICK_LOADS
 ):
     """Latency against load (the hockey stick), from the serving simulator (``roofline.sim``).
 
-    Requests of ``input_tokens`` + ``output_tokens`` arrive at random (Poisson) at the given fractions of
-    the closed-form sustainable rate; continuous batching serves them. Returns ``sim.LoadSweep`` (rates in
-    requests/s, p50/p99 TTFT and TPOT in s) with one more attribute-free companion: use ``knee_load`` to find
-    where the tail takes off. ``requests`` per load (≥ 1) bounds the run (800 per load: about 0.1 s each).
-
-    Taught in lesson 25.
+    800 requests of ``input_tokens`` + ``output_tokens`` arrive at random (Poisson) at each of the given
+    fractions of the closed-form sustainable rate; continuous batching serves them. Returns
+    ``sim.LoadSweep`` (rates in requests/s, p50/p99 TTFT and TPOT in s); ``knee_load`` finds where the tail
+    takes off.
 
     >>> s = latency_against_load("llama-3-8b", "h100-sxm", load_fractions=(0.2, 1.0))
     >>> bool(s.ttft_p99_s[1] > 5 * s.ttft_p99_s[0])      # near capacity the tail takes off
     True
     """
-    checked(requests, "requests", minimum=1, whole=True)
-    from roofline import sim  # the simulator imports the lessons' public API; keep the import local
-
-    return sim.latency_vs_load(
-        sim.SimConfig(
-            model,
-            gpu,
-            rate_per_s=1.0,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            requests=int(requests),
-            seed=seed,
-            **simulate_kwargs,
-        ),
-        tuple(load_fractions),
+    server = SimConfig(
+        model,
+        gpu,
+        rate_per_s=1.0,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        requests=800,
+        seed=0,
     )
+    return latency_vs_load(server, tuple(load_fractions))
 
 
-def knee_load(sweep, factor=10.0):
-    """The first load (fraction of the sustainable rate) whose p99 TTFT exceeds ``factor`` × the lightest
-    load's: where the hockey stick turns up. NaN if none does.
-
-    Taught in lesson 25.
+def knee_load(sweep):
+    """The first load (fraction of the sustainable rate) whose p99 TTFT exceeds 10 × the lightest load's:
+    where the hockey stick turns up. NaN if none does.
 
     >>> from types import SimpleNamespace
     >>> s = SimpleNamespace(rates_per_s=np.array([2.0, 8.0, 9.0]), sustainable_rate_per_s=10.0,
@@ -272,40 +214,5 @@ def knee_load(sweep, factor=10.0):
     """
     p99 = np.asarray(sweep.ttft_p99_s, dtype=float)
     loads = np.asarray(sweep.rates_per_s, dtype=float) / sweep.sustainable_rate_per_s
-    over = np.flatnonzero(p99 > checked(factor, "factor", above=1) * p99[0])
+    over = np.flatnonzero(p99 > 10.0 * p99[0])
     return float(loads[over[0]]) if over.size else float("nan")
-
-
-def batching_under_arrivals(
-    model,
-    gpu,
-    rate_per_s: float,
-    output_tokens: int,
-    *,
-    input_tokens: int = 0,
-    requests: int = 300,
-    seed: int = 0,
-    **simulate_kwargs,
-) -> dict:
-    """Lesson 25 with Poisson arrivals instead of everyone at t = 0: the same requests served one at a time
-    (``max_batch`` 1, a queue) and with continuous batching. Returns ``{"one at a time": {...},
-    "continuous batching": {...}}`` with p50/p99 TTFT, TPOT and p99 e2e (s), output tokens/s and whether the
-    queue grows without bound.
-
-    >>> r = batching_under_arrivals("llama-3-8b", "h100-sxm", rate_per_s=1.0, output_tokens=400, requests=60)
-    >>> r["one at a time"]["unstable"], r["continuous batching"]["unstable"]   # 400 × 4.8 ms = 1.9 s each
-    (True, False)
-    """
-    kw = dict(
-        rate_per_s=rate_per_s,
-        requests=requests,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        seed=seed,
-        record_timeline=False,
-        **simulate_kwargs,
-    )
-    return {
-        "one at a time": simulate(SimConfig(model, gpu, max_batch=1, **kw)).summary(),
-        "continuous batching": simulate(SimConfig(model, gpu, **kw)).summary(),
-    }

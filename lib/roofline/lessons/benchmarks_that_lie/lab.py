@@ -57,16 +57,7 @@ class CeilingVsBatch(LiveFigure):
         self._transient_artist(
             ax.fill_between(BATCH_SWEEP, ceiling, hi, color=COLORS["prefill"], alpha=0.12, lw=0)
         )
-        p = plausibility(
-            claimed,
-            s.model,
-            s.gpu,
-            s.batch,
-            s.context_tokens,
-            num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
+        p = plausibility(s, claimed)
         self.claim.set_data([s.batch], [claimed])
         self._transient_artist(
             ax.annotate(
@@ -86,16 +77,7 @@ class CeilingVsBatch(LiveFigure):
 
 def plausibility_readout(s: Scenario, options) -> str:
     """HTML table: the claim, the ceiling, the ratio and the verdict."""
-    p = plausibility(
-        options["claimed_tokens_per_s"],
-        s.model,
-        s.gpu,
-        s.batch,
-        s.context_tokens,
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )
+    p = plausibility(s, options["claimed_tokens_per_s"])
     rows = [("claimed", f"{p.claimed_tokens_per_s:,.0f} tokens/s")]
     if np.isfinite(p.ceiling_tokens_per_s):
         rows += [
@@ -107,10 +89,11 @@ def plausibility_readout(s: Scenario, options) -> str:
     return table_html(rows) + decode_readout(s)
 
 
-def latency_figure(latencies_s, warmup_calls: int = 1, title: str | None = None):
-    """Each call's latency (ms, log scale) with the mean and percentiles, with and without the warm-up calls.
+def latency_figure(latencies_s, warmup_calls: int = 1):
+    """Each call's latency (ms, log scale) with the mean and percentiles, with and without the first
+    ``warmup_calls`` calls.
 
-    A Picture for a notebook. Taught in lesson 06.
+    A Picture for a notebook.
     """
     x = checked(latencies_s, "latencies_s", above=0).ravel()
     cold, warm = latency_summary(x), latency_summary(x, warmup_calls)
@@ -136,23 +119,21 @@ def latency_figure(latencies_s, warmup_calls: int = 1, title: str | None = None)
             ax.axhline(value / MS, color=color, ls=ls, lw=1.8, label=f"{label}: {value / MS:.1f} ms")
         ax.set(yscale="log", xlabel="call number", ylabel="latency (ms)", xlim=(0, x.size + 1))
         ax.legend(loc="upper right", ncols=2, fontsize=10)
-        ax.set_title(title or "One latency sample, summarized four ways", fontsize=12)
+        ax.set_title("One latency sample, summarized four ways", fontsize=12)
     return show(fig, "latency sample")
 
 
-def plausibility_explorer(claimed_tokens_per_s: float = 2000, scenario: Scenario | None = None) -> Explorer:
-    """Lesson 06's explorer: type a claimed tokens/s; choose model, GPU, GPU count, weight precision,
-    batch and context.
+def plausibility_explorer(scenario: Scenario | None = None) -> Explorer:
+    """Lesson 06's explorer: type a claimed tokens/s (2,000 to start); choose model, GPU, GPU count, weight
+    precision, batch and context.
 
     >>> ex = plausibility_explorer()
     >>> ex.set(claimed_tokens_per_s=150.0); ex.readout.value.count("plausible")
     1
-    >>> ex.set(model="llama-3-70b", weight_precision="fp8", num_gpus=2); ex.scenario.num_gpus
-    2
     """
     knobs = {
         "claimed_tokens_per_s": W.BoundedFloatText(
-            value=claimed_tokens_per_s, min=1, max=1e7, step=10, description="claimed tokens/s"
+            value=2000, min=1, max=1e7, step=10, description="claimed tokens/s"
         )
     }
     return Explorer(

@@ -7,7 +7,7 @@ finished (no synchronize), counting prompt tokens as output, and timing cold cal
 where percentiles belong. The cure for all three starts with physics: a decode step cannot be shorter
 than its roofline time, so B users cannot get more than B ÷ step tokens/s from plain decoding.
 
->>> p = plausibility(2000, "llama-3-8b", "h100-sxm")
+>>> p = plausibility(Scenario(context_tokens=0), 2000)     # Llama 3 8B, one user, one H100
 >>> round(p.ceiling_tokens_per_s), round(p.ratio, 1), p.plausible
 (223, 9.0, False)
 """
@@ -24,8 +24,8 @@ import numpy as np
 from roofline.assumptions import assumption
 from roofline.checks import checked, out
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.step import decode_step, prefill
 from roofline.results import Flag, Label, Number, Result
+from roofline.scenario import Scenario
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
 # well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of 209 tok/s).
@@ -39,8 +39,6 @@ class AsyncStream:
 
     A "kernel" here is a sleep of ``work_s`` seconds on the worker thread. Like a GPU, the worker keeps
     running after the caller has moved on, which is exactly what fools a timer read without a sync.
-
-    Taught in lesson 06.
 
     >>> with AsyncStream() as stream:
     ...     stream.launch(0.01)          # returns immediately
@@ -97,7 +95,6 @@ class Timing:
 
     tokens: int
     elapsed_s: float  # what the timer read
-    synchronized: bool
 
     @property
     def tokens_per_s(self) -> float:
@@ -105,18 +102,9 @@ class Timing:
         return self.tokens / self.elapsed_s
 
 
-def time_decode(
-    n_tokens: int,
-    step_s: float,
-    *,
-    synchronize: bool,
-    stream: AsyncStream | None = None,
-    clock=time.perf_counter,
-) -> Timing:
-    """Time ``n_tokens`` decode steps of ``step_s`` seconds each on an ``AsyncStream``, with or without a
+def time_decode(n_tokens: int, step_s: float, *, synchronize: bool) -> Timing:
+    """Time ``n_tokens`` decode steps of ``step_s`` seconds each on a new ``AsyncStream``, with or without a
     synchronize before the timer stops. The stream is drained afterwards (outside the timed region).
-
-    Taught in lesson 06.
 
     >>> real = time_decode(5, 2e-3, synchronize=True)
     >>> fake = time_decode(5, 2e-3, synchronize=False)
@@ -126,41 +114,31 @@ def time_decode(
     n = int(n_tokens)
     if n < 1:
         raise InvalidConfigurationError(f"n_tokens must be >= 1, got {n_tokens!r}")
-    own = stream is None
-    stream = stream or AsyncStream()
-    try:
-        start = clock()
+    with AsyncStream() as stream:
+        start = time.perf_counter()
         for _ in range(n):
             stream.launch(step_s)  # one step's kernels, queued
         if synchronize:
             stream.synchronize()
-        elapsed = clock() - start
-        stream.synchronize()  # drain, so the next measurement starts clean
-    finally:
-        if own:
-            stream.close()
-    return Timing(tokens=n, elapsed_s=max(elapsed, 1e-9), synchronized=synchronize)
+        elapsed = time.perf_counter() - start
+    return Timing(tokens=n, elapsed_s=max(elapsed, 1e-9))
 
 
 # -- bug 2: prompt tokens counted as output -------------------------------------------------------------
-def request_time_s(
-    model, gpu, prompt_tokens, output_tokens, *, weight_precision="bf16", kv_precision="bf16", num_gpus=1
-) -> float:
-    """Roofline time of one request at batch 1: prefill of P prompt tokens + n decode steps (s).
+def request_time_s(s: Scenario, output_tokens) -> float:
+    """Roofline time of one request of the scenario's P prompt tokens at batch 1: its prefill + n =
+    ``output_tokens`` decode steps (s).
 
     Decode step i reads the weights and P + i tokens of KV. A lower bound: real kernels are slower.
 
-    Taught in lesson 06.
-
-    >>> round(request_time_s("llama-3-8b", "h100-sxm", 2000, 100), 3)
+    >>> round(request_time_s(Scenario(prompt_tokens=2000), 100), 3)
     0.485
     """
-    checked(prompt_tokens, "prompt_tokens", minimum=1, whole=True)
+    checked(s.prompt_tokens, "prompt_tokens", minimum=1, whole=True)
     checked(output_tokens, "output_tokens", minimum=1, whole=True)
-    p, n = int(prompt_tokens), int(output_tokens)
-    kw = {"weight_precision": weight_precision, "kv_precision": kv_precision, "num_gpus": num_gpus}
-    pre = prefill(model, gpu, p, **kw).time_s
-    steps = decode_step(model, gpu, 1, np.arange(p, p + n), **kw).step_time_s
+    p, n = int(s.prompt_tokens), int(output_tokens)
+    pre = s.prefill(on_overflow="raise").time_s
+    steps = s.decode(batch=1, context_tokens=np.arange(p, p + n), on_overflow="raise").step_time_s
     return float(pre + np.sum(steps))
 
 
@@ -168,8 +146,6 @@ def reported_tokens_per_s(output_tokens, elapsed_s, prompt_tokens=0, *, count_pr
     """Tokens/s as a benchmark reports it: output tokens (plus prompt tokens, if the bug is present) ÷ time.
 
     ``output_tokens``, ``prompt_tokens`` : counts; ``elapsed_s`` : wall time of the request (s). Broadcasts.
-
-    Taught in lesson 06.
 
     >>> reported_tokens_per_s(100, 0.5), reported_tokens_per_s(100, 0.5, 2000, count_prompt_tokens=True)
     (200.0, 4200.0)
@@ -182,20 +158,11 @@ def reported_tokens_per_s(output_tokens, elapsed_s, prompt_tokens=0, *, count_pr
 
 # -- bug 3: warm-up and means ----------------------------------------------------------------------------
 def simulated_latencies_s(
-    n_calls: int,
-    typical_s: float,
-    *,
-    first_call_s: float = 0.0,
-    jitter: float = 0.05,
-    tail_fraction: float = 0.02,
-    tail_factor: float = 3.0,
-    seed: int = 0,
+    n_calls: int, typical_s: float, *, first_call_s: float = 0.0, seed: int = 0
 ) -> np.ndarray:
-    """A seeded synthetic sample of per-call latencies (s): log-normal jitter around ``typical_s``, a small
-    share of slow calls (``tail_fraction`` of them ``tail_factor`` × slower: a neighbour's prefill, a
+    """A seeded synthetic sample of ``n_calls`` per-call latencies (s): log-normal jitter (log-spread 0.05)
+    around ``typical_s``, a few slow calls (2 % of them 3 × slower: a neighbour's prefill, a
     garbage-collection pause), and a cold first call of ``first_call_s`` (compilation, allocator, caches).
-
-    Taught in lesson 06.
 
     >>> x = simulated_latencies_s(200, 6e-3, first_call_s=2.0)
     >>> x.shape, float(x[0]), bool(np.median(x) < 7e-3)
@@ -206,9 +173,8 @@ def simulated_latencies_s(
         raise InvalidConfigurationError(f"n_calls must be >= 1, got {n_calls!r}")
     typical = float(checked(typical_s, "typical_s", above=0))
     rng = np.random.default_rng(seed)
-    x = typical * rng.lognormal(0.0, checked(jitter, "jitter", minimum=0), n)
-    slow = rng.random(n) < checked(tail_fraction, "tail_fraction", minimum=0, maximum=1)
-    x = np.where(slow, x * checked(tail_factor, "tail_factor", minimum=1), x)
+    x = typical * rng.lognormal(0.0, 0.05, n)
+    x = np.where(rng.random(n) < 0.02, x * 3.0, x)
     if first_call_s > 0:
         x[0] = first_call_s
     return x
@@ -221,14 +187,11 @@ class LatencySummary:
     calls: int
     mean_s: float
     p50_s: float
-    p90_s: float
     p99_s: float
 
 
 def latency_summary(latencies_s, warmup_calls: int = 0) -> LatencySummary:
-    """Mean, p50, p90 and p99 of ``latencies_s`` (s) after dropping the first ``warmup_calls`` calls.
-
-    Taught in lesson 06.
+    """Mean, p50 and p99 of ``latencies_s`` (s) after dropping the first ``warmup_calls`` calls.
 
     >>> s = latency_summary([1.0, 0.01, 0.01, 0.01, 0.01], warmup_calls=1)
     >>> s.calls, s.mean_s, s.p50_s
@@ -239,10 +202,8 @@ def latency_summary(latencies_s, warmup_calls: int = 0) -> LatencySummary:
     if w < 0 or w >= x.size:
         raise InvalidConfigurationError(f"warmup_calls must be in [0, {x.size - 1}], got {warmup_calls!r}")
     x = x[w:]
-    p50, p90, p99 = np.percentile(x, [50, 90, 99])
-    return LatencySummary(
-        calls=int(x.size), mean_s=float(x.mean()), p50_s=float(p50), p90_s=float(p90), p99_s=float(p99)
-    )
+    p50, p99 = np.percentile(x, [50, 99])
+    return LatencySummary(calls=int(x.size), mean_s=float(x.mean()), p50_s=float(p50), p99_s=float(p99))
 
 
 # -- the physics check ------------------------------------------------------------------------------------
@@ -257,48 +218,23 @@ class Plausibility(Result):
     verdict: Label  # str (or array of str)
 
 
-def plausibility(
-    claimed_tokens_per_s,
-    model,
-    gpu,
-    batch=1,
-    context_tokens=0,
-    *,
-    num_gpus=1,
-    weight_precision="bf16",
-    kv_precision="bf16",
-) -> Plausibility:
-    """Is a claimed decode rate (tokens/s over all ``batch`` users) physically possible?
+def plausibility(s: Scenario, claimed_tokens_per_s) -> Plausibility:
+    """Is a claimed decode rate (tokens/s over all the scenario's B users at T tokens each) possible?
 
-    The ceiling is ``batch`` ÷ the roofline step time (weights + KV over bandwidth, or FLOPs over peak):
-    no launch overhead, perfect kernels. A claim above it is impossible for plain decoding; a claim
-    above ``EDGE_OF_POSSIBLE`` × ceiling is suspicious (real kernels stay below ~90 % of it). Speculative
+    The ceiling is B ÷ the roofline step time (weights + KV over bandwidth, or FLOPs over peak): no launch
+    overhead, perfect kernels. A claim above it is impossible for plain decoding; a claim above
+    ``EDGE_OF_POSSIBLE`` × ceiling is suspicious (real kernels stay below ~90 % of it). Speculative
     decoding can beat the ceiling (several tokens per weight read), so such a claim needs that stated.
+    ``claimed_tokens_per_s`` (tokens/s, > 0) may be an array.
 
-    Parameters: ``claimed_tokens_per_s`` (tokens/s, > 0), ``batch`` (users), ``context_tokens`` (tokens
-    of KV per user), the rest as in ``decode_step``. Arrays broadcast.
-
-    Taught in lesson 06.
-
-    >>> plausibility(2000, "llama-3-8b", "h100-sxm").verdict
+    >>> one = Scenario(context_tokens=0)
+    >>> plausibility(one, 2000).verdict
     'impossible: 9.0x above the ceiling of 223 tokens/s'
-    >>> plausibility(170, "llama-3-8b", "h100-sxm").verdict
+    >>> plausibility(one, 170).verdict
     'plausible: 76% of the ceiling of 223 tokens/s'
-    >>> plausibility([2000, 4000], "llama-3-8b", "h100-sxm", batch=32, context_tokens=1000).plausible.tolist()
-    [True, True]
     """
     claimed = checked(claimed_tokens_per_s, "claimed_tokens_per_s", above=0)
-    step = decode_step(
-        model,
-        gpu,
-        batch,
-        context_tokens,
-        num_gpus=num_gpus,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-        on_overflow="mask",
-    )
-    ceiling = np.asarray(step.tokens_per_s_total)
+    ceiling = np.asarray(s.decode().tokens_per_s_total)
     claimed, ceiling = np.broadcast_arrays(claimed, ceiling)
     ratio = claimed / ceiling
     fits = np.isfinite(ceiling)

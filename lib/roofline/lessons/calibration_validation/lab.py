@@ -1,7 +1,5 @@
 """Figures of the engine model's parts: kernels measured against the kernel model, and the gap by engine.
-
-Taught in notebooks/calibration_validation.ipynb. The numbers come from ``roofline.engines`` (its kernel
-timings and fits); this module only draws them.
+The numbers come from ``roofline.calibration`` (its kernel timings and fits); this module only draws them.
 
 >>> kernel_fit_figure("h100-sxm", "vllm")
 <kernel fit>
@@ -14,12 +12,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from roofline.calibration import kernels, validation
-from roofline.course.figures import (
-    COLORS,
-    Picture,
-    new_figure,
-    nice_limits,
-)
+from roofline.course.figures import COLORS, Picture, new_figure, nice_limits
 from roofline.lessons.floor_to_real_server.lab import ENGINE_COLORS, REGIME_MARKERS
 from roofline.units import TFLOPS
 
@@ -50,28 +43,21 @@ def kernel_fit_figure(gpu: str = "h100-sxm", engine: str = "vllm", dtype: str = 
         roof = np.minimum(s["peak"], flops / (bytes_ / s["bandwidth"]))
         ax.plot(m_line, roof / TFLOPS, ls="--", lw=0.8, color=color, alpha=0.6)
     p = kernels.kernel_parameters(gpu, engine, dtype=dtype)
+    title = f"{dtype.upper()} GEMMs on {gpu} ({engine}): measured (points), model (lines), roofline (- -)"
     ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="tokens in the step (m)",
-        ylabel="achieved TFLOP/s",
-        title=f"{dtype.upper()} GEMMs on {gpu} ({engine}): measured (points), model (lines), roofline (- -)",
+        xscale="log", yscale="log", xlabel="tokens in the step (m)", ylabel="achieved TFLOP/s", title=title
     )
     ax.title.set_fontsize(9)
-    ax.text(
-        0.02,
-        0.97,
+    fitted = (
         f"fitted: {p['gemm_compute_fraction']:.0%} of peak math, {p['gemm_bandwidth_fraction']:.0%} "
-        f"of bandwidth, {p['gemm_overhead_s'] * 1e6:.1f} µs per kernel",
-        transform=ax.transAxes,
-        va="top",
-        fontsize=8,
+        f"of bandwidth, {p['gemm_overhead_s'] * 1e6:.1f} µs per kernel"
     )
+    ax.text(0.02, 0.97, fitted, transform=ax.transAxes, va="top", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     return Picture(fig, "kernel fit")
 
 
-def residuals_figure(validation: validation.Validation, in_sample: np.ndarray | None = None) -> Picture:
+def residuals_figure(validation: validation.Validation, in_sample: np.ndarray) -> Picture:
     """Predicted against measured time, one panel per regime: held-out predictions filled (each from a
     fit that never saw its group), in-sample predictions as grey rings; the diagonal and ±20 % lines."""
     ms = validation.measurements
@@ -80,10 +66,8 @@ def residuals_figure(validation: validation.Validation, in_sample: np.ndarray | 
     for ax, reg in zip(axes, regimes, strict=True):
         sel = ms.regime == reg
         y = ms.measured_s[sel]
-        if in_sample is not None:
-            ax.scatter(
-                y, in_sample[sel], s=14, facecolors="none", edgecolors="#AAAAAA", lw=0.7, label="in-sample"
-            )
+        ring = dict(s=14, facecolors="none", edgecolors="#AAAAAA", lw=0.7)
+        ax.scatter(y, in_sample[sel], label="in-sample", **ring)
         for eng, color in ENGINE_COLORS.items():
             e = sel & (ms.engine == eng)
             if e.any():
@@ -101,28 +85,23 @@ def residuals_figure(validation: validation.Validation, in_sample: np.ndarray | 
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(reg, fontsize=12)
     axes[0].set_ylabel("predicted (s)")
-    handles, labels = [], []
+    handles = {}  # one legend entry per label, whichever panel has it
     for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=9)
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=4, fontsize=9)
     return Picture(fig, "residuals")
 
 
-def kernel_fit_explorer(gpu: str = "h100-sxm", engine: str = "vllm", dtype: str = "bf16") -> W.VBox:
-    """A GEMM's measured TFLOP/s against the kernel model, for any timed GPU, engine and GEMM format
-    (``roofline.views.engines.kernel_fit_figure``). Not a step explorer: it shows the data a step's kernel
-    numbers come from. The picture is an ``Image`` widget, so a saved notebook keeps the last one."""
-    from roofline.calibration.kernels import load_kernel_table
-    from roofline.lessons.calibration_validation.lab import kernel_fit_figure
-
-    t = load_kernel_table("gemm.csv")
+def kernel_fit_explorer() -> W.VBox:
+    """``kernel_fit_figure`` for any timed GPU, engine and GEMM format. Not a step explorer: it shows the
+    data a step's kernel numbers come from. The picture is an ``Image`` widget, so a saved notebook keeps
+    the last one."""
+    t = kernels.load_kernel_table("gemm.csv")
     timed = set(zip(t["gpu"].tolist(), t["engine"].tolist(), t["dtype"].tolist(), strict=True))
     menus = [
         W.Dropdown(options=sorted({c[i] for c in timed}), value=v, description=name)
-        for i, (name, v) in enumerate((("GPU", gpu), ("engine", engine), ("GEMM format", dtype)))
+        for i, (name, v) in enumerate((("GPU", "h100-sxm"), ("engine", "vllm"), ("GEMM format", "bf16")))
     ]
     image = W.Image(format="png", layout=W.Layout(max_width="100%"))
     note = W.HTML()

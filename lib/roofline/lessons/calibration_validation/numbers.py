@@ -30,25 +30,16 @@ def kernel_origin(kernels_from: str) -> str:
 
 
 def kernel_table(gpus, engine: str = DEFAULT_ENGINE) -> list[dict]:
-    """Per GPU: the engine's kernel numbers (fractions of peak; ``gemm_kernel_s`` in s) and their origin
-    (:func:`kernel_origin`). Taught in notebooks/calibration_validation.ipynb.
+    """Per GPU (ids): its family, the engine's kernel numbers (fractions of peak; ``gemm_kernel_s`` in s) and
+    their origin (:func:`kernel_origin`).
 
     >>> [r["origin"] for r in kernel_table(["h100-sxm", "mi300x"])]
     ['timed', 'sourced']
     """
+    keys = ("gemm_compute_fraction", "gemm_bandwidth_fraction", "kv_bandwidth_fraction", "gemm_kernel_s")
     rows = []
     for gpu in gpus:
         p = engine_params(engine, gpu)
-        rows.append(
-            {
-                "gpu": get_gpu(gpu).id,
-                "family": p.gpu_family,
-                "engine": p.engine,
-                "gemm_compute_fraction": p.gemm_compute_fraction,
-                "gemm_bandwidth_fraction": p.gemm_bandwidth_fraction,
-                "kv_bandwidth_fraction": p.kv_bandwidth_fraction,
-                "gemm_kernel_s": p.gemm_kernel_s,
-                "origin": kernel_origin(p.kernels_from),
-            }
-        )
+        row = {"gpu": get_gpu(gpu).id, "family": p.gpu_family, **{k: getattr(p, k) for k in keys}}
+        rows.append({**row, "origin": kernel_origin(p.kernels_from)})
     return rows

@@ -8,10 +8,9 @@ from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from roofline.course.figures import COLORS, LiveFigure, nice_limits
+from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, table_html
 from roofline.course.widgets import STEP, Explorer
-from roofline.data import get_gpu, get_model
 from roofline.errors import DoesNotFitError
 from roofline.lessons.chunked_prefill.numbers import (
     CHUNK_OPTIONS,
@@ -34,19 +33,12 @@ def _no_fit_message(live: LiveFigure, ax, s: Scenario) -> None:
     )
     cap = memory_available_bytes(s.gpu, s.num_gpus)
     live._transient_artist(ax.axvspan(*ax.get_xlim(), color=COLORS["overflow"], alpha=0.25, lw=0))
-    live._transient_artist(
-        ax.text(
-            0.5,
-            0.5,
-            f"does not fit in memory:\n{s.batch} users x {s.context_tokens:,} tokens + "
-            f"{s.prompt_tokens:,}-token prompt\nneed {need / GB:.0f} GB of {cap / GB:.0f} GB",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=12,
-            color="#444444",
-        )
+    text = (
+        f"does not fit in memory:\n{s.batch} users x {s.context_tokens:,} tokens + "
+        f"{s.prompt_tokens:,}-token prompt\nneed {need / GB:.0f} GB of {cap / GB:.0f} GB"
     )
+    style = dict(transform=ax.transAxes, ha="center", va="center", fontsize=12, color="#444444")
+    live._transient_artist(ax.text(0.5, 0.5, text, **style))
 
 
 class PrefillTimeline(LiveFigure):
@@ -73,27 +65,14 @@ class PrefillTimeline(LiveFigure):
 
     def _draw(self, s):
         s = chunk_scenario(s)
-        ok = prompt_fits(
-            get_model(s.model),
-            get_gpu(s.gpu),
-            s.batch,
-            s.context_tokens,
-            s.prompt_tokens,
-            s.num_gpus,
-            s.weight_precision,
-            s.kv_precision,
-        )
-        if not ok:
+        if not prompt_fits(s):
             for ax, line, v in zip(self.axes, self.lines, self.ttft, strict=True):
                 line.set_data([], [])
                 v.set_xdata([np.nan, np.nan])
                 _no_fit_message(self, ax, s)
             self.fig.suptitle("Prompt arrival: does not fit in memory", fontsize=12)
             return
-        runs = [
-            prompt_arrival_timeline(s, None),
-            prompt_arrival_timeline(s, s.chunk_tokens),
-        ]
+        runs = [prompt_arrival_timeline(s, chunk) for chunk in (None, s.chunk_tokens)]
         x_hi = max(r.step_start_s[-1] + r.step_time_s[-1] for r in runs) / MS
         x_lo = min(r.step_start_s[0] for r in runs) / MS
         y_lo, y_hi = nice_limits(np.concatenate([r.step_time_s for r in runs]) / MS, log=True)
@@ -111,28 +90,12 @@ class PrefillTimeline(LiveFigure):
                 ax.add_collection(PolyCollection(boxes, facecolors=colors, alpha=0.6, lw=0))
             )
             v.set_xdata([r.ttft_s / MS] * 2)
-            self._transient_artist(
-                ax.text(
-                    r.ttft_s / MS,
-                    0.97,
-                    f"TTFT {r.ttft_s / MS:.0f} ms ",
-                    transform=ax.get_xaxis_transform(),
-                    va="top",
-                    ha="right",
-                    fontsize=11,
-                    color=COLORS["prefill"],
-                )
+            style = dict(
+                transform=ax.get_xaxis_transform(), va="top", ha="right", fontsize=11, color=COLORS["prefill"]
             )
-            self._transient_artist(
-                ax.text(
-                    0.02,
-                    0.97,
-                    f"worst gap {r.worst_gap_s / MS:.1f} ms\n(normal {r.normal_gap_s / MS:.1f} ms)",
-                    transform=ax.transAxes,
-                    fontsize=11,
-                    va="top",
-                )
-            )
+            self._transient_artist(ax.text(r.ttft_s / MS, 0.97, f"TTFT {r.ttft_s / MS:.0f} ms ", **style))
+            gaps = f"worst gap {r.worst_gap_s / MS:.1f} ms\n(normal {r.normal_gap_s / MS:.1f} ms)"
+            self._transient_artist(ax.text(0.02, 0.97, gaps, transform=ax.transAxes, fontsize=11, va="top"))
             ax.set_xlim(x_lo, x_hi * 1.02)
             ax.set_ylim(y_lo, y_hi)
             ax.set_title(title, fontsize=12)
@@ -141,6 +104,9 @@ class PrefillTimeline(LiveFigure):
             f"(T={s.context_tokens:,}): {s.model} on {s.num_gpus}x {s.gpu}",
             fontsize=12,
         )
+
+
+LABELLED_CHUNKS = (64, 256, 1024, 4096)
 
 
 class ChunkTradeoffChart(LiveFigure):
@@ -158,7 +124,7 @@ class ChunkTradeoffChart(LiveFigure):
                     "", (1, 1), xytext=(6, 4), textcoords="offset points", fontsize=10, color="#444444"
                 )
             )
-            for _ in (64, 256, 1024, 4096)
+            for _ in LABELLED_CHUNKS
         ]
         ax.set(
             xscale="log",
@@ -170,12 +136,9 @@ class ChunkTradeoffChart(LiveFigure):
 
     def _draw(self, s):
         s = chunk_scenario(s)
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
         ax = self.axes[0]
-        r = chunk_size_tradeoff(
-            s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, SWEEP_CHUNKS, **kw
-        )
-        if not np.all(r.fits):
+        r = chunk_size_tradeoff(s, SWEEP_CHUNKS)
+        if not r.fits:
             for a in (self.curve, self.unchunked, self.marker):
                 a.set_data([], [])
             for lab in self.labels:
@@ -187,28 +150,17 @@ class ChunkTradeoffChart(LiveFigure):
         self.curve.set_data(gap, ttft)
         base = prompt_arrival_timeline(s, None)
         self.unchunked.set_data([base.worst_gap_s / MS], [base.ttft_s / MS])
-        here = chunk_size_tradeoff(
-            s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, s.chunk_tokens, **kw
-        )
+        here = chunk_size_tradeoff(s, s.chunk_tokens)
         self.marker.set_data([here.worst_gap_s / MS], [here.ttft_s / MS])
-        labelled = chunk_size_tradeoff(
-            s.model, s.gpu, s.batch, s.context_tokens, s.prompt_tokens, [64, 256, 1024, 4096], **kw
-        )
+        labelled = chunk_size_tradeoff(s, LABELLED_CHUNKS)
         for lab, c, x, y in zip(
-            self.labels, (64, 256, 1024, 4096), labelled.worst_gap_s / MS, labelled.ttft_s / MS, strict=True
+            self.labels, LABELLED_CHUNKS, labelled.worst_gap_s / MS, labelled.ttft_s / MS, strict=True
         ):
             lab.xy = (x, y)
             lab.set_text(f"C={c:,}" if c < s.prompt_tokens else "")
-        self._transient_artist(
-            ax.annotate(
-                f"C={s.chunk_tokens:,}: TTFT {here.ttft_s / MS:.0f} ms, gap {here.worst_gap_s / MS:.1f} ms",
-                (here.worst_gap_s / MS, here.ttft_s / MS),
-                xytext=(10, 18),
-                textcoords="offset points",
-                fontsize=11,
-                color=COLORS["decode"],
-            )
-        )
+        text = f"C={s.chunk_tokens:,}: TTFT {here.ttft_s / MS:.0f} ms, gap {here.worst_gap_s / MS:.1f} ms"
+        style = dict(xytext=(10, 18), textcoords="offset points", fontsize=11, color=COLORS["decode"])
+        self._transient_artist(ax.annotate(text, (here.worst_gap_s / MS, here.ttft_s / MS), **style))
         xs = np.concatenate([gap, [base.worst_gap_s / MS]])
         ys = np.concatenate([ttft, [base.ttft_s / MS]])
         ax.set_xlim(nice_limits(xs, log=True))
@@ -267,10 +219,7 @@ def chunk_case(s: Scenario, options: dict | None = None) -> StepCase:
 
 def arrivals_tradeoff_figure(r):
     """The chunk-size trade-off under random arrivals (``chunk_tradeoff_under_arrivals``): TTFT p50/p99 (left)
-    and TPOT p50/p99 (right) against the chunk size, the unchunked server at the right. Returns a picture.
-    Taught in lesson 44."""
-    from roofline.course.figures import new_figure, show
-
+    and TPOT p50/p99 (right) against the chunk size, the unchunked server at the right. Returns a picture."""
     fig, (left, right) = new_figure(2, figsize=(10, 4.2))
     labels = [("whole" if c == 0 else f"{c:,}") for c in np.asarray(r.chunk_tokens)]
     x = np.arange(len(labels))
@@ -291,16 +240,13 @@ def arrivals_tradeoff_figure(r):
     return show(fig, "chunk size under arrivals")
 
 
-def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
-    """An ``Explorer`` with sliders for decoding users, prompt length and the chunk size C.
-
-    The chunk size is not a ``Scenario`` field, so this adds its own slider to the standard explorer.
+def chunk_explorer(scenario: Scenario | None = None):
+    """An ``Explorer`` with sliders for decoding users, prompt length and the chunk size C (a slider of its
+    own: the chunk size is a ``ChunkScenario`` field).
 
     >>> ex = chunk_explorer(ChunkScenario(batch=30, prompt_tokens=8000))
     >>> ex.set(chunk_tokens=256); ex.scenario.chunk_tokens
     256
-
-    Taught in lesson 44.
     """
     s = chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
     slider = W.SelectionSlider(
@@ -312,6 +258,6 @@ def chunk_explorer(scenario: Scenario | None = None, figure=PrefillTimeline):
     # the lesson's table, then the mixed step (the decoders plus one chunk): floor, engine, cost
     readout = combine_readouts(chunk_readout, case_readout_for(chunk_case))
     controls = ["batch", "prompt_tokens", ("chunk_tokens", slider), "context_tokens", *STEP[2:]]
-    ex = Explorer(figure, controls, s, readout)
+    ex = Explorer(PrefillTimeline, controls, s, readout)
     ex.controls["batch"].description = "decoding users B"
     return ex

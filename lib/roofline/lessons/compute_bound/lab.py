@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from roofline.course.figures import COLORS, LiveFigure, nice_limits
+from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
@@ -14,6 +14,9 @@ from roofline.lessons.compute_bound.numbers import (
     LABELLED_BATCHES,
     SATURATION_BATCHES,
     context_limit_tokens,
+    matmul_flip_batch,
+    per_kernel_ceiling_tokens_per_s,
+    per_kernel_decode,
     throughput_ceiling_tokens_per_s,
 )
 from roofline.physics.balance import compute_bound_batch
@@ -36,18 +39,8 @@ class ThroughputVsLatency(LiveFigure):
         self.comp = m(ax.plot([], [], color=COLORS["compute"], label="compute-bound")[0])
         self.points = m(ax.plot([], [], "o", color="black", ms=6, zorder=5)[0])
         self.ceiling = m(ax.axhline(1, color=COLORS["compute"], ls="--", lw=1.5, label="compute ceiling"))
-        self.flip = m(
-            ax.plot(
-                [],
-                [],
-                "*",
-                color=COLORS["compute"],
-                ms=18,
-                mec="black",
-                zorder=6,
-                label="first compute-bound batch",
-            )[0]
-        )
+        star = dict(color=COLORS["compute"], ms=18, mec="black", zorder=6, label="first compute-bound batch")
+        self.flip = m(ax.plot([], [], "*", **star)[0])
         ax.set(
             xscale="log", yscale="log", xlabel="each user's time per token (ms)", ylabel="tokens/s, all users"
         )
@@ -69,25 +62,13 @@ class ThroughputVsLatency(LiveFigure):
             s.model, s.gpu, s.context_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision
         )
         self.ceiling.set_ydata([ceiling, ceiling])
-        self._transient_artist(
-            ax.text(
-                0.99,
-                ceiling * 1.15,
-                f"ceiling {ceiling:,.0f} tokens/s",
-                ha="right",
-                transform=ax.get_yaxis_transform(),
-                fontsize=11,
-                color=COLORS["compute"],
-            )
-        )
+        style = dict(ha="right", transform=ax.get_yaxis_transform(), fontsize=11, color=COLORS["compute"])
+        self._transient_artist(ax.text(0.99, ceiling * 1.15, f"ceiling {ceiling:,.0f} tokens/s", **style))
         labelled = np.isin(SATURATION_BATCHES, LABELLED_BATCHES) & np.isfinite(x)
         self.points.set_data(x[labelled], y[labelled])
         for b, xi, yi in zip(SATURATION_BATCHES[labelled], x[labelled], y[labelled], strict=True):
-            self._transient_artist(
-                ax.annotate(
-                    f"B={b}", (xi, yi), xytext=(8, -4), textcoords="offset points", fontsize=11, ha="left"
-                )
-            )
+            label = ax.annotate(f"B={b}", (xi, yi), xytext=(8, -4), textcoords="offset points", fontsize=11)
+            self._transient_artist(label)
         self._mark_flip(ax, s)
         xs = x[np.isfinite(x)]
         lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
@@ -107,54 +88,23 @@ class ThroughputVsLatency(LiveFigure):
         here = s.decode(batch=flip) if flip is not None else None
         if here is not None and here.fits:
             self.flip.set_data([here.step_time_s / MS], [here.tokens_per_s_total])
-            self._transient_artist(
-                ax.annotate(
-                    f"compute-bound from B={flip:,}",
-                    (here.step_time_s / MS, here.tokens_per_s_total),
-                    xytext=(10, -22),
-                    textcoords="offset points",
-                    fontsize=12,
-                    color=COLORS["compute"],
-                )
-            )
+            xy = (here.step_time_s / MS, here.tokens_per_s_total)
+            style = dict(xytext=(10, -22), textcoords="offset points", fontsize=12, color=COLORS["compute"])
+            self._transient_artist(ax.annotate(f"compute-bound from B={flip:,}", xy, **style))
         else:
             self.flip.set_data([], [])
             why = "never, at any batch" if flip is None else f"only at B={flip:,}, past the memory limit"
-            self._transient_artist(
-                ax.text(
-                    0.02,
-                    0.95,
-                    f"compute-bound: {why}",
-                    transform=ax.transAxes,
-                    fontsize=12,
-                    va="top",
-                    color=COLORS["compute"],
-                )
-            )
+            style = dict(transform=ax.transAxes, fontsize=12, va="top", color=COLORS["compute"])
+            self._transient_artist(ax.text(0.02, 0.95, f"compute-bound: {why}", **style))
 
     def _shade_memory_limit(self, ax, s, xs, hi):
         """Shade the latencies past the largest batch that fits in memory."""
-        limit = max_batch(
-            s.model,
-            s.gpu,
-            max(s.context_tokens, 1),
-            num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
+        limit = s.users_that_fit()
         if limit < SATURATION_BATCHES[-1] and xs.size:
             edge = xs.max()
             self._transient_artist(ax.axvspan(edge, hi, color=COLORS["overflow"], alpha=0.25, lw=0))
-            self._transient_artist(
-                ax.text(
-                    edge * 1.05,
-                    0.5,
-                    f"memory full\nat B={limit:,}",
-                    transform=ax.get_xaxis_transform(),
-                    fontsize=11,
-                    color="#444444",
-                )
-            )
+            style = dict(transform=ax.get_xaxis_transform(), fontsize=11, color="#444444")
+            self._transient_artist(ax.text(edge * 1.05, 0.5, f"memory full\nat B={limit:,}", **style))
 
 
 class FlipBatchVsContext(LiveFigure):
@@ -196,15 +146,9 @@ class FlipBatchVsContext(LiveFigure):
             self._transient_artist(
                 ax.axvspan(t_star, CONTEXT_SWEEP[-1], color=COLORS["overflow"], alpha=0.2, lw=0)
             )
+            style = dict(transform=ax.get_xaxis_transform(), fontsize=11, va="top")
             self._transient_artist(
-                ax.text(
-                    t_star * 1.15,
-                    0.9,
-                    f"T ≥ {t_star:,.0f}: never\ncompute-bound",
-                    transform=ax.get_xaxis_transform(),
-                    fontsize=11,
-                    va="top",
-                )
+                ax.text(t_star * 1.15, 0.9, f"T ≥ {t_star:,.0f}: never\ncompute-bound", **style)
             )
         reachable = np.isfinite(flip) & (flip <= np.nan_to_num(fit, nan=0))
         if reachable.any() and not reachable.all():
@@ -227,7 +171,6 @@ class FlipBatchVsContext(LiveFigure):
 
 def saturation_readout(s) -> str:
     """HTML table for the lesson-61 explorer: ridge, flip batch, memory limit, throughput ceiling.
-    Taught in lesson 61.
 
     >>> from roofline.scenario import Scenario
     >>> "B = 438" in saturation_readout(Scenario(context_tokens=128))
@@ -238,58 +181,37 @@ def saturation_readout(s) -> str:
     flip = compute_bound_batch(
         s.model, s.gpu, s.context_tokens, weight_precision=s.weight_precision, kv_precision=s.kv_precision
     )
-    limit = max_batch(
-        s.model,
-        s.gpu,
-        max(s.context_tokens, 1),
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )
+    limit = s.users_that_fit()
     ceiling = throughput_ceiling_tokens_per_s(
         s.model, s.gpu, s.context_tokens, num_gpus=s.num_gpus, weight_precision=s.weight_precision
     )
+    flip_text = "never" if flip is None else f"B = {flip:,}" + ("" if flip <= limit else " (does not fit)")
     rows = [
         ("ridge point", f"{ridge:.0f} FLOP/byte"),
-        (
-            "compute-bound from",
-            "never"
-            if flip is None
-            else f"B = {flip:,}" + ("" if flip is None or flip <= limit else " (does not fit)"),
-        ),
+        ("compute-bound from", flip_text),
         ("largest batch that fits", f"{limit:,}"),
         ("compute ceiling", f"{ceiling:,.0f} tokens/s"),
     ]
     return table_html(rows)
 
 
-PER_KERNEL_CONTEXTS = (0, 1000, 4096)
-
-
-def per_kernel_figure(
-    model="llama-3-8b", gpu="h100-sxm", contexts=PER_KERNEL_CONTEXTS, weight_precision="bf16"
-):
-    """Static figure of the per-kernel view (lesson 61). Left: intensity of each kind of kernel against the
-    batch, beside the ridge: the weight matmuls climb with B and cross the ridge at the same batch for every
-    context; attention over the KV cache stays flat far below it. Right: total tokens/s against the batch at
-    each context, per-kernel (solid: matmuls + attention, one after the other) and whole-step roofline
-    (dashed), with the per-kernel ceiling (dotted) moving down as context grows. Returns a picture."""
-    from roofline.course.figures import new_figure, show
-    from roofline.lessons.compute_bound.numbers import (
-        matmul_flip_batch,
-        per_kernel_ceiling_tokens_per_s,
-        per_kernel_decode,
-    )
-
+def per_kernel_figure():
+    """Static figure of the per-kernel view of Llama 3 8B on an H100 in BF16 (lesson 61). Left: intensity of
+    each kind of kernel against the batch, beside the ridge: the weight matmuls climb with B and cross the
+    ridge at the same batch for every context; attention over the KV cache stays flat far below it. Right:
+    total tokens/s against the batch at T = 0, 1,000 and 4,096, per-kernel (solid: matmuls + attention, one
+    after the other) and whole-step roofline (dashed), with the per-kernel ceiling (dotted) moving down as
+    context grows. Returns a picture."""
+    model, gpu, contexts = "llama-3-8b", "h100-sxm", (0, 1000, 4096)
     g = get_gpu(gpu)
-    ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, weight_precision), g.memory_bandwidth_bytes_per_s)
+    ridge = ridge_point_flop_per_byte(peak_flops_per_s(g, "bf16"), g.memory_bandwidth_bytes_per_s)
     batches = SATURATION_BATCHES
     fig, (left, right) = new_figure(2, figsize=(9.5, 4.2))
     left.axhline(ridge, color="black", ls=":", lw=1.5)
     left.text(1.2, ridge * 1.15, f"ridge {ridge:.0f} FLOP/byte", fontsize=10)
     colors = [COLORS["decode"], COLORS["kv"], COLORS["prefill"], COLORS["capacity"]]
     for t, color in zip(contexts, colors, strict=False):
-        k = per_kernel_decode(model, gpu, batches, t, weight_precision=weight_precision)
+        k = per_kernel_decode(model, gpu, batches, t)
         if t == contexts[0]:
             left.plot(batches, k.matmul_flops / k.matmul_bytes, "-", color=COLORS["weights"], lw=2.5,
                       label="weight matmuls (any T)")  # fmt: skip
@@ -299,9 +221,9 @@ def per_kernel_figure(
         right.plot(batches, k.tokens_per_s, "-", color=color, label=f"T={t:,} per kernel")
         whole = batches / k.whole_step_s
         right.plot(batches, whole, "--", color=color, lw=1)
-        top = float(per_kernel_ceiling_tokens_per_s(model, gpu, t, weight_precision=weight_precision))
+        top = float(per_kernel_ceiling_tokens_per_s(model, gpu, t))
         right.axhline(top, color=color, ls=":", lw=1)
-    flip = matmul_flip_batch(model, gpu, weight_precision=weight_precision)
+    flip = matmul_flip_batch(model, gpu)
     left.axvline(flip, color=COLORS["weights"], ls=":", lw=1)
     left.text(flip * 1.1, 1.5, f"matmuls flip\nat B = {flip}", fontsize=10, color=COLORS["weights"])
     left.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="FLOP per byte",
@@ -310,20 +232,18 @@ def per_kernel_figure(
               title="tokens/s: per kernel, one roofline dashed")  # fmt: skip
     left.legend(loc="upper left", fontsize=9)
     right.legend(loc="lower right", fontsize=9)
-    fig.suptitle(f"{model} ({weight_precision}) on {gpu}: the step as its kernels run it", fontsize=12)
+    fig.suptitle(f"{model} (bf16) on {gpu}: the step as its kernels run it", fontsize=12)
     return show(fig, "per-kernel view")
 
 
-def saturation_wall_figure(s, ceiling_tokens_per_s=None):
-    """The saturation wall from the serving simulator (``simulated_saturation``): output tokens/s (left) and
-    TPOT p50/p99 (right) against the number of concurrent clients. Returns a picture. Lesson 61."""
-    from roofline.course.figures import new_figure, show
-
+def saturation_wall_figure(s, ceiling_tokens_per_s):
+    """The saturation wall from the serving simulator (``simulated_saturation``): output tokens/s (left, with
+    the compute ceiling in tokens/s) and TPOT p50/p99 (right) against the number of concurrent clients.
+    Returns a picture. Lesson 61."""
     fig, (left, right) = new_figure(2, figsize=(9.5, 4.0))
     c = np.asarray(s.concurrency)
     left.plot(c, s.throughput_output_tokens_per_s, "o-", color=COLORS["decode"], label="simulated")
-    if ceiling_tokens_per_s is not None:
-        left.axhline(ceiling_tokens_per_s, color=COLORS["compute"], ls=":", lw=2, label="compute ceiling")
+    left.axhline(ceiling_tokens_per_s, color=COLORS["compute"], ls=":", lw=2, label="compute ceiling")
     right.plot(c, np.asarray(s.tpot_p50_s) / MS, "o-", color=COLORS["decode"], label="TPOT p50")
     right.plot(c, np.asarray(s.tpot_p99_s) / MS, "s--", color=COLORS["prefill"], label="TPOT p99")
     left.set(xscale="log", xlabel="concurrent clients", ylabel="output tokens/s", title="Throughput")

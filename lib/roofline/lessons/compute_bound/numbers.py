@@ -12,12 +12,6 @@ weights and short contexts, and it turns compute-bound where the intensity passe
 2N + a·T ≤ ridge × T × k, every extra user brings more unshared KV bytes than FLOPs can cover, and no
 batch ever flips. Past the flip, total throughput stops growing (the compute ceiling, G × peak ÷ FLOPs per
 token) while each user's step keeps getting longer: the saturation wall.
-
->>> import roofline as rl
->>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=0)      # ridge 295.2 FLOP/byte
-296
->>> rl.compute_bound_batch("llama-3-8b", "h100-sxm", context_tokens=[0, 128, 1000]).tolist()
-[296.0, 438.0, inf]
 """
 
 from __future__ import annotations
@@ -30,22 +24,15 @@ from roofline import sim
 from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
-from roofline.physics.architecture import (
-    attention_flops_per_token,
-    kv_bytes_per_token,
-)
+from roofline.physics.architecture import attention_flops_per_token, kv_bytes_per_token
 from roofline.physics.core import ridge_point_flop_per_byte
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import decode_step
 from roofline.results import Label, Number, Result
 
-# Batches the throughput–latency curve sweeps, and the ones it labels.
+# Batches the throughput–latency curve labels and sweeps; contexts the flip-batch curve sweeps (tokens).
 LABELLED_BATCHES = (1, 8, 32, 128, 512, 2048, 8192)
-
-
 SATURATION_BATCHES = np.union1d(np.round(np.geomspace(1, 8192, 200)).astype(int), LABELLED_BATCHES)
-
-
 CONTEXT_SWEEP = np.unique(np.round(np.geomspace(1, 65536, 200)).astype(int))
 
 
@@ -54,8 +41,6 @@ def context_limit_tokens(model, gpu, *, weight_precision="bf16", kv_precision="b
     T* = (F_mm − ridge × r) ÷ (ridge × k − a), with F_mm ≈ 2·N_active the step engine's matmul FLOPs per
     token and r the weight bytes one more user adds (its embedding row); ``inf`` if the attention FLOPs
     alone keep up with the KV bytes.
-
-    Taught in lesson 61.
 
     >>> round(context_limit_tokens("llama-3-8b", "h100-sxm"))
     393
@@ -78,8 +63,6 @@ def context_limit_tokens(model, gpu, *, weight_precision="bf16", kv_precision="b
 def throughput_ceiling_tokens_per_s(model, gpu, context_tokens=0, *, num_gpus=1, weight_precision="bf16"):
     """The compute ceiling on total decode throughput: G × peak FLOP/s ÷ FLOPs per token (tokens/s).
     No batch size gets past it. Broadcasts over context and GPU count.
-
-    Taught in lesson 61.
 
     >>> round(throughput_ceiling_tokens_per_s("llama-3-8b", "h100-sxm"))   # 989e12 / 15.01e9 (no lookups)
     65890
@@ -105,44 +88,34 @@ class PerKernel(Result):
     the SUM of their roofline times, not the max of the totals (the whole-step roofline is a lower bound).
     """
 
-    batch: Number
-    context_tokens: Number
     matmul_flops: Number
     matmul_bytes: Number  # weight bytes read
     matmul_time_s: Number  # max(FLOPs ÷ peak, bytes ÷ bandwidth)
     matmul_binding: Label  # "memory" or "compute"
-    attention_flops: Number
-    attention_bytes: Number  # KV bytes read
-    attention_time_s: Number
-    attention_binding: Number
+    attention_time_s: Number  # KV bytes read, attention FLOPs: their roofline time
+    attention_binding: Label
     attention_intensity_flop_per_byte: Number  # a ÷ k: fixed by the architecture, not by the batch
     per_kernel_step_s: Number  # matmuls + attention
     whole_step_s: Number  # one roofline for the whole step (``decode_step``)
     tokens_per_s: Number  # B ÷ per-kernel step
 
 
-def per_kernel_decode(
-    model, gpu, batch, context_tokens=0, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"
-) -> PerKernel:
-    """The per-kernel view of a decode step of ``batch`` users at ``context_tokens`` each.
+def per_kernel_decode(model, gpu, batch, context_tokens=0) -> PerKernel:
+    """The per-kernel view of a decode step of ``batch`` users at ``context_tokens`` each, on one GPU in
+    BF16 (weights and KV).
 
     Matmuls: the step's FLOPs without attention, over the weight bytes read: intensity ≈ 2·B ÷ bytes per
     weight, so they turn compute-bound near B ≈ ridge (296 on an H100 in BF16) WHATEVER the context.
     Attention: a·T FLOPs per user over T·k KV bytes per user: intensity a ÷ k (4 FLOP/byte for Llama 3 8B's
     grouped-query attention), far below any ridge: memory-bound at every batch. Times in s. Broadcasts.
 
-    Taught in lesson 61.
-
     >>> k = per_kernel_decode("llama-3-8b", "h100-sxm", [64, 512], 4096)
     >>> k.matmul_binding.tolist(), k.attention_binding.tolist(), float(k.attention_intensity_flop_per_byte[0])
     (['memory', 'compute'], ['memory', 'memory'], 4.0)
     """
-    m, g = get_model(model), get_gpu(gpu)
-    opts = dict(num_gpus=num_gpus, weight_precision=weight_precision, kv_precision=kv_precision)
-    whole = decode_step(m, g, batch, context_tokens, on_overflow="ignore", **opts)
-    n = np.asarray(whole.num_gpus, dtype=float)
-    bw = n * g.memory_bandwidth_bytes_per_s
-    peak = n * peak_flops_per_s(g, weight_precision)
+    g = get_gpu(gpu)
+    whole = decode_step(model, g, batch, context_tokens, on_overflow="ignore")
+    bw, peak = g.memory_bandwidth_bytes_per_s, peak_flops_per_s(g, "bf16")
     attn_f = np.asarray(whole.attention_flops, dtype=float)
     mm_f = np.asarray(whole.flops, dtype=float) - attn_f
     mm_b = np.asarray(whole.weight_bytes_read, dtype=float)
@@ -155,14 +128,10 @@ def per_kernel_decode(
     step = mm_t + at_t
     b = np.asarray(whole.batch, dtype=float)
     return PerKernel(
-        batch=out(b),
-        context_tokens=out(np.asarray(whole.context_tokens)),
         matmul_flops=out(mm_f),
         matmul_bytes=out(mm_b),
         matmul_time_s=out(mm_t),
         matmul_binding=label(mm_f, mm_b),
-        attention_flops=out(attn_f),
-        attention_bytes=out(attn_b),
         attention_time_s=out(at_t),
         attention_binding=label(attn_f, attn_b),
         attention_intensity_flop_per_byte=np.atleast_1d(attn_i),
@@ -172,50 +141,41 @@ def per_kernel_decode(
     )
 
 
-def matmul_flip_batch(model, gpu, *, weight_precision="bf16", limit=1 << 16) -> int:
-    """Smallest batch (users) whose weight matmuls are compute-bound: context plays no part (the matmuls do
-    not touch the KV cache). For a dense model this is ``rl.compute_bound_batch`` at T = 0.
-
-    Taught in lesson 61.
+def matmul_flip_batch(model, gpu) -> int:
+    """Smallest batch (users) whose weight matmuls are compute-bound (BF16): context plays no part (the
+    matmuls do not touch the KV cache). For a dense model this is ``rl.compute_bound_batch`` at T = 0.
 
     >>> matmul_flip_batch("llama-3-8b", "h100-sxm")
     296
     """
-    batches = np.arange(1, int(limit) + 1)
-    k = per_kernel_decode(model, gpu, batches, 0, weight_precision=weight_precision)
+    limit = 1 << 16
+    batches = np.arange(1, limit + 1)
+    k = per_kernel_decode(model, gpu, batches, 0)
     flipped = np.flatnonzero(np.asarray(k.matmul_binding) == "compute")
     if flipped.size == 0:
         raise InvalidConfigurationError(f"the matmuls stay memory-bound up to a batch of {limit:,}")
     return int(batches[flipped[0]])
 
 
-def per_kernel_ceiling_tokens_per_s(
-    model, gpu, context_tokens=0, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"
-):
-    """The throughput ceiling of the per-kernel view (tokens/s): as B grows each user costs its matmul
-    FLOPs (compute-bound) plus its attention, which stays memory-bound (T·k bytes):
+def per_kernel_ceiling_tokens_per_s(model, gpu, context_tokens=0):
+    """The throughput ceiling of the per-kernel view on one GPU in BF16 (tokens/s): as B grows each user
+    costs its matmul FLOPs (compute-bound) plus its attention, which stays memory-bound (T·k bytes):
 
-        ceiling = 1 ÷ (F_mm ÷ (G·peak) + max(a·T ÷ (G·peak), T·k ÷ (G·bandwidth)))
+        ceiling = 1 ÷ (F_mm ÷ peak + max(a·T ÷ peak, T·k ÷ bandwidth))
 
     with F_mm the matmul FLOPs per token of the step engine (``decode_step``). At T = 0 it equals
     ``throughput_ceiling_tokens_per_s``; with context it falls, because the attention time is added, not
     hidden under the matmuls. Broadcasts over context.
-
-    Taught in lesson 61.
 
     >>> c = per_kernel_ceiling_tokens_per_s("llama-3-8b", "h100-sxm", [0, 4096])
     >>> bool(c[1] < c[0] / 10)      # at 4,096 tokens the KV read, not the math, caps throughput
     True
     """
     g = get_gpu(gpu)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    t = checked(context_tokens, "context_tokens", minimum=0)
     one = decode_step(
-        model, gpu, 1, t, num_gpus=1, weight_precision=weight_precision, kv_precision=kv_precision,
-        on_overflow="ignore",
-    )  # fmt: skip
-    peak = n * peak_flops_per_s(g, weight_precision)
-    bw = n * g.memory_bandwidth_bytes_per_s
+        model, gpu, 1, checked(context_tokens, "context_tokens", minimum=0), on_overflow="ignore"
+    )
+    peak, bw = peak_flops_per_s(g, "bf16"), g.memory_bandwidth_bytes_per_s
     attn = np.asarray(one.attention_flops)
     mm = np.asarray(one.flops) - attn
     per_user_attn = np.maximum(attn / peak, np.asarray(one.kv_bytes_read) / bw)
@@ -233,41 +193,35 @@ class SimulatedSaturation(Result):
     throughput_output_tokens_per_s: Number
     tpot_p50_s: Number
     tpot_p99_s: Number
-    ttft_p99_s: Number
-    mean_running: Number  # requests in the system (Little's law: throughput × e2e ÷ output tokens)
 
 
 def simulated_saturation(
-    model,
-    gpu,
-    concurrency=SATURATION_CONCURRENCY,
-    *,
-    input_tokens=128,
-    output_tokens=128,
-    requests_per_client=2,
-    seed=0,
-    max_batch=4096,
-    **simulate_kwargs,
+    model, gpu, concurrency=SATURATION_CONCURRENCY, *, requests_per_client=2
 ) -> SimulatedSaturation:
     """The saturation wall as a load test sees it: ``roofline.sim`` with a closed loop of C clients (each
-    sends its next request as soon as the last one finished), for each C in ``concurrency``. Throughput
-    climbs while each weight read is shared by more users, then flattens at the ceiling (compute, or the KV
-    capacity when the batch stops growing) while TPOT and TTFT climb. ``requests_per_client`` × C requests
-    per point (at least 200). ``max_batch`` is set high (4,096) so the wall is the GPU's, not the
-    scheduler's cap (``sim``'s default of 256 would flatten the curve there). Times in s, throughput in
-    output tokens/s. Each output token also carries input ÷ output prompt tokens, so the compute ceiling is
-    G·peak ÷ (2·N·(1 + input ÷ output)).
-
-    Taught in lesson 61.
+    sends its next 128-token prompt as soon as its last 128-token answer finished), for each C in
+    ``concurrency``. Throughput climbs while each weight read is shared by more users, then flattens at the
+    ceiling (compute, or the KV capacity when the batch stops growing) while TPOT climbs.
+    ``requests_per_client`` × C requests per point (at least 200). The batch cap is 4,096 so the wall is the
+    GPU's, not the scheduler's (``sim``'s default of 256 would flatten the curve there). Times in s,
+    throughput in output tokens/s. Each output token also carries a prompt token, so the compute ceiling is
+    G·peak ÷ (2·N·2).
 
     >>> s = simulated_saturation("llama-3-8b", "h100-sxm", (1, 512), requests_per_client=1)
     >>> bool(s.throughput_output_tokens_per_s[1] > 50 * s.throughput_output_tokens_per_s[0])
     True
     """
     c = np.asarray(concurrency, dtype=int)
-    load = sim.SimConfig(model, gpu, concurrency=1, input_tokens=input_tokens, output_tokens=output_tokens,
-                         seed=seed, record_timeline=False, max_batch=int(max_batch),
-                         **simulate_kwargs)  # fmt: skip
+    load = sim.SimConfig(
+        model,
+        gpu,
+        concurrency=1,
+        input_tokens=128,
+        output_tokens=128,
+        seed=0,
+        record_timeline=False,
+        max_batch=4096,
+    )
     runs = [
         sim.simulate(load.with_(concurrency=int(k), requests=int(max(200, requests_per_client * k))))
         for k in c
@@ -277,6 +231,4 @@ def simulated_saturation(
         throughput_output_tokens_per_s=np.array([r.throughput_output_tokens_per_s for r in runs]),
         tpot_p50_s=np.array([r.tpot_s_percentiles["p50"] for r in runs]),
         tpot_p99_s=np.array([r.tpot_s_percentiles["p99"] for r in runs]),
-        ttft_p99_s=np.array([r.ttft_s_percentiles["p99"] for r in runs]),
-        mean_running=np.array([r.mean_in_system for r in runs]),
     )

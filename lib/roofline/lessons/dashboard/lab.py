@@ -18,8 +18,8 @@ from roofline.course.readouts import (
 )
 from roofline.course.widgets import STEP, Explorer
 from roofline.engines.registry import get_engine
-from roofline.errors import InvalidConfigurationError
 from roofline.lessons.dashboard.numbers import (
+    ANSWER_TOKENS,
     DEFAULT_TPOT_TARGET_S,
     DEFAULT_TTFT_TARGET_S,
     Dashboard,
@@ -39,10 +39,8 @@ GAUGE_OK, GAUGE_OVER = "#0072B2", "#D55E00"
 class DashboardFigure(LiveFigure):
     """The serving dashboard as a grid of eight panels: a big number, a line of context and a gauge each.
 
-    Options: ``output_tokens`` (O), ``chunk_tokens``, ``engine``, ``params``, ``seed``, ``steps`` pass to
-    ``dashboard``; ``ttft_target_s``, ``tpot_target_s`` set the latency gauges' full scale. A gauge past its
-    target turns from blue to vermillion and is hatched (colour-blind safe: the Okabe-Ito pair, and a
-    pattern that needs no colour at all).
+    A latency gauge past its target turns from blue to vermillion and is hatched (colour-blind safe: the
+    Okabe-Ito pair, and a pattern that needs no colour at all).
     """
 
     def _build(self):
@@ -55,10 +53,10 @@ class DashboardFigure(LiveFigure):
         self.axes = [fig.add_subplot(2, 4, i + 1) for i in range(8)]
         m = self._moving
         self.big, self.small, self.bars = {}, {}, {}
-        for key, ax in zip(PANELS, self.axes, strict=True):
+        for (key, title), ax in zip(PANELS.items(), self.axes, strict=True):
             ax.set(xlim=(0, 1), ylim=(0, 1))
             ax.axis("off")
-            ax.set_title(TITLES[key], fontsize=13)
+            ax.set_title(title, fontsize=13)
             ax.add_patch(Rectangle((0.05, 0.08), 0.9, 0.13, color="#e6e6e6", lw=0))
             self.big[key] = m(ax.text(0.5, 0.62, "", ha="center", va="center", fontsize=24, weight="bold"))
             self.small[key] = m(
@@ -70,13 +68,8 @@ class DashboardFigure(LiveFigure):
             ]
 
     def _draw(self, s):
-        o = self.options
-        keys = ("output_tokens", "chunk_tokens", "engine", "params", "seed", "steps")
-        d = dashboard(s, **{k: o[k] for k in keys if k in o})
-        self.dashboard = d
-        ttft_t = o.get("ttft_target_s", DEFAULT_TTFT_TARGET_S)
-        tpot_t = o.get("tpot_target_s", DEFAULT_TPOT_TARGET_S)
-        for key, (big, small, fractions) in panel_values(d, ttft_t, tpot_t).items():
+        d = self.dashboard = dashboard(s)
+        for key, (big, small, fractions) in panel_values(d).items():
             self.big[key].set_text(big)
             self.small[key].set_text(small)
             x = 0.05
@@ -108,7 +101,7 @@ class DashboardFigure(LiveFigure):
             )
         self.fig.suptitle(
             f"{s.batch} user{'' if s.batch == 1 else 's'}, T={s.context_tokens:,}, P={s.prompt_tokens:,}, "
-            f"O={d.output_tokens}: {s.model} on {s.num_gpus}x {s.gpu}",
+            f"O={ANSWER_TOKENS}: {s.model} on {s.num_gpus}x {s.gpu}",
             fontsize=13,
         )
 
@@ -117,18 +110,6 @@ class DashboardFigure(LiveFigure):
         for artist in self._transient:  # figure-level artists are not in any axes
             if artist.axes is None:
                 self.fig.draw_artist(artist)
-
-
-def dashboard_readout(s: Scenario) -> str:
-    """HTML readout for the dashboard explorer: the diagnosis line and how the numbers were made."""
-    return dashboard_table(dashboard(s))
-
-
-def dashboard_table(d: Dashboard) -> str:
-    """HTML table of one dashboard (``roofline.lessons.dashboard``): its diagnosis, and how its numbers were
-    made folded below (``fold``)."""
-    source = fold(table_html([("source", d.source)]), "how it was made")
-    return table_html([("diagnosis", diagnose(d))]) + source
 
 
 def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
@@ -144,33 +125,29 @@ def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
     return replace(case, title=f"the running batch: {case.title}")
 
 
-def dashboard_explorer(scenario: Scenario | None = None, **options):
-    """An ``Explorer`` over the dashboard: concurrent users, context, precision, GPUs, GPU and model.
+def dashboard_explorer(scenario: Scenario | None = None):
+    """An ``Explorer`` over the dashboard: concurrent users, context, precision, GPUs, GPU and model; its
+    readout gives the diagnosis, how the numbers were made (folded), then the running batch's step.
 
     >>> ex = dashboard_explorer(Scenario(batch=64, context_tokens=4096))
     >>> ex.set(batch=300); round(ex.live.dashboard.waiting)
     198
-
-    Taught in lesson 59.
     """
     s = scenario or Scenario(batch=64, context_tokens=4096)
-    if s.batch < 1:
-        raise InvalidConfigurationError("the dashboard needs at least one user")
-    live = DashboardFigure(s, **options)
+    live = DashboardFigure(s)
 
     def readout(scenario, options=None):  # the explorer updates the figure first: its dashboard is current
         d = live.dashboard
-        return dashboard_table(d) + case_readout_for(lambda s, o: dashboard_case(s, d))(scenario, options)
+        source = fold(table_html([("source", d.source)]), "how it was made")
+        step = case_readout_for(lambda s, o: dashboard_case(s, d))(scenario, options)
+        return table_html([("diagnosis", diagnose(d))]) + source + step
 
     ex = Explorer(live, controls=STEP, scenario=s, readout=readout)
     ex.controls["batch"].description = "concurrent users B"
     return ex
 
 
-PANELS = ("mbu", "mfu", "tokens", "kv", "requests", "ttft", "tpot", "cost")
-
-
-TITLES = {
+PANELS = {
     "mbu": "MBU",
     "mfu": "MFU",
     "tokens": "output tokens/s",
@@ -182,7 +159,7 @@ TITLES = {
 }
 
 
-def panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
+def panel_values(d: Dashboard):
     """(big number, small line, gauge fraction(s)) for each panel, from a Dashboard."""
     if not d.fits:
         return {k: ("", "", (0.0, 0.0)) for k in PANELS}
@@ -205,16 +182,8 @@ def panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
             f"max batch {d.max_batch:,}",
             (d.running / scale, d.waiting / scale),
         ),
-        "ttft": (
-            fmt_s(d.ttft_p50_s),
-            f"p90 {fmt_s(d.ttft_p90_s)} · p99 {fmt_s(d.ttft_p99_s)}",
-            (d.ttft_p99_s / ttft_target_s,),
-        ),
-        "tpot": (
-            fmt_s(d.tpot_p50_s),
-            f"p90 {fmt_s(d.tpot_p90_s)} · p99 {fmt_s(d.tpot_p99_s)}",
-            (d.tpot_p99_s / tpot_target_s,),
-        ),
+        "ttft": _latency(d.ttft_p50_s, d.ttft_p90_s, d.ttft_p99_s, DEFAULT_TTFT_TARGET_S),
+        "tpot": _latency(d.tpot_p50_s, d.tpot_p90_s, d.tpot_p99_s, DEFAULT_TPOT_TARGET_S),
         "cost": (
             (
                 f"${d.cost_per_million_usd:.2f}",
@@ -227,13 +196,15 @@ def panel_values(d: Dashboard, ttft_target_s, tpot_target_s):
     }
 
 
+def _latency(p50_s, p90_s, p99_s, target_s):
+    """A latency panel: p50 big, p90 and p99 below, the gauge at p99 ÷ the target."""
+    return fmt_s(p50_s), f"p90 {fmt_s(p90_s)} · p99 {fmt_s(p99_s)}", (p99_s / target_s,)
+
+
 def fmt_s(seconds: float) -> str:
+    """A latency as a panel shows it: "1.2 s", "35 ms", "4.5 ms"; "—" for none."""
     if not np.isfinite(seconds):
         return "—"
-    return (
-        f"{seconds:.1f} s"
-        if seconds >= 1
-        else f"{seconds / MS:.0f} ms"
-        if seconds >= 0.01
-        else f"{seconds / MS:.1f} ms"
-    )
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    return f"{seconds / MS:.0f} ms" if seconds >= 0.01 else f"{seconds / MS:.1f} ms"

@@ -14,23 +14,13 @@ Panels and where each comes from (every number on them is computed here, for a c
 GPU-util is not among them: it is the share of time some kernel runs (a duty cycle), 100% for a server
 that decodes one user as well as for one that decodes two hundred.
 
-Everything takes a ``Scenario``: its model, GPU, GPU count, precisions and price, and the load: its
-``batch`` is the number of concurrent users (U). The load is a closed loop: U users each hold
-``context_tokens`` (T) of KV (their conversation), send a ``prompt_tokens`` (P) turn, receive about
-``output_tokens`` (O) tokens, and send the next turn at once. The server batches continuously, admits
-users while their KV fits (``max_batch``), and prefills new turns in chunks riding with the decode steps
-(lesson 44). Every step is timed by a real engine (``engine``, default vLLM; ``roofline.engines``): its
-kernels' efficiency, its per-step, per-layer and per-sequence costs and its all-reduces, as every readout
-of the course times a step. ``engine="ideal"`` gives the roofline itself (with the all-reduces).
-
-Two ways to get the numbers: ``steady_state`` (analytic, broadcasts, no percentiles) and ``dashboard``
-(a seeded step-by-step simulation of one configuration, with TTFT and TPOT percentiles).
-
->>> d = dashboard(Scenario(batch=1, context_tokens=1000), engine="ideal")
->>> round(d.mbu, 2), d.running, d.waiting       # the roofline keeps memory busy all the time
-(1.0, 1.0, 0.0)
->>> dashboard(Scenario(batch=1, context_tokens=1000)).mbu < 0.8     # a real engine's per-step costs do not
-True
+Everything takes a ``Scenario``: its model, GPU, GPU count, precisions and price, and a closed-loop load:
+its ``batch`` U users each hold ``context_tokens`` (T) of KV, send a ``prompt_tokens`` (P) turn, receive
+about O tokens and send the next turn at once. The server batches continuously, admits users while their KV
+fits (``max_batch``) and prefills new turns in chunks riding with the decode steps (lesson 44). Every step
+is timed by a real engine (``engine``, default vLLM; ``roofline.engines``), as every readout of the course
+times a step; ``engine="ideal"`` gives the roofline itself (with the all-reduces). ``steady_state`` is
+analytic (broadcasts, no percentiles); ``dashboard`` a seeded simulation of one configuration.
 """
 
 from __future__ import annotations
@@ -58,12 +48,11 @@ from roofline.results import Number, Result
 from roofline.scenario import Scenario
 from roofline.sim import LengthSpec, SimConfig, StepCostModel, percentiles, simulate
 
-DEFAULT_TTFT_TARGET_S = assumption(
-    "ttft_target_s"
-)  # targets drawn on the latency gauges: a common chat SLO, not a law
-
-
-DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")  # 20 tokens/s, faster than people read
+# Targets of the latency gauges: a common chat SLO, not a law; 20 tokens/s is faster than people read.
+DEFAULT_TTFT_TARGET_S = assumption("ttft_target_s")
+DEFAULT_TPOT_TARGET_S = assumption("tpot_target_s")
+ANSWER_TOKENS = 250  # O, the mean answer of the dashboard's load (tokens)
+CHUNK_TOKENS = 512  # C, prompt tokens the server prefills per step beside the decoders
 
 
 def _free_bytes(s: Scenario) -> float:
@@ -80,99 +69,69 @@ def _batch_limit(s: Scenario, context_tokens) -> np.ndarray:
     return np.asarray(limit)
 
 
-def step_timer(s: Scenario, engine=DEFAULT_ENGINE, params=None) -> StepTimer:
-    """How the dashboard times a step: ``engine`` (with ``params`` to override its numbers) on the
-    scenario's deployment, all-reduces included even for the ideal (a server on G GPUs pays them)."""
+def _timer(s: Scenario, engine, params) -> StepTimer:
+    """``engine`` (``params`` override its numbers) on the scenario's GPUs, all-reduces included even for
+    the ideal: a server on G GPUs pays them."""
     return StepTimer.of(s, engine, parallel="tensor", communication=True, params=params)
 
 
 @dataclass(frozen=True)
 class SteadyState(Result):
-    """Analytic dashboard values (no percentiles). Array fields broadcast over users, context and G."""
+    """Analytic dashboard values (no percentiles). Array fields broadcast over users and context."""
 
-    concurrent_users: Number
-    context_tokens: Number
     max_batch: Number  # users whose KV fits beside the weights
     running: Number  # min(users, max batch)
     waiting: Number  # users queued for a KV slot
-    prompt_tokens_per_step: Number  # running × P ÷ O, spread over the steps by chunked prefill
     step_time_s: Number  # the engine's step
     tokens_per_s: Number  # output tokens/s, all users
     mbu: Number
     mfu: Number
     kv_use_fraction: Number  # of the memory left after the weights
-    binding: Number
     fits: Number  # False where the weights alone do not fit
 
 
 def steady_state(
-    s: Scenario, users=None, context_tokens=None, *, output_tokens=250, engine=DEFAULT_ENGINE, params=None
+    s: Scenario, users=None, context_tokens=None, *, engine=DEFAULT_ENGINE, params=None
 ) -> SteadyState:
     """Average dashboard values for ``users`` (U, default the scenario's ``batch``) at ``context_tokens``
     (T, default the scenario's) each, analytically; both may be arrays and broadcast.
 
-    R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens
-    (each turn of O output tokens brings one P-token prompt). Each step is ``mixed_step``'s work timed by
-    ``engine`` (``step_timer``). Units: users, tokens, seconds; fractions 0–1. Where the weights alone do
-    not fit, values are NaN.
+    R = min(U, max batch) users run; each step gives each a token and prefills R × P ÷ O prompt tokens (each
+    answer of O = ``ANSWER_TOKENS`` brings one P-token prompt). Each step is ``mixed_step``'s work timed by
+    ``engine`` (``params`` override its numbers). Units: users, tokens, seconds; fractions 0–1. Where the
+    weights alone do not fit, values are NaN.
 
     >>> s = steady_state(Scenario(context_tokens=4096), users=[1, 64, 300])
     >>> s.running.tolist(), s.waiting.tolist(), np.round(s.kv_use_fraction, 2).tolist()
     ([1, 64, 102], [0, 0, 198], [0.01, 0.62, 0.99])
-    >>> ideal = steady_state(Scenario(context_tokens=4096), engine="ideal")
-    >>> bool(ideal.tokens_per_s > s.tokens_per_s[0])
-    True
-
-    Taught in lesson 59.
     """
     m, g, free = get_model(s.model), get_gpu(s.gpu), _free_bytes(s)
-    n, weight_precision, kv_precision = s.num_gpus, s.weight_precision, s.kv_precision
     u = np.round(checked(s.batch if users is None else users, "users", minimum=1)).astype(int)
     t = checked(s.context_tokens if context_tokens is None else context_tokens, "context_tokens", above=0)
     p = checked(s.prompt_tokens, "prompt_tokens", minimum=0)
-    o = checked(output_tokens, "output_tokens", minimum=1)
     limit = _batch_limit(s, t)
     ok = limit >= 1
     running = np.minimum(u, limit)
-    waiting = u - running
-    chunk = running * p / o
-    per_user_kv = np.asarray(sequence_kv_bytes(m, t, kv_precision))  # T tokens, sliding windows included
-    step = mixed_step(
-        m, g, running, t, chunk, t, num_gpus=n, weight_precision=weight_precision, kv_precision=kv_precision,
-    )  # fmt: skip
-    time = np.asarray(step_timer(s, engine, params).of_step(step).total_s)
+    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    step = mixed_step(m, g, running, t, running * p / ANSWER_TOKENS, t, num_gpus=s.num_gpus, **precisions)
+    time = np.asarray(_timer(s, engine, params).of_step(step).total_s)
     safe = np.where(ok & (time > 0), time, np.nan)
-    bw = n * g.memory_bandwidth_bytes_per_s
-    peak = n * peak_flops_per_s(g, weight_precision)
-    arrays = np.broadcast_arrays(
-        u,
-        t,
-        limit,
-        running,
-        waiting,
-        chunk,
-        safe,
-        running / safe,
-        np.asarray(step.bytes_moved) / (safe * bw),
-        np.asarray(step.flops) / (safe * peak),
-        np.where(ok, running * per_user_kv / np.maximum(free, 1), np.nan),
-        ok,
+    per_user_kv = np.asarray(sequence_kv_bytes(m, t, s.kv_precision))  # T tokens, sliding windows included
+    bw = s.num_gpus * g.memory_bandwidth_bytes_per_s
+    peak = s.num_gpus * peak_flops_per_s(g, s.weight_precision)
+    values = dict(
+        max_batch=limit,
+        running=running,
+        waiting=u - running,
+        step_time_s=safe,
+        tokens_per_s=running / safe,
+        mbu=np.asarray(step.bytes_moved) / (safe * bw),
+        mfu=np.asarray(step.flops) / (safe * peak),
+        kv_use_fraction=np.where(ok, running * per_user_kv / np.maximum(free, 1), np.nan),
+        fits=ok,
     )
-    u, t, limit, running, waiting, chunk, safe, rate, mbu_, mfu_, kv_use, ok = arrays
     return SteadyState(
-        concurrent_users=out(u),
-        context_tokens=out(t),
-        max_batch=out(limit),
-        running=out(running),
-        waiting=out(waiting),
-        prompt_tokens_per_step=out(chunk),
-        step_time_s=out(safe),
-        tokens_per_s=out(rate),
-        mbu=out(mbu_),
-        mfu=out(mfu_),
-        kv_use_fraction=out(kv_use),
-        binding=step.binding,
-        fits=out(ok),
+        **{k: out(v) for k, v in zip(values, np.broadcast_arrays(*values.values()), strict=True)}
     )
 
 
@@ -180,14 +139,8 @@ def steady_state(
 class Dashboard(Result):
     """One configuration's dashboard, from a seeded simulation (``source`` says how it was made)."""
 
-    model: str
-    gpu: str
     engine: str
-    num_gpus: int
     concurrent_users: int
-    context_tokens: int
-    prompt_tokens: int
-    output_tokens: int
     fits: bool  # False: the weights alone do not fit; every value is NaN
     max_batch: int
     running: float  # mean over the measured steps
@@ -213,57 +166,32 @@ class Dashboard(Result):
     latency_source: str = ""
 
 
-def dashboard(
-    s: Scenario,
-    *,
-    output_tokens=250,
-    chunk_tokens=512,
-    engine=DEFAULT_ENGINE,
-    params=None,
-    steps=1200,
-    seed=0,
-) -> Dashboard:
-    """Simulate a continuous-batching server step by step and read its dashboard.
+def dashboard(s: Scenario, *, engine=DEFAULT_ENGINE, params=None, steps=1200, seed=0) -> Dashboard:
+    """Simulate a continuous-batching server for ``steps`` steps (at least) and read its dashboard.
 
     The scenario's ``batch`` (U ≥ 1) users each hold its ``context_tokens`` (T, tokens) of KV, send a
-    ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean ``output_tokens`` (O;
-    seeded by ``seed``), and send the next turn at once. The server runs at most ``max_batch`` users (the
-    rest wait, first come first served), prefills up to ``chunk_tokens`` (C) prompt tokens per step alongside
-    the decoders, and every step is ``mixed_step``'s work timed by ``engine``. The run starts in steady state
-    and measures after its first quarter; it lengthens itself so queued requests are served in the window.
-    One configuration per call (use ``steady_state`` for sweeps). Costs at the scenario's price (NaN, "no
-    price", for a GPU without one). Times in s, fractions 0–1.
+    ``prompt_tokens`` (P) turn, get a geometric number of output tokens with mean O (seeded by ``seed``),
+    and send the next turn at once. The server runs at most ``max_batch`` users (the rest wait, first come
+    first served), prefills up to C prompt tokens per step alongside the decoders, and every step is
+    ``mixed_step``'s work timed by ``engine`` (``params`` override its numbers). The run starts in steady
+    state and measures after its first quarter; it lengthens itself so queued requests are served in the
+    window. Costs at the scenario's price (NaN, "no price", for a GPU without one). Times in s, fractions 0–1.
 
     >>> d = dashboard(Scenario(batch=300, context_tokens=4096))
     >>> d.max_batch, round(d.running), round(d.waiting), round(d.kv_use_fraction, 2)
     (102, 102, 198, 0.99)
-    >>> d.ttft_p50_s > 10 * d.tpot_p99_s          # queued users wait for a slot before their first token
-    True
-
-    Taught in lesson 59.
     """
     m, g, free, eng = get_model(s.model), get_gpu(s.gpu), float(_free_bytes(s)), get_engine(engine)
     u = int(checked(s.batch, "users", minimum=1))
     t = int(checked(s.context_tokens, "context_tokens", above=0))
     p = int(checked(s.prompt_tokens, "prompt_tokens", minimum=1))
-    o = float(checked(output_tokens, "output_tokens", minimum=1))
-    c = int(checked(chunk_tokens, "chunk_tokens", minimum=1))
+    o, c = float(ANSWER_TOKENS), CHUNK_TOKENS
     steps = int(checked(steps, "steps", minimum=100))
     # no listed price (None): the cost panels show NaN ("no price") instead of failing
     usd = s.usd_per_gpu_hour
     price = float("nan") if usd is None else float(checked(usd, "usd_per_gpu_hour", minimum=0))
     n, limit = int(s.num_gpus), int(_batch_limit(s, t))
-    common = dict(
-        model=m.id,
-        gpu=g.id,
-        engine=eng.id,
-        num_gpus=n,
-        concurrent_users=u,
-        context_tokens=t,
-        prompt_tokens=p,
-        output_tokens=int(o),
-        max_batch=limit,
-    )
+    common = dict(engine=eng.id, concurrent_users=u, max_batch=limit)
     if limit < 1:
         return _does_not_fit(common, free)
     # A queued user waits about (users ahead ÷ max batch) × O steps: run long enough to see them served.
@@ -275,7 +203,7 @@ def dashboard(
     trace = _closed_loop_steps(u, limit, p, o, c, steps, seed)
     precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
     run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, num_gpus=n, **precisions)
-    step_s = np.asarray(step_timer(s, eng, params).of_step(run).total_s, float)
+    step_s = np.asarray(_timer(s, eng, params).of_step(run).total_s, float)
     end = np.cumsum(step_s)
     window = slice(warmup, steps)
     elapsed = end[-1] - end[warmup - 1]
@@ -284,10 +212,9 @@ def dashboard(
     bw = n * g.memory_bandwidth_bytes_per_s
     peak = n * peak_flops_per_s(g, s.weight_precision)
     running = float(trace.running[window].mean())
-    best_rate = max(_best_tokens_per_s(s, limit, o, eng, params), float(tokens_per_s))
+    best_rate = max(_best_tokens_per_s(s, limit, eng, params), float(tokens_per_s))
     decode_flops = 2.0 * active_parameter_count(m) * emitted  # the card's MFU: output tokens × 2N
-    lat = simulated_latency(s, output_tokens=int(round(o)), batch_limit=limit, chunk_tokens=c, engine=eng,
-                            params=params, seed=seed)  # fmt: skip
+    lat = simulated_latency(s, batch_limit=limit, engine=eng, params=params, seed=seed)
     kv_in_use = running * float(sequence_kv_bytes(m, t, s.kv_precision))
     return Dashboard(
         **common,
@@ -302,12 +229,7 @@ def dashboard(
         kv_bytes=kv_in_use,
         kv_free_bytes=free,
         step_time_s=float(step_s[window].mean()),
-        ttft_p50_s=lat["ttft_s"]["p50"],
-        ttft_p90_s=lat["ttft_s"]["p90"],
-        ttft_p99_s=lat["ttft_s"]["p99"],
-        tpot_p50_s=lat["tpot_s"]["p50"],
-        tpot_p90_s=lat["tpot_s"]["p90"],
-        tpot_p99_s=lat["tpot_s"]["p99"],
+        **{f"{kind}_{q}_s": lat[f"{kind}_s"][q] for kind in ("ttft", "tpot") for q in ("p50", "p90", "p99")},
         cost_per_million_usd=_usd_per_million(price, tokens_per_s, n),
         best_tokens_per_s=best_rate,
         best_cost_per_million_usd=_usd_per_million(price, best_rate, n),
@@ -389,10 +311,10 @@ def _closed_loop_steps(users, limit, prompt, output_mean, chunk, steps, seed) ->
     return _StepTrace(decoders, prompt_in_step, running_log, first_token)
 
 
-def _best_tokens_per_s(s: Scenario, limit: int, output_tokens, engine, params) -> float:
+def _best_tokens_per_s(s: Scenario, limit: int, engine, params) -> float:
     """The most tokens/s this context allows: the analytic steady state over batch sizes that fit."""
     sizes = np.unique(np.round(np.geomspace(1, limit, 200)).astype(int))
-    rates = steady_state(s, sizes, output_tokens=output_tokens, engine=engine, params=params).tokens_per_s
+    rates = steady_state(s, sizes, engine=engine, params=params).tokens_per_s
     return float(np.nanmax(rates))
 
 
@@ -404,9 +326,8 @@ def _usd_per_million(price: float, tokens_per_s: float, num_gpus: int) -> float:
 def simulated_latency(
     s: Scenario,
     *,
-    output_tokens=250,
+    output_tokens=ANSWER_TOKENS,
     batch_limit=None,
-    chunk_tokens=512,
     engine=DEFAULT_ENGINE,
     params=None,
     seed=0,
@@ -416,19 +337,15 @@ def simulated_latency(
 
     A closed loop of the scenario's ``batch`` (U) clients: each request carries the user's
     ``context_tokens`` (T, of which T − P are found in the prefix cache, not recomputed) with a
-    ``prompt_tokens`` (P) turn, prefilled in chunks of ``chunk_tokens``, and an answer of lognormal
-    length with mean ``output_tokens`` (O; log-spread 1, so
-    users fall out of step as on a real server). At most ``batch_limit`` users run (default: those
-    whose T tokens of KV fit); the KV capacity is set so the batch cap, not KV, limits admission (as in
-    ``dashboard``). Each step is priced like ``dashboard``'s: by ``engine``, with the all-reduces. The
-    first U requests all arrive at t = 0 (a start-up burst no running server sees) and are left out of
+    ``prompt_tokens`` (P) turn, prefilled in chunks of C, and an answer of lognormal length with mean
+    ``output_tokens`` (O; log-spread 1, so users fall out of step as on a real server). At most
+    ``batch_limit`` users run (default: those whose KV fits), KV capacity never binds, and each step is
+    priced like ``dashboard``'s. The first U requests arrive at t = 0 (a start-up burst) and are left out of
     the percentiles. ``requests`` defaults to max(300, 4U), at most 2,000 (fast enough to redraw).
 
     >>> lat = simulated_latency(Scenario(batch=1, context_tokens=1000), engine="ideal")   # alone: no queue
     >>> round(lat["tpot_s"]["p50"] * 1e3, 2), lat["tpot_s"]["p50"] <= lat["tpot_s"]["p99"]
     (4.52, True)
-
-    Taught in lesson 59.
     """
     m, g = get_model(s.model), get_gpu(s.gpu)
     u = int(checked(s.batch, "users", minimum=1))
@@ -456,7 +373,7 @@ def simulated_latency(
             seed=seed,
             cost=cost,
             max_batch=limit,
-            chunk_tokens=int(chunk_tokens),
+            chunk_tokens=CHUNK_TOKENS,
             kv_capacity=limit * (held + 10 * o),
             prefix_hit_rate=(held - p) / held,
             record_timeline=False,
@@ -467,7 +384,7 @@ def simulated_latency(
         "ttft_s": percentiles(r.ttft_s[keep]),
         "tpot_s": percentiles(r.tpot_s[keep]),
         "source": f"roofline.sim: closed loop of {u} users, {k - min(u, k):,} requests after the start-up "
-        f"burst, answers of {o} tokens on average, chunks of {int(chunk_tokens)}, seed {seed}",
+        f"burst, answers of {o} tokens on average, chunks of {CHUNK_TOKENS}, seed {seed}",
         "result": r,
     }
 
@@ -484,36 +401,30 @@ class CardToDashboard(Result):
         return list(zip(self.labels, self.tokens_per_s, self.usd_per_million, strict=True))
 
 
-def card_to_dashboard(
-    s: Scenario | None = None, *, output_tokens=250, engine=DEFAULT_ENGINE
-) -> CardToDashboard:
-    """Why the dashboard shows fewer tokens/s (and a higher price) than card Q6 for the same 64 users.
+def card_to_dashboard(s: Scenario) -> CardToDashboard:
+    """Why the dashboard shows fewer tokens/s (and a higher price) than card Q6 for its B users at T tokens.
 
-    1. the card: weights + 64 × 4,096 × KV over the bandwidth, decode only, the ideal roofline;
+    1. the card: weights + B × T × KV over the bandwidth, decode only, the ideal roofline;
     2. the library's exact bytes (``decode_step``: only the embedding rows the batch looks up are read);
-    3. the same step on a real engine (``engine``, ``roofline.engines``): the dashboard's step;
+    3. the same step on the default engine (``roofline.engines``): the dashboard's step;
     4. new turns: each answer of O tokens brings a P-token prompt, prefilled in chunks in the same steps
        (``steady_state``);
     5. the dashboard's seeded simulation (answers of random length, users admitted as slots free up).
 
-    ``s`` defaults to the card's case, 64 users at 4,096 tokens on one H100; costs are $ per million output
-    tokens at its price.
+    Costs are $ per million output tokens at the scenario's price.
 
-    Taught in lesson 59.
-
-    >>> c = card_to_dashboard()          # 64 ÷ ((16.06e9 + 64 × 4,096 × 131,072) ÷ 3.35e12); the card: ~4,300
-    >>> round(c.tokens_per_s[0]), round(c.usd_per_million[0], 3)
+    >>> c = card_to_dashboard(Scenario(batch=64, context_tokens=4096))   # 64 ÷ ((16.06e9 + 64 × 4,096 ×
+    >>> round(c.tokens_per_s[0]), round(c.usd_per_million[0], 3)         # 131,072) ÷ 3.35e12); card: ~4,300
     (4252, 0.196)
     """
-    s = Scenario(batch=64, context_tokens=4096) if s is None else s
     m, g = get_model(s.model), get_gpu(s.gpu)
     u, t = int(s.batch), int(s.context_tokens)
-    eng = get_engine(engine)
+    eng = get_engine(DEFAULT_ENGINE)
     card_step = (weight_bytes(m) + u * t * kv_bytes_per_token(m)) / g.memory_bandwidth_bytes_per_s
     exact = s.decode()
-    achieved = float(step_timer(s, eng).of_step(exact).total_s)
-    steady = steady_state(s, output_tokens=output_tokens, engine=eng)
-    sim_d = dashboard(s, output_tokens=output_tokens, engine=eng)
+    achieved = float(_timer(s, eng, None).of_step(exact).total_s)
+    steady = steady_state(s, engine=eng)
+    sim_d = dashboard(s, engine=eng)
     rates = (
         u / card_step,
         u / float(exact.step_time_s),
@@ -532,7 +443,7 @@ def card_to_dashboard(
     return CardToDashboard(labels=labels, tokens_per_s=tuple(float(r) for r in rates), usd_per_million=price)
 
 
-def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
+def diagnose(d: Dashboard) -> str:
     """A one-line reading of a dashboard: what limits this server and what would help.
 
     The rules: weights that do not fit → more GPUs or fewer bytes; users waiting (KV full) → more KV room;
@@ -541,8 +452,6 @@ def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
 
     >>> diagnose(dashboard(Scenario(batch=1, context_tokens=1000)))[:13]
     'under-batched'
-
-    Taught in lesson 59.
     """
     if not d.fits:
         return "does not fit: the weights alone exceed memory; add GPUs or use fewer bytes per weight"
@@ -557,7 +466,7 @@ def diagnose(d: Dashboard, *, ttft_target_s=DEFAULT_TTFT_TARGET_S) -> str:
             "possible "
             f"{d.best_tokens_per_s:,.0f}; send it more users, not more GPUs"
         )
-    late = d.ttft_p99_s > ttft_target_s
+    late = d.ttft_p99_s > DEFAULT_TTFT_TARGET_S
     return f"healthy: {d.tokens_per_s:,.0f} tokens/s, KV at {d.kv_use_fraction:.0%}, nobody waiting" + (
         "; but TTFT p99 is over target" if late else ""
     )

@@ -24,10 +24,7 @@ class CeilingHeatmap(LiveFigure):
     Each cell shows the ceiling; "does not fit" cells are hatched grey and say how much memory the weights
     and KV need; "—" marks formats the GPU has no tensor-core math for. The scenario's own GPU × precision
     cell is outlined. Colours use one fixed log scale, so a colour means the same speed for every model.
-
-    The table does not depend on the GPU and precision chosen, so the cells are part of the cached
-    background (redrawn when the model, G, B, T or the KV format changes) and a change of GPU or precision
-    moves only the outline.
+    The cells are part of the cached background: a change of GPU or precision moves only the outline.
     """
 
     def _build(self):
@@ -58,11 +55,13 @@ class CeilingHeatmap(LiveFigure):
         self.subtitle = ax.text(0.5, 1.012, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=11)
         self.hatches = np.empty((rows, cols), dtype=object)
         self.labels = np.empty((rows, cols), dtype=object)
+        hatched = dict(facecolor="#dddddd", edgecolor="#999999", hatch="///", lw=0, zorder=2)
         for i in range(rows):
             for j in range(cols):
-                self.hatches[i, j] = ax.add_patch(_cell_patch(j, i, hatch=True))
+                self.hatches[i, j] = ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, **hatched))
                 self.labels[i, j] = ax.text(j, i, "", ha="center", va="center", linespacing=0.95, zorder=4)
-        self.outline = self._moving(ax.add_patch(_cell_patch(0, 0, outline=True)))
+        outline = Rectangle((-0.48, -0.46), 0.96, 0.92, fill=False, edgecolor="#D55E00", lw=3.5, zorder=5)
+        self.outline = self._moving(ax.add_patch(outline))
 
     def _draw(self, s: Scenario):
         self._draw_outline(s)
@@ -150,14 +149,6 @@ def ceiling_readout(s: Scenario) -> str:
         # The scenario's decode step: the floor beside what a good engine reaches, and what a token costs.
         return table_html(rows) + decode_readout(s)
     return table_html(rows)
-
-
-def _cell_patch(x, y, hatch=False, outline=False):
-    if outline:
-        return Rectangle((x - 0.48, y - 0.46), 0.96, 0.92, fill=False, edgecolor="#D55E00", lw=3.5, zorder=5)
-    return Rectangle(
-        (x - 0.5, y - 0.5), 1, 1, facecolor="#dddddd", edgecolor="#999999", hatch="///", lw=0, zorder=2
-    )
 
 
 def ceiling_explorer(scenario: Scenario | None = None) -> Explorer:

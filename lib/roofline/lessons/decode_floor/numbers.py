@@ -17,8 +17,6 @@ that cannot start has no speed.
 >>> t = ceiling_table("llama-3-8b", gpus=["h100-sxm", "l4"], precisions=["fp32", "bf16", "int4"])
 >>> t.ceiling_tokens_per_s.round().tolist()
 [[112.0, 223.0, 720.0], [nan, 20.0, 65.0]]
->>> t.status("l4", "fp32")
-'does not fit'
 >>> round(ceiling_table("llama-3-8b", ["h100-sxm"], ["bf16"], batch=32, context_tokens=1000).ceiling(
 ...     "h100-sxm", "bf16"))      # 32 users share the weight read, each reads its own 128 MB of KV
 174
@@ -50,8 +48,6 @@ def decode_ceiling_tokens_per_s(weight_bytes_, bandwidth_bytes_per_s):
     ``weight_bytes_`` are the bytes one batch-1 step reads (bytes); ``bandwidth_bytes_per_s`` is the memory
     bandwidth of all G GPUs in tensor parallel together (bytes/s).
 
-    Taught in lesson 02.
-
     >>> round(decode_ceiling_tokens_per_s(16e9, 3.35e12))           # 8B in BF16 on one H100: ≈ 200
     209
     >>> decode_ceiling_tokens_per_s([16e9, 8e9], 3.35e12).round().tolist()   # BF16, then FP8 weights
@@ -72,10 +68,6 @@ class CeilingTable:
     ceiling.
     """
 
-    model_id: str
-    num_gpus: int  # G, GPUs in tensor parallel in every row
-    batch: int  # B, users decoding together
-    context_tokens: int  # T, tokens of KV each user holds
     gpu_ids: tuple[str, ...]
     precisions: tuple[str, ...]
     weight_bytes_stored: np.ndarray  # [precision] bytes to hold every weight (what must fit)
@@ -129,13 +121,9 @@ def ceiling_table(
         default) is the batch-1 floor.
     kv_precision : the KV cache's format.
 
-    Taught in lesson 02.
-
     >>> t = ceiling_table("llama-3-70b", gpus=["h100-sxm"], precisions=["bf16", "fp8"], num_gpus=2)
     >>> (t.floor_s * 1e3).round(2).tolist()    # 139 GB (BF16) or 70.6 GB read (FP8) over 2 x 3.35 TB/s
     [[20.75, 10.53]]
-    >>> ceiling_table("llama-3-8b", gpus=["a100-80gb-sxm"], precisions=["fp8"]).status("a100-80gb-sxm", "fp8")
-    'unsupported'
     """
     checked(num_gpus, "num_gpus", minimum=1, scalar=True, whole=True)
     b = int(checked(batch, "batch", minimum=1, scalar=True, whole=True))
@@ -166,8 +154,8 @@ def ceiling_table(
         )
     floor = np.where(ok, step, np.nan)
     return CeilingTable(
-        model_id=m.id, num_gpus=n, batch=b, context_tokens=t, gpu_ids=tuple(g.id for g in g_objs),
-        precisions=tuple(p.id for p in p_objs), weight_bytes_stored=stored, weight_bytes_read=read,
+        gpu_ids=tuple(g.id for g in g_objs), precisions=tuple(p.id for p in p_objs),
+        weight_bytes_stored=stored, weight_bytes_read=read,
         bytes_moved=moved, memory_needed_bytes=need, bandwidth_bytes_per_s=bandwidth,
         memory_capacity_bytes=capacity, supported=supported, fits=fits_, floor_s=floor,
         ceiling_tokens_per_s=1.0 / floor,

@@ -1,11 +1,7 @@
-"""Figures of the achievable layer: the floor and what engines reach, side by side.
+"""Figures of the achievable layer: the floor and what engines reach, side by side. The numbers all come
+from ``roofline.engines``; this module only draws them.
 
-Taught in notebooks/floor_to_real_server.ipynb; the residual figure is the centre of
-notebooks/calibration_validation.ipynb. The numbers all come from ``roofline.engines``; this module
-only draws them.
-
->>> fig = AchievableVsBatch(Scenario(batch=16), engine="vllm")
->>> fig
+>>> AchievableVsBatch(Scenario(batch=16), engine="vllm")
 <AchievableVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=16, T=1000>
 >>> "achievable" in achievable_readout(Scenario(batch=16), {"engine": "vllm"})
 True
@@ -29,10 +25,11 @@ from roofline.course.figures import (
     nice_limits,
 )
 from roofline.course.readouts import extrapolation_note
+from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.scenario import Scenario
 from roofline.units import MS
 
-# Colours of the gap budget's parts (colour-blind-safe palette of the course).
+# Colours of the gap budget's parts, of the engines and markers of the measured regimes (colour-blind-safe).
 BUDGET_COLORS = {
     "floor": "#0072B2",
     "kernel efficiency": "#56B4E9",
@@ -40,16 +37,6 @@ BUDGET_COLORS = {
     "per-layer": "#F0E442",
     "communication": "#CC79A7",
 }
-
-
-REGIME_MARKERS = {
-    "batch-1 decode": "o",
-    "batched decode": "s",
-    "prefill/TTFT": "^",
-    "end-to-end": "D",
-}
-
-
 ENGINE_COLORS = {
     "vllm": "#0072B2",
     "tensorrt-llm": "#009E73",
@@ -58,28 +45,21 @@ ENGINE_COLORS = {
     "deepspeed-mii": "#E69F00",
     "splitwise-2023": "#56B4E9",
 }
+REGIME_MARKERS = {"batch-1 decode": "o", "batched decode": "s", "prefill/TTFT": "^", "end-to-end": "D"}
 
 
 class AchievableVsBatch(LiveFigure):
-    """Decode step time against batch: the ideal floor and the calibrated achievable step (ms, log-log).
-
-    ``options["engine"]`` picks the engine (default vllm).
-    """
+    """Decode step time against batch: the ideal floor and the calibrated achievable step (ms, log-log) of
+    the engine ``options["engine"]`` (default vllm)."""
 
     def _build(self):
         ax = self.axes[0]
         m = self._moving
         self.floor = m(ax.plot([], [], color=COLORS["step"], ls="--", label="ideal floor")[0])
         self.real = m(ax.plot([], [], color=COLORS["prefill"], label="achievable (calibrated)")[0])
-        self.band = None
         self.marks = m(ax.plot([], [], "o", color=COLORS["prefill"], zorder=5)[0])
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="batch B (users decoding together)",
-            ylabel="time per step (ms)",
-            xlim=(1, BATCH_SWEEP[-1] * 1.05),
-        )
+        batch = "batch B (users decoding together)"
+        ax.set(yscale="log", xlabel=batch, ylabel="time per step (ms)", **BATCH_AXIS)
         ax.legend(loc="upper left")
 
     def _draw(self, s: Scenario):
@@ -96,16 +76,9 @@ class AchievableVsBatch(LiveFigure):
         if bool(here["fits"]):
             lo, hi = float(here["floor"]), float(here["total"])
             self.marks.set_data([s.batch, s.batch], [lo / MS, hi / MS])
-            self._transient_artist(
-                ax.text(
-                    0.02,
-                    0.74,
-                    f"B={s.batch}: floor {lo / MS:.2f} ms, achievable {hi / MS:.2f} ms ({hi / lo:.2f}x)",
-                    transform=ax.transAxes,
-                    fontsize=12,
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
-                )
-            )
+            text = f"B={s.batch}: floor {lo / MS:.2f} ms, achievable {hi / MS:.2f} ms ({hi / lo:.2f}x)"
+            box = {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85}
+            self._transient_artist(ax.text(0.02, 0.74, text, transform=ax.transAxes, fontsize=12, bbox=box))
         else:
             self.marks.set_data([], [])
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
@@ -131,29 +104,30 @@ def achievable_readout(s: Scenario, options: dict | None = None) -> str:
     return f"<table>{cells}</table>" + extrapolation_note(s, engine)
 
 
-def gap_budget_figure(budgets: dict, title: str = "Where a decode step's time goes") -> Picture:
+def gap_budget_figure(budgets: dict) -> Picture:
     """Stacked bars of the gap budget (ms) for a few configurations: ``budgets`` maps a label to what
     ``engines.gap_budget`` returns for it."""
     fig, (ax,) = new_figure(1, figsize=(9, 4.5))
     cases, budgets = list(budgets), list(budgets.values())
-    labels, bottoms = [], np.zeros(len(cases))
+    bottoms = np.zeros(len(cases))
     for part in ("floor", *engines.BUDGET_PARTS):
         vals = np.array([b[part] for b in budgets]) / MS
         ax.bar(range(len(cases)), vals, bottom=bottoms, color=BUDGET_COLORS[part], label=part, width=0.6)
         bottoms += vals
     for j, b in enumerate(budgets):
         ax.text(j, bottoms[j], f"{b['total'] / b['floor']:.2f}x floor", ha="center", va="bottom", fontsize=11)
-        labels.append(cases[j])
-    ax.set_xticks(range(len(cases)), labels, fontsize=10)
+    ax.set_xticks(range(len(cases)), cases, fontsize=10)
     ax.set(ylabel="time per decode step (ms)", ylim=(0, bottoms.max() * 1.15))
-    ax.set_title(title, fontsize=12)
+    ax.set_title("Where a decode step's time goes", fontsize=12)
     ax.legend(loc="upper left", fontsize=10)
     return Picture(fig, "gap budget")
 
 
-def measured_over_floor_figure(model="llama-2-70b", gpus=("a100-80gb-sxm", "h100-sxm"), tp=(2, 8)) -> Picture:
-    """Splitwise's measured decode steps (Llama 2 70B, tensor parallel) against batch, over the ideal floor
-    and the achievable curve of its engine, one panel per GPU."""
+def measured_over_floor_figure() -> Picture:
+    """Splitwise's measured decode steps (Llama 2 70B in FP16, tensor parallel over 2 and 8 GPUs, 512-token
+    prompts) against batch, over the ideal floor and the achievable curve of its engine, one panel per GPU
+    (A100 and H100)."""
+    model, gpus, tp = "llama-2-70b", ("a100-80gb-sxm", "h100-sxm"), (2, 8)
     ms = measurements.load_measurements()
     fig, axes = new_figure(len(gpus), figsize=(11, 4.2))
     batches = np.unique(np.round(np.geomspace(1, 64, 40)).astype(int))

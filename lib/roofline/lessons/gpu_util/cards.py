@@ -1,7 +1,7 @@
 """Card Q5, "GPU-util is 100%, we need more GPUs": achieved bandwidth and MBU instead of GPU-util.
 
 Taught in notebooks/09_gpu_util.ipynb (also lessons 16, 59 and 60); practised in
-notebooks/pack01_speed_physics.ipynb. The card's data rows are in ``cards.toml`` beside this module.
+notebooks/pack01_speed_physics.ipynb.
 
 A batch-1 decode step reads every weight: achieved bandwidth = weight bytes ÷ measured step, MBU =
 achieved ÷ peak bandwidth. GPU-util (a duty cycle) and power say neither.

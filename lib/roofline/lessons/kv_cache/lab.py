@@ -30,35 +30,18 @@ from roofline.units import GB, KiB
 
 def kv_table_html(kv_precision="bf16") -> str:
     """``kv_table_rows`` as an HTML table (KiB per token, GB per user at the longest context).
-    Taught in lesson 28.
 
     >>> "320 KiB" in kv_table_html("bf16")   # Llama 3 70B
     True
     """
-    head = [
-        "model",
-        "L",
-        "H",
-        "H_kv",
-        "d_h",
-        "KV per token",
-        "if full MHA",
-        "GQA saves",
-        "one user at max context",
-    ]
+    head = ["model", "L", "H", "H_kv", "d_h", "KV per token", "if full MHA", "GQA saves"]
+    head.append("one user at max context")
     body = ""
     for r in kv_table_rows(kv_precision):
-        cells = [
-            r["model"],
-            r["layers"],
-            r["heads"],
-            r["kv_heads"],
-            r["head_dim"],
-            f"{r['kv_bytes_per_token'] / KiB:,.0f} KiB",
-            f"{r['kv_bytes_per_token_mha'] / KiB:,.0f} KiB",
-            f"{r['gqa_factor']:.0f}x",
-            f"{r['kv_bytes_at_max_context'] / GB:.1f} GB ({r['max_context_tokens']:,} tokens)",
-        ]
+        shape = [r[k] for k in ("model", "layers", "heads", "kv_heads", "head_dim")]
+        kib = [f"{r[k] / KiB:,.0f} KiB" for k in ("kv_bytes_per_token", "kv_bytes_per_token_mha")]
+        longest = f"{r['kv_bytes_at_max_context'] / GB:.1f} GB ({r['max_context_tokens']:,} tokens)"
+        cells = [*shape, *kib, f"{r['gqa_factor']:.0f}x", longest]
         body += "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return (
@@ -80,87 +63,51 @@ class MaxBatchVsContext(LiveFigure):
         self.lines = {k: m(ax.plot([], [], color=c, label=k)[0]) for k, c in zip(keys, palette, strict=False)}
         self.marker = m(ax.plot([], [], "o", color="black", zorder=6)[0])
         self.window = m(ax.axvspan(1, 2, color=COLORS["overflow"], alpha=0.2, lw=0))
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="context per user, T (tokens)",
-            ylabel="largest batch that fits (users)",
-            xlim=(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1]),
-        )
+        ax.set(xscale="log", yscale="log", xlim=(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1]))
+        ax.set(xlabel="context per user, T (tokens)", ylabel="largest batch that fits (users)")
         ax.legend(loc="upper right", title="KV precision" if self.by != "gpu" else "GPU")
 
     def _draw(self, s):
+        tr = self._transient_artist
         ax = self.axes[0]
+        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        texts = {t.get_text().split(":")[0]: t for t in ax.get_legend().get_texts()}
         values = []
         for key, line in self.lines.items():
-            kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-            kw["kv_precision" if self.by != "gpu" else "gpu"] = key
-            gpu = kw.pop("gpu", s.gpu)
-            b = max_batch(s.model, gpu, CONTEXT_SWEEP, **kw).astype(float)
-            none_fit = not np.any(b >= 1)
+            if self.by == "gpu":
+                b = max_batch(s.model, key, CONTEXT_SWEEP, **kw).astype(float)
+            else:
+                b = max_batch(s.model, s.gpu, CONTEXT_SWEEP, **{**kw, "kv_precision": key}).astype(float)
+            texts[key].set_text(key if np.any(b >= 1) else f"{key}: weights do not fit")
             b[b < 1] = np.nan  # nobody fits: no point on a log axis
             line.set_data(CONTEXT_SWEEP, b)
             values.append(b)
-            texts = {t.get_text().split(":")[0]: t for t in ax.get_legend().get_texts()}
-            texts[key].set_text(f"{key}: weights do not fit" if none_fit else key)
         ax.set_ylim(nice_limits(np.concatenate(values + [[1.0]]), log=True))
-        here = max_batch(
-            s.model,
-            s.gpu,
-            s.context_tokens,
-            num_gpus=s.num_gpus,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
+        here = max_batch(s.model, s.gpu, s.context_tokens, **kw)
         if here >= 1:
             self.marker.set_data([s.context_tokens], [here])
-            self._transient_artist(
-                ax.annotate(
-                    f"T={s.context_tokens:,}: {here:,} users",
-                    (s.context_tokens, here),
-                    xytext=(-8, -22),
-                    textcoords="offset points",
-                    fontsize=12,
-                    ha="right" if s.context_tokens > 2000 else "left",
-                )
-            )
+            side = "right" if s.context_tokens > 2000 else "left"
+            at, text = (s.context_tokens, here), f"T={s.context_tokens:,}: {here:,} users"
+            tr(ax.annotate(text, at, xytext=(-8, -22), textcoords="offset points", fontsize=12, ha=side))
         else:
             self.marker.set_data([], [])
-            self._transient_artist(
-                ax.text(
-                    0.03,
-                    0.05,
-                    f"{s.gpu}: the weights alone do not fit, no user fits",
-                    transform=ax.transAxes,
-                    fontsize=12,
-                    color="#444444",
-                )
-            )
+            text = f"{s.gpu}: the weights alone do not fit, no user fits"
+            tr(ax.text(0.03, 0.05, text, transform=ax.transAxes, fontsize=12, color="#444"))
         window = get_model(s.model).max_context_tokens
         self.window.set_x(window)
         self.window.set_width(max(CONTEXT_SWEEP[-1] * 1.1 - window, 0))
         if window < CONTEXT_SWEEP[-1]:
-            self._transient_artist(
-                ax.text(
-                    window * 1.1,
-                    0.04,
-                    "beyond the model's\ncontext window",
-                    transform=ax.get_xaxis_transform(),
-                    fontsize=11,
-                    color="#444444",
-                )
-            )
-        what = (
-            f"{s.num_gpus}x {s.gpu}, {s.weight_precision} weights"
-            if self.by != "gpu"
-            else f"{s.num_gpus} GPU(s), {s.weight_precision} weights, {s.kv_precision} KV"
-        )
+            text = "beyond the model's\ncontext window"
+            where = ax.get_xaxis_transform()
+            tr(ax.text(window * 1.1, 0.04, text, transform=where, fontsize=11, color="#444"))
+        what = f"{s.num_gpus}x {s.gpu}, {s.weight_precision} weights"
+        if self.by == "gpu":
+            what = f"{s.num_gpus} GPU(s), {s.weight_precision} weights, {s.kv_precision} KV"
         ax.set_title(f"Largest batch: {s.model} on {what}", fontsize=12)
 
 
 def kv_readout(s: Scenario) -> str:
     """HTML table for the lesson-28 explorer: KV per token, KV for B × T, memory, largest batch.
-    Taught in lesson 28.
 
     >>> "34.4 GB" in kv_readout(Scenario(batch=64, context_tokens=4096))   # 64 x 4,096 x 128 KiB
     True
@@ -170,21 +117,13 @@ def kv_readout(s: Scenario) -> str:
     need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
     total = memory_capacity_bytes(s.gpu, s.num_gpus)
     have = memory_available_bytes(s.gpu, s.num_gpus)  # what an engine leaves weights and KV (max_batch's)
-    limit = max_batch(
-        s.model,
-        s.gpu,
-        max(s.context_tokens, 1),
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )
+    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    limit = max_batch(s.model, s.gpu, max(s.context_tokens, 1), **kw)
+    memory = f"{need / GB:.1f} GB of {have / GB:.0f} GB usable ({total / GB:.0f} GB on the GPUs)"
     rows = [
         ("KV per token", f"{per_token / KiB:,.0f} KiB ({s.kv_precision})"),
         (f"KV for {s.batch} x {s.context_tokens:,} tokens", f"{kv / GB:.1f} GB"),
-        (
-            "weights + KV",
-            f"{need / GB:.1f} GB of {have / GB:.0f} GB usable ({total / GB:.0f} GB on the GPUs)",
-        ),
+        ("weights + KV", memory),
         ("largest batch at this context", f"{max(limit, 0):,} users"),
     ]
     # Then the decode step it allows: floor beside achievable, and the cost per 1M tokens.

@@ -22,9 +22,9 @@ from roofline.data import get_gpu, get_model, gpus, models
 from roofline.lessons.launch_overhead.numbers import (
     CARD_CPU_S_PER_LAUNCH,
     CARD_KERNELS_PER_STEP,
+    KERNELS_PER_LAYER,
     launch_budget,
     share_grid,
-    step_time_with_launches_s,
 )
 from roofline.physics.architecture import weight_bytes
 from roofline.physics.overheads import launch_overhead_s
@@ -37,26 +37,15 @@ SHARE_GRID_GPUS = (
 )  # fmt: skip
 
 
-def share_grid_figure(
-    model_ids=None,
-    gpu_ids=None,
-    kernels_per_layer=CARD_KERNELS_PER_STEP / 32,
-    cpu_s_per_launch=CARD_CPU_S_PER_LAUNCH,
-):
-    """Heat map of ``share_grid`` with the value in each cell; grey "does not fit" cells. A Picture.
-
-    Taught in lesson 03.
+def share_grid_figure():
+    """Heat map of ``share_grid`` for the first seven dense models and ``SHARE_GRID_GPUS``, with the value
+    in each cell; grey "does not fit" cells. A Picture.
     """
-    model_ids = list(model_ids or [m for m in models() if not get_model(m).is_moe][:7])  # the first rows
-    # the data-center and workstation GPUs the course started with: a readable grid (pass gpu_ids for more)
-    gpu_ids = list(gpu_ids or [g for g in SHARE_GRID_GPUS if g in gpus()])
-    grid = share_grid(model_ids, gpu_ids, kernels_per_layer, cpu_s_per_launch)
-    # sort: models by size (rows), GPUs by bandwidth (columns), so the corner with short steps stands out
-    rows = np.argsort([weight_bytes(m) for m in model_ids])
-    cols = np.argsort([get_gpu(g).memory_bandwidth_bytes_per_s for g in gpu_ids])
-    grid = grid[rows][:, cols]
-    model_ids = [model_ids[i] for i in rows]
-    gpu_ids = [gpu_ids[i] for i in cols]
+    # models by size (rows), GPUs by bandwidth (columns), so the corner with short steps stands out
+    model_ids = sorted([m for m in models() if not get_model(m).is_moe][:7], key=weight_bytes)
+    gpu_ids = [g for g in SHARE_GRID_GPUS if g in gpus()]
+    gpu_ids.sort(key=lambda g: get_gpu(g).memory_bandwidth_bytes_per_s)
+    grid = share_grid(model_ids, gpu_ids)
     fig, (ax,) = new_figure(figsize=(11, 5.2))
     with plt.style.context(STYLE_PATH):
         ax.grid(False)
@@ -82,7 +71,7 @@ def share_grid_figure(
         fig.colorbar(im, ax=ax, label="% of the step spent launching")
         ax.set_title(
             f"Launch overhead share of a batch-1 BF16 decode step, no CUDA graph "
-            f"({kernels_per_layer:.3g} kernels per layer x {cpu_s_per_launch / US:g} µs)",
+            f"({KERNELS_PER_LAYER:.3g} kernels per layer x {CARD_CPU_S_PER_LAUNCH / US:g} µs)",
             fontsize=12,
         )
     return show(fig, "launch overhead share, models x GPUs")
@@ -113,21 +102,7 @@ class LaunchBars(LiveFigure):
         k = self.options.get("kernels_per_step", CARD_KERNELS_PER_STEP)
         c = self.options.get("cpu_s_per_launch", CARD_CPU_S_PER_LAUNCH)
         chosen = 1 if self.options.get("cuda_graphs", False) else 0
-        budgets = [
-            launch_budget(
-                s.model,
-                s.gpu,
-                k,
-                c,
-                cuda_graphs=g,
-                batch=s.batch,
-                context_tokens=s.context_tokens,
-                weight_precision=s.weight_precision,
-                kv_precision=s.kv_precision,
-                num_gpus=s.num_gpus,
-            )
-            for g in (False, True)
-        ]
+        budgets = [launch_budget(s, k, c, cuda_graphs=g) for g in (False, True)]
         if not budgets[0].fits:
             for bar in self.roof_bars + self.over_bars:
                 bar.set_width(0)
@@ -181,21 +156,11 @@ def launch_readout(s: Scenario, options) -> str:
     >>> "1.200 ms" in text and "21.1%" in text      # 300 × 4 µs beside the 4.48 ms floor
     True
     """
-    b = launch_budget(
-        s.model,
-        s.gpu,
-        options["kernels_per_step"],
-        options["cpu_s_per_launch"],
-        cuda_graphs=options["cuda_graphs"],
-        batch=s.batch,
-        context_tokens=s.context_tokens,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-        num_gpus=s.num_gpus,
-    )
+    k, c = options["kernels_per_step"], options["cpu_s_per_launch"]
+    b = launch_budget(s, k, c, cuda_graphs=options["cuda_graphs"])
     if not b.fits:
         return table_html([("GPU (roofline) time", "does not fit in memory: no step time")])
-    queued = float(step_time_with_launches_s(b.roofline_time_s, b.overhead_s))  # max(GPU, CPU)
+    queued = max(b.roofline_time_s, b.overhead_s)  # the CPU queues ahead: the slower side sets the pace
     cpu_bound = b.overhead_s > b.roofline_time_s
     return table_html(
         [

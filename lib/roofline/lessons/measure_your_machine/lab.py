@@ -1,8 +1,5 @@
 """Figures for "measure it yourself": this machine's roofline, and the numpy transformer's decode on it.
-
-Taught in notebooks/measure_your_machine.ipynb. The numbers come from ``roofline.measure`` (numpy only);
-this module only draws them.
-"""
+The numbers come from ``roofline.measure`` (numpy only); this module only draws them."""
 
 from __future__ import annotations
 
@@ -30,9 +27,9 @@ def compute_bound_batch(cfg: TransformerConfig, machine: Measurement, context_to
     return float(batches[bound[0]]) if bound.size else float("nan")
 
 
-def machine_roofline(machine: Measurement, cfg: TransformerConfig | None = None, timing=None) -> Picture:
+def machine_roofline(machine: Measurement, cfg: TransformerConfig, timing: DecodeTiming) -> Picture:
     """Attainable FLOP/s vs arithmetic intensity for this machine: the bandwidth roof, the fp32 and fp64
-    matmul roofs, the ridge; with ``cfg`` and a ``DecodeTiming``, the measured decode steps as points."""
+    matmul roofs, the ridge, and the decode steps of ``cfg`` measured in ``timing`` as points."""
     bw, peak = machine.memory_bandwidth_bytes_per_s, machine.matmul_flops_per_s
     fig, (ax,) = new_figure(figsize=(9, 4.5))
     x = np.geomspace(0.05, 1000, 300)
@@ -55,16 +52,14 @@ def machine_roofline(machine: Measurement, cfg: TransformerConfig | None = None,
         f"matmul {peak / GFLOPS:.0f} GFLOP/s", (200, peak / GFLOPS), xytext=(-60, 6),
         textcoords="offset points",
     )  # fmt: skip
-    if cfg is not None and timing is not None:
-        b = timing.batch
-        s = roofline_prediction(cfg, machine, b, int(timing.context_tokens[0]))
-        intensity = np.asarray(s.flops) / np.asarray(s.bytes_read)
-        achieved = np.asarray(s.flops) / timing.min_s[:, 0]
-        ax.loglog(intensity, achieved / GFLOPS, "o", color=COLORS["decode"], label="numpy decode, measured")
-        for xi, yi, bi in zip(intensity, achieved, b, strict=True):
-            ax.annotate(f"B={bi}", (xi, yi / GFLOPS), xytext=(4, -12), textcoords="offset points", fontsize=9)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
-    ax.set_ylabel("attainable GFLOP/s")
+    b = timing.batch
+    s = roofline_prediction(cfg, machine, b, int(timing.context_tokens[0]))
+    intensity = np.asarray(s.flops) / np.asarray(s.bytes_read)
+    achieved = np.asarray(s.flops) / timing.min_s[:, 0]
+    ax.loglog(intensity, achieved / GFLOPS, "o", color=COLORS["decode"], label="numpy decode, measured")
+    for xi, yi, bi in zip(intensity, achieved, b, strict=True):
+        ax.annotate(f"B={bi}", (xi, yi / GFLOPS), xytext=(4, -12), textcoords="offset points", fontsize=9)
+    ax.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="attainable GFLOP/s")
     ax.set_title("This machine's roofline, measured")
     ax.legend(loc="lower right")
     return show(fig, "machine roofline")
@@ -91,9 +86,6 @@ def decode_vs_roofline(cfg: TransformerConfig, machine: Measurement, by_batch: D
                      textcoords="offset points", color=COLORS["compute"])  # fmt: skip
     mbu1 = achieved_mbu(cfg, machine, by_batch.min_s[0, 0], int(by_batch.batch[0]), t0)
     ax1.set_title(f"vs batch (context {t0}); at B={by_batch.batch[0]}, MBU measured: {mbu1:.0%}")
-    ax1.set_xlabel("batch (users)")
-    ax1.set_ylabel("decode step time (ms)")
-    ax1.legend(loc="upper left", fontsize=9)
 
     b0 = int(by_context.batch[0])
     contexts = np.linspace(0, max(by_context.context_tokens.max(), 1) * 1.1, 120)
@@ -109,7 +101,7 @@ def decode_vs_roofline(cfg: TransformerConfig, machine: Measurement, by_batch: D
              label="measured best")  # fmt: skip
     ax2.set_ylim(0, max(np.nanmax(by_context.median_s) / MS, np.nanmax(pc.step_time_s) / MS) * 1.15)
     ax2.set_title(f"vs context (batch {b0}): the KV read grows with T")
-    ax2.set_xlabel("context (tokens per user)")
-    ax2.set_ylabel("decode step time (ms)")
-    ax2.legend(loc="upper left", fontsize=9)
+    for ax, what in ((ax1, "batch (users)"), (ax2, "context (tokens per user)")):
+        ax.set(xlabel=what, ylabel="decode step time (ms)")
+        ax.legend(loc="upper left", fontsize=9)
     return show(fig, "decode vs roofline")

@@ -1,9 +1,5 @@
-"""Mixture of experts: notebooks/mixture_of_experts.ipynb.
+"""Mixture of experts: notebooks/mixture_of_experts.ipynb."""
 
-Everything the lesson shows, in one place: its numbers (``numbers``, numpy only), its figures,
-readouts and explorer (``lab``), and the predict-then-check widgets it asks with.
-"""
-
-from roofline.course.widgets import Prediction, Reveal
+from roofline.course.widgets import Prediction
 from roofline.lessons.mixture_of_experts.cards import MOE
-from roofline.lessons.mixture_of_experts.lab import MOE_MODELS, MoEReadVsBatch, moe_explorer, moe_readout
+from roofline.lessons.mixture_of_experts.lab import MoEReadVsBatch, moe_explorer, moe_readout

@@ -1,8 +1,7 @@
 """Card MOE, "It only reads the active experts, right?": a mixture of experts' weight read at batch 1 and at
 batch B, the experts touched, and the batched step.
 
-Taught in notebooks/mixture_of_experts.ipynb (and lesson 25, batching). The card's data rows are in
-``cards.toml`` beside this module.
+Taught in notebooks/mixture_of_experts.ipynb (and lesson 25, batching).
 
 A token reads its k of E routed experts plus the shared part; B tokens touch E·(1 − (1 − k/E)^B) experts
 per layer (``rl.expected_experts_touched``); the memory-bound step reads those weights and every user's KV.
@@ -35,15 +34,6 @@ from roofline.physics.memory import check_fits, kv_cache_bytes
 from roofline.physics.precision import bytes_per_element
 from roofline.physics.step import decode_step
 from roofline.units import GB, MS
-
-
-def moe_models() -> list[str]:
-    """MoE models whose routed experts are all there is to route (no shared expert, no dense layers)."""
-    return [
-        m.id
-        for m in models().values()
-        if m.is_moe and not getattr(m, "shared_experts", 0) and not getattr(m, "first_dense_layers", 0)
-    ]
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,8 +86,10 @@ def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def draw(rng: np.random.Generator) -> dict[str, Any]:
-    """A shuffled MOE scenario: an MoE model, GPU, GPU count, precision, batch, context."""
-    model = choice(rng, moe_models())
+    """A shuffled MOE scenario: an MoE model whose routed experts are all there is to route (no shared expert,
+    no dense layers), GPU, GPU count, precision, batch, context."""
+    routed = [m.id for m in models().values() if m.is_moe and not getattr(m, "shared_experts", 0)]
+    model = choice(rng, [m for m in routed if not getattr(get_model(m), "first_dense_layers", 0)])
     return dict(
         model=model,
         gpu=choice(rng, ["h100-sxm", "h200", "b200", "mi300x", "a100-80gb-sxm"]),

@@ -1,7 +1,4 @@
-"""The mixture-of-experts lesson's figure, readout and explorer: the bytes a step reads against batch.
-
-Taught in notebooks/mixture_of_experts.ipynb.
-"""
+"""The mixture-of-experts lesson's figure, readout and explorer: the bytes a step reads against batch."""
 
 from __future__ import annotations
 
@@ -12,11 +9,8 @@ from roofline.course.readouts import combine_readouts, decode_readout, table_htm
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_model, models
 from roofline.lessons.quantization.lab import PALETTE
-from roofline.physics.architecture import (
-    expected_experts_touched,
-    weight_bytes,
-    weight_bytes_read,
-)
+from roofline.lessons.step_time.lab import BATCH_AXIS
+from roofline.physics.architecture import expected_experts_touched, weight_bytes, weight_bytes_read
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
@@ -43,19 +37,16 @@ class MoEReadVsBatch(LiveFigure):
             right.plot([], [], color=COLORS["capacity"], ls=":", label="resident (all experts)")[0]
         )
         self.marker = m(right.plot([], [], "o", color="black", zorder=6)[0])
-        left.set(
-            xscale="log",
-            xlabel="tokens in the step (batch × new tokens)",
-            ylabel="routed experts touched (fraction)",
-            ylim=(0, 1.05),
-            xlim=(1, BATCH_SWEEP[-1] * 1.05),
+        touched = dict(
+            xlabel="tokens in the step (batch × new tokens)", ylabel="routed experts touched (fraction)"
         )
-        right.set(xscale="log", yscale="log", xlabel="batch B (users, one token each)", ylabel="GB",
-                  xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
+        left.set(ylim=(0, 1.05), **touched, **BATCH_AXIS)
+        right.set(yscale="log", xlabel="batch B (users, one token each)", ylabel="GB", **BATCH_AXIS)
         left.legend(loc="lower right", fontsize=11)
         right.legend(loc="lower left", fontsize=11)
 
     def _draw(self, s):
+        tr = self._transient_artist
         left, right = self.axes
         for mid, line in self.touched.items():
             m = get_model(mid)
@@ -70,15 +61,8 @@ class MoEReadVsBatch(LiveFigure):
         right.set_ylim(nice_limits(np.concatenate([read / BATCH_SWEEP, [resident]]), log=True))
         here = float(weight_bytes_read(s.model, s.weight_precision, s.batch)) / GB
         self.marker.set_data([s.batch], [here])
-        self._transient_artist(
-            right.annotate(
-                f"B={s.batch}: {here:,.1f} GB read",
-                (s.batch, here),
-                xytext=(8, -20),
-                textcoords="offset points",
-                fontsize=11,
-            )  # fmt: skip
-        )
+        text = f"B={s.batch}: {here:,.1f} GB read"
+        tr(right.annotate(text, (s.batch, here), xytext=(8, -20), textcoords="offset points", fontsize=11))
         right.set_title(f"{s.model}, {s.weight_precision} weights", fontsize=12)
         left.set_title("E·(1 − (1 − k/E)^n) ÷ E", fontsize=12)
 

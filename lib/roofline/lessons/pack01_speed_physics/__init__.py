@@ -15,4 +15,4 @@ follow-up: speedup of both: 6.00× is wrong, a known trap: multiplied the speedu
 
 from roofline.course.card_widget import CardWidget
 from roofline.course.cards import check
-from roofline.lessons.pack01_speed_physics.cards import QIDS, card, cards, default_params, shuffled_card
+from roofline.lessons.pack01_speed_physics.cards import QIDS, card, shuffled_card

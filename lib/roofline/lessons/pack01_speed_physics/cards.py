@@ -33,7 +33,7 @@ from roofline.lessons.token_cost.cards import Q6
 SPECS: Mapping[str, CardSpec] = MappingProxyType({s.qid: s for s in (Q1, Q2, Q3, Q4, Q5, Q6, Q7)})
 QIDS: tuple[str, ...] = tuple(SPECS)
 
-__all__ = ["QIDS", "SPECS", "card", "cards", "check", "default_params", "shuffled_card"]
+__all__ = ["QIDS", "SPECS", "card", "check", "shuffled_card"]
 
 
 def card(qid: str, scenario_params: Mapping[str, Any] | None = None) -> Card:
@@ -48,11 +48,6 @@ def card(qid: str, scenario_params: Mapping[str, Any] | None = None) -> Card:
     return spec_named(SPECS, qid).card(scenario_params)
 
 
-def cards() -> list[Card]:
-    """The seven default cards, Q1 to Q7."""
-    return [s.card() for s in SPECS.values()]
-
-
 def shuffled_card(qid: str, rng: np.random.Generator | int | None = None, max_tries: int = 200) -> Card:
     """Card ``qid`` with other numbers drawn from ``rng`` (a seeded generator, or a seed).
 
@@ -61,12 +56,3 @@ def shuffled_card(qid: str, rng: np.random.Generator | int | None = None, max_tr
     (False, True)
     """
     return spec_named(SPECS, qid).shuffled_card(rng, max_tries)
-
-
-def default_params(qid: str) -> dict[str, Any]:
-    """The study card's own scenario for ``qid``: its parameters plus the round figures it quotes.
-
-    >>> default_params("Q3")["batch"], default_params("Q3")["kv_bytes_per_token"]
-    (32, 131072)
-    """
-    return spec_named(SPECS, qid).default_params()

@@ -70,16 +70,8 @@ class PrefillVsPrompt(LiveFigure):
         self.crossover.set_xdata([cross, cross])
         self.crossover.set_visible(bool(ok.any()))
         if ok.any():
-            self._transient_artist(
-                ax.text(
-                    cross * 1.12,
-                    0.04,
-                    f"compute-bound from P ≈ {cross:,}",
-                    transform=ax.get_xaxis_transform(),
-                    fontsize=11,
-                    color="#444444",
-                )
-            )
+            style = dict(transform=ax.get_xaxis_transform(), fontsize=11, color="#444444")
+            self._transient_artist(ax.text(cross * 1.12, 0.04, f"compute-bound from P ≈ {cross:,}", **style))
         y_all = np.concatenate([masked(p.time_s), masked(p.memory_time_s)])
         ax.set_ylim(nice_limits(y_all if np.isfinite(y_all).any() else [1, 10], log=True))
         here = s.prefill()
@@ -91,16 +83,9 @@ class PrefillVsPrompt(LiveFigure):
             if d.fits:
                 text += f"\n= {stalled_decode_steps(here.time_s, d.step_time_s):.1f} decode steps"
             left = s.prompt_tokens >= 100  # the curve climbs to the right: write above-left of the point
+            style = dict(textcoords="offset points", fontsize=12, ha="right" if left else "left", va="bottom")
             self._transient_artist(
-                ax.annotate(
-                    text,
-                    (s.prompt_tokens, y),
-                    xytext=(-12 if left else 10, 8),
-                    textcoords="offset points",
-                    fontsize=12,
-                    ha="right" if left else "left",
-                    va="bottom",
-                )
+                ax.annotate(text, (s.prompt_tokens, y), xytext=(-12 if left else 10, 8), **style)
             )
         else:
             self.marker.set_data([], [])
@@ -109,29 +94,17 @@ class PrefillVsPrompt(LiveFigure):
             self._transient_artist(
                 ax.axvspan(1, PROMPT_SWEEP[-1] * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0)
             )
-            self._transient_artist(
-                ax.text(
-                    0.5,
-                    0.5,
-                    "the weights alone do not fit in memory:\nno prefill time",
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    fontsize=14,
-                    color="#444444",
-                )
-            )
+            style = dict(transform=ax.transAxes, ha="center", va="center", fontsize=14, color="#444444")
+            text = "the weights alone do not fit in memory:\nno prefill time"
+            self._transient_artist(ax.text(0.5, 0.5, text, **style))
         elif bad.size:
             self._shade_overflow(ax, max(int(bad[0]), 1), PROMPT_SWEEP[-1], label="does not fit in memory")
         ax.set_title(f"Prefill vs prompt length: {describe(s)}", fontsize=12)
 
 
 class StallTimeline(LiveFigure):
-    """A timeline of the GPU while B users stream and one unchunked prompt of P tokens arrives: decode
-    steps, the prefill block, and the gap in every user's token stream.
-
-    ``options``: ``steps_around`` decode steps drawn before and after the prefill (default 4);
-    ``include_attention`` for the prefill (default True).
+    """A timeline of the GPU while B users stream and one unchunked prompt of P tokens arrives: four decode
+    steps, the prefill block, four more, and the gap in every user's token stream.
 
     >>> StallTimeline(Scenario(batch=30, prompt_tokens=8000))
     <StallTimeline: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=30, T=1000>
@@ -152,17 +125,8 @@ class StallTimeline(LiveFigure):
 
     def _draw(self, s: Scenario):
         ax = self.axes[0]
-        around = int(self.options.get("steps_around", 4))
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-        st = prefill_stall(
-            s.model,
-            s.gpu,
-            s.prompt_tokens,
-            s.batch,
-            s.context_tokens,
-            include_attention=self.options.get("include_attention", True),
-            **kw,
-        )
+        around = 4
+        st = prefill_stall(s)
         ok = np.isfinite(st.decode_step_time_s) and bool(paste_fits(s))
         ax.set_title(
             f"A {s.prompt_tokens:,}-token paste arrives while {s.batch} users stream "
@@ -187,39 +151,15 @@ class StallTimeline(LiveFigure):
         self._transient_artist(
             ax.broken_barh([(start, pre)], (0.7, 0.6), facecolors=COLORS["prefill"], **bar)
         )
-        self._transient_artist(
-            ax.text(
-                start + pre / 2,
-                1.0,
-                f"prefill, {pre:.0f} ms",
-                ha="center",
-                va="center",
-                color="white",
-                fontsize=12,
-                fontweight="bold",
-            )
-        )
+        style = dict(ha="center", va="center", color="white", fontsize=12, fontweight="bold")
+        self._transient_artist(ax.text(start + pre / 2, 1.0, f"prefill, {pre:.0f} ms", **style))
         ticks = [x + w for x, w in before + after]
         self._transient_artist(ax.vlines(ticks, -0.25, 0.25, color="black", lw=2))
         last, first = ticks[around - 1], ticks[around]
-        self._transient_artist(
-            ax.annotate(
-                "",
-                (first, -0.45),
-                (last, -0.45),
-                arrowprops=dict(arrowstyle="<->", color=COLORS["prefill"], lw=2),
-            )
-        )
-        self._transient_artist(
-            ax.text(
-                (last + first) / 2,
-                -0.55,
-                f"no token for {first - last:.0f} ms: ≈ {st.stalled_steps:.0f} missed steps of {step:.1f} ms",
-                ha="center",
-                va="top",
-                fontsize=12,
-            )
-        )
+        arrow = dict(arrowstyle="<->", color=COLORS["prefill"], lw=2)
+        self._transient_artist(ax.annotate("", (first, -0.45), (last, -0.45), arrowprops=arrow))
+        gap = f"no token for {first - last:.0f} ms: ≈ {st.stalled_steps:.0f} missed steps of {step:.1f} ms"
+        self._transient_artist(ax.text((last + first) / 2, -0.55, gap, ha="center", va="top", fontsize=12))
         ax.set_xlim(0, after[-1][0] + step * 1.05)
 
 
@@ -240,8 +180,7 @@ def prefill_readout(s: Scenario) -> str:
     )
     if not ok:
         return table_html([("prefill", "does not fit in memory: no time"), ("compute-bound from", crossover)])
-    card = float(card_prefill_s(s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus,
-                                weight_precision=s.weight_precision))  # fmt: skip
+    card = card_prefill_s(s)
     rough, exact = s.prefill(include_attention=False), s.prefill()
     d = s.decode(batch=1)
     p = f"{s.prompt_tokens:,}"
@@ -275,12 +214,10 @@ def stall_readout(s: Scenario) -> str:
     >>> "129.9 ms" in stall_readout(Scenario(batch=30, prompt_tokens=8000))   # 2 × 8.03e9 × 8,000 ÷ 989e12
     True
     """
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    exact = prefill_stall(s.model, s.gpu, s.prompt_tokens, s.batch, s.context_tokens, **kw)
+    exact = prefill_stall(s)
     if not np.isfinite(exact.decode_step_time_s):
         return table_html([("streaming users", "do not fit in memory: no step time")])
-    card = float(card_prefill_s(s.model, s.gpu, s.prompt_tokens, num_gpus=s.num_gpus,
-                                weight_precision=s.weight_precision))  # fmt: skip
+    card = card_prefill_s(s)
     return table_html(
         [
             (f"freeze: the card's 2·N·P (P = {s.prompt_tokens:,})", f"{card / MS:.1f} ms"),

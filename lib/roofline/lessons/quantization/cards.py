@@ -1,8 +1,7 @@
 """Card QUANT, "INT4 makes it 4× faster?": the speed-up of weight-only INT4 over BF16 at batch 1 and at a
 large, compute-bound batch.
 
-Taught in notebooks/quantization.ipynb (and lessons 16 and 61: the step-time model, the compute-bound
-flip). The card's data rows are in ``cards.toml`` beside this module.
+Taught in notebooks/quantization.ipynb (and lessons 16 and 61: the step-time model, the compute-bound flip).
 
 The card's step: max((weights + B × T × KV per token) ÷ bandwidth, 2 × N × B ÷ peak). Weight-only INT4
 (W4A16) shrinks the weights but multiplies in BF16, so its peak is BF16's.

@@ -1,7 +1,5 @@
 """The quantization lesson's figure, readout and explorer: what fewer bytes per weight buy at each batch.
 
-Taught in notebooks/quantization.ipynb.
-
 >>> from roofline.scenario import Scenario
 >>> QuantizationVsBatch(Scenario(batch=64))
 <QuantizationVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=64, T=1000>
@@ -15,9 +13,8 @@ from roofline.course.figures import BATCH_SWEEP, LiveFigure, nice_limits
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
-from roofline.physics.architecture import (
-    weight_bytes,
-)
+from roofline.lessons.step_time.lab import BATCH_AXIS
+from roofline.physics.architecture import weight_bytes
 from roofline.physics.memory import max_batch
 from roofline.physics.precision import get_precision
 from roofline.physics.step import decode_step
@@ -25,20 +22,18 @@ from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
 PALETTE = ["#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]
-
-
 # Weight precisions the quantization lesson compares (those the GPU has no math for are left out).
 QUANT_PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 
 
-def supported_precisions(gpu, precisions=QUANT_PRECISIONS) -> list[str]:
-    """The precisions of ``precisions`` whose matrix math ``gpu`` has (ids, in order).
+def supported_precisions(gpu) -> list[str]:
+    """The precisions of ``QUANT_PRECISIONS`` whose matrix math ``gpu`` has (ids, in order).
 
     >>> supported_precisions("h100-sxm")
     ['bf16', 'fp8', 'int8', 'int4']
     """
     g = get_gpu(gpu)
-    return [p for p in precisions if get_precision(p).compute in g.dense_flops_per_s]
+    return [p for p in QUANT_PRECISIONS if get_precision(p).compute in g.dense_flops_per_s]
 
 
 def _decode_sweep(s: Scenario, precision: str, batch=BATCH_SWEEP):
@@ -66,10 +61,8 @@ class QuantizationVsBatch(LiveFigure):
             for p, c in zip(QUANT_PRECISIONS, PALETTE, strict=False)
         }
         self.marker = m(left.plot([], [], "o", color="black", zorder=6)[0])
-        left.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="decode step (ms)",
-                 xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
-        right.set(xscale="log", xlabel="batch B (users)", ylabel="speed-up per user over BF16 (×)",
-                  xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
+        left.set(yscale="log", xlabel="batch B (users)", ylabel="decode step (ms)", **BATCH_AXIS)
+        right.set(xlabel="batch B (users)", ylabel="speed-up per user over BF16 (×)", **BATCH_AXIS)
         right.axhline(1.0, color="#777777", lw=1)
         left.legend(loc="upper left", title="weights")
 
@@ -118,16 +111,11 @@ def quantization_readout(s: Scenario) -> str:
         if not step.fits:
             rows.append((p, f"{w / GB:.1f} GB of weights; B={s.batch} does not fit (at most {most})"))
             continue
-        gain = base.step_time_s / step.step_time_s if base.fits else float("nan")
-        rows.append(
-            (
-                p,
-                f"{w / GB:.1f} GB; {step.step_time_s / MS:.2f} ms ({step.binding}); "
-                f"{step.tokens_per_s_per_user:,.0f} tok/s/user; "
-                + (f"{gain:.2f}x BF16; " if gain == gain else "")
-                + f"fits {most:,} users",
-            )
+        gain = f"{base.step_time_s / step.step_time_s:.2f}x BF16; " if base.fits else ""
+        speed = (
+            f"{step.step_time_s / MS:.2f} ms ({step.binding}); {step.tokens_per_s_per_user:,.0f} tok/s/user"
         )
+        rows.append((p, f"{w / GB:.1f} GB; {speed}; {gain}fits {most:,} users"))
     return table_html(rows)
 
 

@@ -2,9 +2,6 @@
 
 time = max(FLOPs ÷ peak FLOP/s, bytes ÷ bandwidth); the ridge point is peak ÷ bandwidth, the FLOP per byte
 where the two roofs meet.
-
->>> round(ridge_points()["h100-sxm"])     # 989 TFLOP/s ÷ 3.35 TB/s
-295
 """
 
 from __future__ import annotations
@@ -31,30 +28,23 @@ def bytes_over_flops_trap(bytes_moved, peak_flops_per_s):
     return out(b / p)
 
 
-def ridge_points(precision: str = "bf16", num_gpus=1) -> dict[str, float]:
-    """Ridge point (FLOP/byte) of every GPU in the table at ``precision``; NaN where it lacks that math.
-
-    The ridge is peak FLOP/s ÷ bandwidth; G GPUs multiply both, so it does not depend on ``num_gpus``.
+def ridge_points(precision: str = "bf16") -> dict[str, float]:
+    """Ridge point (FLOP/byte) of every GPU in the table at ``precision``: its peak FLOP/s ÷ its bandwidth
+    (G GPUs multiply both, so the ridge does not depend on G); NaN where it lacks that math.
 
     >>> r = ridge_points("bf16")
-    >>> round(r["h100-sxm"]), round(r["h200"]), round(r["a100-80gb-sxm"])
+    >>> round(r["h100-sxm"]), round(r["h200"]), round(r["a100-80gb-sxm"])   # 989 TFLOP/s ÷ 3.35 TB/s, …
     (295, 206, 153)
     >>> bool(np.isnan(ridge_points("fp8")["a100-80gb-sxm"]))
     True
     """
-    get_precision(precision)
-    n = checked(num_gpus, "num_gpus", minimum=1)
-    table = {}
-    for gid, g in gpus().items():
-        if get_precision(precision).compute in g.dense_flops_per_s:
-            table[gid] = float(
-                ridge_point_flop_per_byte(
-                    n * peak_flops_per_s(g, precision), n * g.memory_bandwidth_bytes_per_s
-                )
-            )
-        else:
-            table[gid] = float("nan")
-    return table
+    compute = get_precision(precision).compute
+    return {
+        gid: float(ridge_point_flop_per_byte(peak_flops_per_s(g, precision), g.memory_bandwidth_bytes_per_s))
+        if compute in g.dense_flops_per_s
+        else float("nan")
+        for gid, g in gpus().items()
+    }
 
 
 def throughput_tokens_per_s(batch, step_time_s):

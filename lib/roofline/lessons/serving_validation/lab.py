@@ -1,7 +1,5 @@
-"""The simulator against measured servers, drawn: predicted against measured, and the residuals.
-
-Taught in notebooks/serving_validation.ipynb; the rows come from ``roofline.sim.validation``.
-"""
+"""The simulator against measured servers (the rows of ``roofline.sim.validation``), drawn: predicted
+against measured, and the residuals."""
 
 from __future__ import annotations
 
@@ -14,65 +12,55 @@ from roofline.units import MS
 ENGINE_COLORS = {"vllm": COLORS["decode"], "tensorrt-llm": COLORS["prefill"], "sglang": COLORS["compute"]}
 
 
-def _engine_color(engine: str) -> str:
-    return ENGINE_COLORS.get(engine, COLORS["capacity"])
+def _by_engine(results: list[dict]):
+    """Each engine's rows and colour, engines in name order."""
+    for e in sorted({r["engine"] for r in results}):
+        yield e, [r for r in results if r["engine"] == e], ENGINE_COLORS.get(e, COLORS["capacity"])
 
 
-def validation_figure(results: list[dict], ideal: bool = False):
-    """Simulated against measured TTFT (left) and TPOT (right), log-log, one colour per engine, with the
-    y = x line: points below it are faster in simulation than on the real server. ``results`` are rows of
-    ``roofline.sim.validation`` (``sim_*``; with ``ideal=True`` the ``ideal_*`` figures are drawn instead).
-    Returns a picture.
+def validation_figure(results: list[dict]):
+    """Simulated (with the engine's step times, ``sim_*``) against measured TTFT (left) and TPOT (right),
+    log-log, one colour per engine, with the y = x line: points below it are faster in simulation than on
+    the real server. ``results`` are rows of ``roofline.sim.validation``. Returns a picture.
 
     >>> from roofline.sim import validation
     >>> validation_figure(validation.stored_results()[:20])
     <simulated against measured>
     """
     fig, axes = new_figure(2, figsize=(8, 3.5))  # ~900 points: a compact PNG
-    prefix = "ideal_" if ideal else "sim_"
-    engines = sorted({r["engine"] for r in results})
     for ax, key, name in ((axes[0], "ttft_s", "TTFT"), (axes[1], "tpot_s", "TPOT")):
-        for e in engines:
-            rs = [r for r in results if r["engine"] == e]
-            ax.plot([r[key] / MS for r in rs], [r[prefix + key] / MS for r in rs], "o", ms=2.5,
-                    color=_engine_color(e), label=e)  # fmt: skip
-        vals = np.array([r[k] / MS for r in results for k in (key, prefix + key)])
-        lo, hi = nice_limits(vals, log=True)
+        for e, rs, color in _by_engine(results):
+            x, y = [r[key] / MS for r in rs], [r["sim_" + key] / MS for r in rs]
+            ax.plot(x, y, "o", ms=2.5, color=color, label=e)
+        lo, hi = nice_limits(np.array([r[k] / MS for r in results for k in (key, "sim_" + key)]), log=True)
         ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="simulated = measured")
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"measured mean {name} (ms)",
-               ylabel=f"simulated {name}, {'ideal' if ideal else 'engine'} (ms)", title=name)  # fmt: skip
+               ylabel=f"simulated {name}, engine (ms)", title=name)  # fmt: skip
         ax.legend(loc="upper left", fontsize=9)
     return show(fig, "simulated against measured")
 
 
-def residual_figure(results: list[dict], goals=None):
+def residual_figure(results: list[dict]):
     """The relative error of each row, (simulated − measured) ÷ measured, against its concurrency: TTFT
-    (left) and TPOT (right), one colour per engine, the goals (± ``goals`` for TTFT and TPOT; default
-    ``roofline.sim.validation.GOALS``) shaded. A
-    residual plot: a trend with concurrency says which regime the model gets wrong. Returns a picture.
+    (left) and TPOT (right), one colour per engine, the goals (``roofline.sim.validation.GOALS``) shaded.
+    A residual plot: a trend with concurrency says which regime the model gets wrong. Returns a picture.
 
     >>> from roofline.sim import validation
     >>> residual_figure(validation.stored_results()[:20])
     <errors against concurrency>
     """
-    if goals is None:
-        goals = (sim.validation.GOALS["ttft"], sim.validation.GOALS["tpot"])
     fig, axes = new_figure(2, figsize=(8, 3.5))
-    engines = sorted({r["engine"] for r in results})
-    for ax, key, name, goal in (
-        (axes[0], "ttft_error", "TTFT", goals[0]),
-        (axes[1], "tpot_error", "TPOT", goals[1]),
-    ):
+    for ax, key, name in ((axes[0], "ttft_error", "TTFT"), (axes[1], "tpot_error", "TPOT")):
+        goal = sim.validation.GOALS[key.split("_")[0]]
         ax.axhspan(
             -100 * goal, 100 * goal, color=COLORS["overflow"], alpha=0.2, lw=0, label=f"goal ± {goal:.0%}"
         )
         ax.axhline(0, color="black", lw=1)
         rng = np.random.default_rng(0)  # a little horizontal jitter: concurrencies repeat
-        for e in engines:
-            rs = [r for r in results if r["engine"] == e]
+
+        for e, rs, color in _by_engine(results):
             x = np.array([r["concurrency"] for r in rs]) * np.exp(rng.uniform(-0.08, 0.08, len(rs)))
-            y = np.clip([100 * r[key] for r in rs], -100, 150)
-            ax.plot(x, y, "o", ms=2.5, color=_engine_color(e), label=e)
+            ax.plot(x, np.clip([100 * r[key] for r in rs], -100, 150), "o", ms=2.5, color=color, label=e)
         ax.set(xscale="log", ylim=(-100, 150), xlabel="concurrency (clients)",
                ylabel=f"{name} error (%), clipped at 150",
                title=f"{name}: simulated vs measured")  # fmt: skip

@@ -1,6 +1,4 @@
-"""The SLO lesson's figures and explorer: the simulated batch over time, and latency against load.
-
-Taught in notebooks/slos_and_capacity.ipynb. Numbers come from ``roofline.sim``; this module draws them.
+"""The SLO lesson's figure and explorer: the simulated batch over time (``roofline.sim``'s numbers, drawn).
 
 >>> t = BatchTimeline(load=0.9, requests=60)
 >>> len(t.png()) > 1000
@@ -22,94 +20,63 @@ from roofline.course.readouts import cost_text, table_html
 from roofline.course.widgets import Explorer, mark_axis
 from roofline.units import MS
 
-WAIT_COLOR = "#999999"
-
 
 def _run(s, options: dict) -> sim.SimResult:
-    """The simulation a timeline figure or readout shows, for a scenario and the explorer's options
-    (cached: the figure and the readout of one slider move share a run)."""
+    """The simulation a timeline figure or readout shows, for a scenario and the explorer's options."""
     return _cached_run(s, tuple(sorted(options.items())))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=16)  # the figure and the readout of one slider move share a run
 def _cached_run(s, items: tuple) -> sim.SimResult:
-    options = dict(items)
-    chunk = int(options.get("chunk_tokens", 0)) or None
-    kw = dict(
-        input_tokens=int(options.get("input_tokens", 2000)),
-        output_tokens=int(options.get("output_tokens", 200)),
+    o = dict(items)
+    config = sim.SimConfig(
+        s.model,
+        s.gpu,
+        rate_per_s=1.0,
+        requests=int(o.get("requests", 150)),
+        input_tokens=int(o.get("input_tokens", 2000)),
+        output_tokens=int(o.get("output_tokens", 200)),
         num_gpus=s.num_gpus,
         weight_precision=s.weight_precision,
         kv_precision=s.kv_precision,
-        chunk_tokens=chunk,
-        priority=options.get("priority", "decode-first"),
-        kv_capacity=options.get("kv_capacity_tokens"),
+        chunk_tokens=int(o.get("chunk_tokens", 0)) or None,
+        priority="decode-first",
     )
-    if "load" in options:  # a fraction of the closed-form sustainable rate
-        probe = sim.simulate(
-            sim.SimConfig(s.model, s.gpu, rate_per_s=1.0, requests=1, record_timeline=False, **kw)
-        )
-        rate = float(options["load"]) * probe.sustainable_rate_per_s
-    else:
-        rate = float(options.get("rate_per_s", 20.0))
-    return sim.simulate(
-        sim.SimConfig(
-            s.model,
-            s.gpu,
-            rate_per_s=rate,
-            requests=int(options.get("requests", 150)),
-            seed=int(options.get("seed", 0)),
-            **kw,
-        )
-    )
+    # the load is a fraction of the closed-form sustainable rate, which any run reports
+    probe = sim.simulate(config.with_(requests=1, record_timeline=False))
+    return sim.simulate(config.with_(rate_per_s=float(o.get("load", 0.9)) * probe.sustainable_rate_per_s))
 
 
 class BatchTimeline(LiveFigure):
     """Left: every request as a bar over time, grey while it waits, orange while its prompt is prefilled,
     blue while it decodes. Right: how full the KV cache is, and how many sequences are in prefill and in
-    decode at each step. Options: ``rate_per_s`` or ``load`` (a fraction of the sustainable rate),
-    ``requests``, ``input_tokens``, ``output_tokens``, ``chunk_tokens`` (0: unchunked), ``priority``,
-    ``kv_capacity_tokens``, ``seed``."""
+    decode at each step. Options: ``load`` (a fraction of the sustainable rate), ``requests``,
+    ``input_tokens``, ``output_tokens`` (tokens), ``chunk_tokens`` (0: unchunked)."""
 
     ncols = 2
 
-    def __init__(self, scenario=None, **options):
-        super().__init__(scenario, **options)
-
     def __repr__(self) -> str:
-        return (
-            f"<BatchTimeline: {self.scenario.model} on {self.scenario.num_gpus}x {self.scenario.gpu}, "
-            f"{self.result.rate_per_s:.3g} req/s, {self.result.requests} requests>"
-        )
+        s, r = self.scenario, self.result
+        load = f"{r.rate_per_s:.3g} req/s, {r.requests} requests"
+        return f"<BatchTimeline: {s.model} on {s.num_gpus}x {s.gpu}, {load}>"
 
     def _build(self):
         left, right = self.axes
         m = self._moving
-        self.lines = {
-            name: m(LineCollection([], colors=color, linewidths=2.2))
-            for name, color in (
-                ("wait", WAIT_COLOR),
-                ("prefill", COLORS["prefill"]),
-                ("decode", COLORS["decode"]),
-            )
-        }
+        phases = (
+            ("wait", "#999999", "queued"),
+            ("prefill", COLORS["prefill"], "prefill"),
+            ("decode", COLORS["decode"], "decode"),
+        )
+        self.lines = {name: m(LineCollection([], colors=color, linewidths=2.2)) for name, color, _ in phases}
         for lc in self.lines.values():
             left.add_collection(lc)
         left.set(
             xlabel="time (s)", ylabel="request (arrival order)", title="Who is waiting, prefilling, decoding"
         )
-        left.legend(
-            handles=[
-                Line2D([], [], color=WAIT_COLOR, lw=3, label="queued"),
-                Line2D([], [], color=COLORS["prefill"], lw=3, label="prefill"),
-                Line2D([], [], color=COLORS["decode"], lw=3, label="decode"),
-            ],
-            loc="lower left",  # below the diagonal of bars: late requests do not exist early
-            fontsize=10,
-        )
-        (self.kv_line,) = [
-            m(x) for x in right.plot([], [], color=COLORS["kv"], lw=1.5, label="KV cache used (%)")
-        ]
+        handles = [Line2D([], [], color=color, lw=3, label=label) for _, color, label in phases]
+        left.legend(handles=handles, loc="lower left", fontsize=10)  # below the diagonal of bars
+        self.kv_line = m(right.plot([], [], color=COLORS["kv"], lw=1.5, label="KV cache used (%)")[0])
         self.pf_line = m(right.plot([], [], color=COLORS["prefill"], lw=1, label="sequences in prefill")[0])
         self.dec_line = m(right.plot([], [], color=COLORS["decode"], lw=1, label="sequences decoding")[0])
         right.set(xlabel="time (s)", ylabel="% of KV cache, or sequences", title="The batch and the KV cache")
@@ -120,11 +87,10 @@ class BatchTimeline(LiveFigure):
         self.result = r
         left, right = self.axes
         i = np.arange(r.requests)
-        done_first = np.where(np.isfinite(r.first_token_s), r.first_token_s, np.nan)
         phases = {
             "wait": (r.arrival_s, r.admitted_s),
-            "prefill": (r.admitted_s, done_first),
-            "decode": (done_first, r.finish_s),
+            "prefill": (r.admitted_s, r.first_token_s),
+            "decode": (r.first_token_s, r.finish_s),
         }
         for name, (a, b) in phases.items():
             ok = np.isfinite(a) & np.isfinite(b)
@@ -147,11 +113,9 @@ class BatchTimeline(LiveFigure):
         right.set_ylim(nice_limits([top], log=False))
         o = self.options
         chunk = int(o.get("chunk_tokens", 0))
-        self.fig.suptitle(
-            f"{describe(s)}: {r.rate_per_s:.3g} req/s, {o.get('input_tokens', 2000):,} in / "
-            f"{o.get('output_tokens', 200):,} out, " + (f"chunks of {chunk:,}" if chunk else "unchunked"),
-            fontsize=12,
-        )
+        chunked = f"chunks of {chunk:,}" if chunk else "unchunked"
+        tokens = f"{o.get('input_tokens', 2000):,} in / {o.get('output_tokens', 200):,} out"
+        self.fig.suptitle(f"{describe(s)}: {r.rate_per_s:.3g} req/s, {tokens}, {chunked}", fontsize=12)
 
 
 def timeline_readout(s, options: dict) -> str:
@@ -163,17 +127,12 @@ def timeline_readout(s, options: dict) -> str:
     True
     """
     r = _run(s, options)
+    ttft, tpot = r.ttft_s_percentiles, r.tpot_s_percentiles
     rows = [
         ("arrival rate", f"{r.rate_per_s:.3g} req/s (sustainable: about {r.sustainable_rate_per_s:.3g})"),
         ("requests completed", f"{r.requests_completed} of {r.requests}"),
-        (
-            "TTFT p50 / p99",
-            f"{r.ttft_s_percentiles['p50'] / MS:,.0f} / {r.ttft_s_percentiles['p99'] / MS:,.0f} ms",
-        ),
-        (
-            "TPOT p50 / p99",
-            f"{r.tpot_s_percentiles['p50'] / MS:.1f} / {r.tpot_s_percentiles['p99'] / MS:.1f} ms",
-        ),
+        ("TTFT p50 / p99", f"{ttft['p50'] / MS:,.0f} / {ttft['p99'] / MS:,.0f} ms"),
+        ("TPOT p50 / p99", f"{tpot['p50'] / MS:.1f} / {tpot['p99'] / MS:.1f} ms"),
         ("output tokens/s", f"{r.throughput_output_tokens_per_s:,.0f}"),
         # what the GPUs cost per output token at this load (idle time is paid for too)
         ("cost per 1M tokens", cost_text(s, float(r.throughput_output_tokens_per_s))),
@@ -185,10 +144,10 @@ def timeline_readout(s, options: dict) -> str:
     return table_html(rows)
 
 
-def timeline_explorer(scenario=None, load: float = 0.9, chunk_tokens: int = 512, requests: int = 150):
+def timeline_explorer(scenario=None) -> Explorer:
     """The batch-timeline explorer: load (a fraction of the sustainable rate; the batch follows from it),
-    chunk size, prompt and answer lengths, precision, GPUs, model and GPU. ``requests`` stays at a few
-    hundred at most, so a slider move redraws fast.
+    chunk size, prompt and answer lengths, precision, GPUs, model and GPU, over 150 requests (a slider move
+    redraws fast).
 
     >>> ex = timeline_explorer()
     >>> ex.set(load=0.5); ex.live.options["load"]
@@ -197,25 +156,19 @@ def timeline_explorer(scenario=None, load: float = 0.9, chunk_tokens: int = 512,
 
     def slider(options, value, description):
         return W.SelectionSlider(
-            options=sorted(set(options) | {value}), value=value, description=description,
-            continuous_update=False,
-        )  # fmt: skip
+            options=options, value=value, description=description, continuous_update=False
+        )
 
     knobs = {
-        "load": slider([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], load, "load (× sustainable)"),
-        "chunk_tokens": slider([0, 256, 512, 1024, 2048, 4096], chunk_tokens, "chunk (0 = off)"),
+        "load": slider([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], 0.9, "load (× sustainable)"),
+        "chunk_tokens": slider([0, 256, 512, 1024, 2048, 4096], 512, "chunk (0 = off)"),
         "input_tokens": mark_axis(slider([256, 512, 1000, 2000, 4000, 8000], 2000, "prompt T (tokens)"), "T"),
         "output_tokens": slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
     }
-
-    def to_options(values):
-        return {**values, "requests": requests}
-
     return Explorer(
         BatchTimeline,
         controls=["weight_precision", "num_gpus", "gpu", "model"],
         scenario=scenario,
         readout=timeline_readout,
         knobs=knobs,
-        to_options=to_options,
     )

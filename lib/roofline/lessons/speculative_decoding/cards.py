@@ -1,7 +1,6 @@
 """Card SPEC, "Is the draft worth it?": tokens per verify step, the cycle, tokens/s per user, the speed-up.
 
-Taught in notebooks/speculative_decoding.ipynb; the physics is ``roofline.physics.speculative``. The card's
-data rows are in ``cards.toml`` beside this module.
+Taught in notebooks/speculative_decoding.ipynb; the physics is ``roofline.physics.speculative``.
 
 One user; a proposer drafts k tokens, each costing r plain decode steps; the target verifies them in one
 step of k + 1 tokens, which at batch 1 is memory-bound and costs about one plain step. With acceptance α:

@@ -1,7 +1,5 @@
 """The speculative-decoding lesson's figures, readout and explorer: tokens per verify step and the speedup.
 
-Taught in notebooks/speculative_decoding.ipynb.
-
 >>> from roofline.scenario import Scenario
 >>> "tokens per verify step" in speculative_readout(Scenario(), SPECULATIVE_DEFAULTS)
 True
@@ -16,6 +14,7 @@ from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, nice_limits
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.lessons.quantization.lab import PALETTE
+from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.physics.speculative import (
     expected_tokens_per_step,
     speculative_collapse_batch,
@@ -28,16 +27,19 @@ from roofline.units import MS
 SPECULATIVE_DEFAULTS = {"draft_tokens": 4, "acceptance": 0.7, "draft_cost_ratio": 0.05}
 
 
-ACCEPTANCES = (0.5, 0.7, 0.9)
+def _options(s: Scenario, options: dict | None, **changes) -> dict:
+    """The keywords of ``speculative_step`` for the scenario and the explorer's k, α and r."""
+    o = {**SPECULATIVE_DEFAULTS, **(options or {}), **changes}
+    return dict(
+        draft_tokens=o["draft_tokens"], acceptance=o["acceptance"], draft_cost_ratio=o["draft_cost_ratio"],
+        num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision,
+    )  # fmt: skip
 
 
 def _spec(s: Scenario, batch, options, **changes):
-    o = {**SPECULATIVE_DEFAULTS, **(options or {}), **changes}
     return speculative_step(
-        s.model, s.gpu, batch, s.context_tokens, draft_tokens=o["draft_tokens"], acceptance=o["acceptance"],
-        draft_cost_ratio=o["draft_cost_ratio"], num_gpus=s.num_gpus, weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision, on_overflow="mask",
-    )  # fmt: skip
+        s.model, s.gpu, batch, s.context_tokens, on_overflow="mask", **_options(s, options, **changes)
+    )
 
 
 class ExpectedTokens(LiveFigure):
@@ -74,18 +76,17 @@ class SpeculativeSpeedupVsBatch(LiveFigure):
         self.marker = m(right.plot([], [], "o", color="black", zorder=6)[0])
         self.others = {
             a: m(right.plot([], [], color=c, lw=1.2, label=f"α = {a}")[0])
-            for a, c in zip(ACCEPTANCES, PALETTE[1:], strict=False)
+            for a, c in zip((0.5, 0.7, 0.9), PALETTE[1:], strict=False)
         }
         self.mine = m(right.plot([], [], color="black", lw=2.6, label="your α")[0])
-        left.set(xscale="log", yscale="log", xlabel="batch B (users)", ylabel="tokens/s per user",
-                 xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
-        right.set(xscale="log", xlabel="batch B (users)", ylabel="speed-up per user (×)",
-                  xlim=(1, BATCH_SWEEP[-1] * 1.05))  # fmt: skip
+        left.set(yscale="log", xlabel="batch B (users)", ylabel="tokens/s per user", **BATCH_AXIS)
+        right.set(xlabel="batch B (users)", ylabel="speed-up per user (×)", **BATCH_AXIS)
         right.axhline(1.0, color="#777777", lw=1)
         left.legend(loc="lower left")
         right.legend(loc="upper right", fontsize=11)
 
     def _draw(self, s):
+        tr = self._transient_artist
         left, right = self.axes
         o = {**SPECULATIVE_DEFAULTS, **self.options}
         sweep = _spec(s, BATCH_SWEEP, o)
@@ -108,17 +109,9 @@ class SpeculativeSpeedupVsBatch(LiveFigure):
         below = np.asarray(sweep.speedup) < 1
         if below.any():
             b = BATCH_SWEEP[np.argmax(below)]
-            self._transient_artist(right.axvline(b, color=COLORS["prefill"], ls="--", lw=1))
-            self._transient_artist(
-                right.text(
-                    b * 1.08,
-                    0.05,
-                    f"< 1× from B ≈ {b}",
-                    transform=right.get_xaxis_transform(),
-                    fontsize=11,
-                    color=COLORS["prefill"],
-                )  # fmt: skip
-            )
+            text, color, where = f"< 1× from B ≈ {b}", COLORS["prefill"], right.get_xaxis_transform()
+            self._transient_artist(right.axvline(b, color=color, ls="--", lw=1))
+            tr(right.text(b * 1.08, 0.05, text, transform=where, fontsize=11, color=color))
         self._shade_overflow(right, self._first_overflow_batch(s), BATCH_SWEEP[-1])
         left.set_title(f"{s.model} on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}", fontsize=12)
         right.set_title(
@@ -134,11 +127,7 @@ def speculative_readout(s: Scenario, options: dict | None = None) -> str:
     x = _spec(s, s.batch, o)
     if not x.fits:
         return table_html([("memory", "does not fit: no step time")])
-    collapse = speculative_collapse_batch(
-        s.model, s.gpu, s.context_tokens, draft_tokens=o["draft_tokens"], acceptance=o["acceptance"],
-        draft_cost_ratio=o["draft_cost_ratio"], num_gpus=s.num_gpus, weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )  # fmt: skip
+    collapse = speculative_collapse_batch(s.model, s.gpu, s.context_tokens, **_options(s, o))
     never = "never (up to 4,096 users that fit)"
     plain = x.plain_tokens_per_s_per_user
     return table_html(
@@ -175,31 +164,23 @@ def speculative_case(s: Scenario, options: dict | None = None) -> StepCase:
     return StepCase(title, parts, float(expected_tokens_per_step(a, k)), float(s.batch))
 
 
-def speculative_knobs(**values) -> dict:
-    """Sliders for the drafts k, the acceptance α and the draft-cost ratio r."""
-    v = {**SPECULATIVE_DEFAULTS, **values}
-    return {
-        "draft_tokens": W.IntSlider(
-            value=v["draft_tokens"], min=0, max=12, description="drafts k", continuous_update=False
-        ),
+def speculative_explorer(scenario: Scenario | None = None) -> Explorer:
+    """The speculative-decoding lesson's explorer: every control of a step, the drafts k, the acceptance α
+    and the draft-cost ratio r; the engine column times the speculative cycle (drafts and verify step)."""
+    v, lazy = SPECULATIVE_DEFAULTS, dict(continuous_update=False)
+    knobs = {
+        "draft_tokens": W.IntSlider(value=v["draft_tokens"], min=0, max=12, description="drafts k", **lazy),
         "acceptance": W.FloatSlider(
-            value=v["acceptance"], min=0.0, max=1.0, step=0.05, description="acceptance α",
-            continuous_update=False,
+            value=v["acceptance"], min=0.0, max=1.0, step=0.05, description="acceptance α", **lazy
         ),
         "draft_cost_ratio": W.FloatSlider(
-            value=v["draft_cost_ratio"], min=0.0, max=0.5, step=0.01, description="draft cost r",
-            continuous_update=False,
+            value=v["draft_cost_ratio"], min=0.0, max=0.5, step=0.01, description="draft cost r", **lazy
         ),
-    }  # fmt: skip
-
-
-def speculative_explorer(scenario: Scenario | None = None, **knob_values) -> Explorer:
-    """The speculative-decoding lesson's explorer: every control of a step, and k, α, r; the engine column
-    times the speculative cycle (the drafts and the verify step)."""
+    }
     return Explorer(
         SpeculativeSpeedupVsBatch,
         controls=STEP,
         scenario=scenario or Scenario(context_tokens=128),
         readout=combine_readouts(speculative_readout, case_readout_for(speculative_case)),
-        knobs=speculative_knobs(**knob_values),
+        knobs=knobs,
     )

@@ -14,10 +14,6 @@ from roofline.lessons.step_time.lab import StepTimeVsBatch
 from roofline.scenario import Scenario
 
 
-def _hours(minutes: int) -> str:
-    return f"about {minutes / 60:.1f} h" if minutes >= 90 else f"about {minutes} min"
-
-
 def course_map_html(lessons: list[Lesson] | None = None) -> str:
     """One table per part of the course: number, lesson (linked), minutes, read after, card questions.
 
@@ -31,7 +27,9 @@ def course_map_html(lessons: list[Lesson] | None = None) -> str:
         rows = [r for r in lessons if r.part == part]
         if not rows:
             continue
-        out.append(f"<h4>{html.escape(heading)} ({_hours(total_minutes(rows))})</h4>")
+        minutes = total_minutes(rows)
+        time = f"about {minutes / 60:.1f} h" if minutes >= 90 else f"about {minutes} min"
+        out.append(f"<h4>{html.escape(heading)} ({time})</h4>")
         body = "".join(
             "<tr>"
             f"<td>{html.escape(r.number)}</td>"

@@ -1,10 +1,6 @@
-"""Lesson 16, the step-time model: notebooks/16_step_time.ipynb.
+"""Lesson 16, the step-time model: notebooks/16_step_time.ipynb."""
 
-Everything the lesson shows, in one place: its numbers (``numbers``, numpy only), its figures,
-readouts and explorer (``lab``), and the predict-then-check widgets it asks with.
-"""
-
-from roofline.course.widgets import Prediction, Reveal
+from roofline.course.widgets import Prediction
 from roofline.lessons.roofline.numbers import throughput_tokens_per_s
 from roofline.lessons.step_time.cards import Q3
 from roofline.lessons.step_time.lab import MemoryUse, StepTimeVsBatch, ThroughputVsBatch, step_time_explorer

@@ -1,7 +1,7 @@
 """Card Q3, "32 users means 32× slower, right?": the batched step, each user's and the GPU's tokens/s.
 
 Taught in notebooks/16_step_time.ipynb (also lessons 02, 25 and 28); practised in
-notebooks/pack01_speed_physics.ipynb. The card's data rows are in ``cards.toml`` beside this module.
+notebooks/pack01_speed_physics.ipynb.
 
 The batch shares one weight read per step and adds every user's KV: step = (weights + B × context × KV per
 token) ÷ bandwidth; each user gets a token per step, the GPU B tokens.
@@ -46,45 +46,55 @@ def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
-    """Q3's answers, trap values and the figures its text quotes, from the roofline library."""
+def batched_step_numbers(s: Mapping[str, Any]) -> dict[str, Any]:
+    """Cards Q3 and Q6's batched step from the quoted weights and KV per token over the bandwidth, with one
+    user's KV instead of everyone's (the slip), beside the library's exact step (ms, s, tokens/s, bytes)."""
     bw = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
     w, kv, b, t = s["weight_bytes"], s["kv_bytes_per_token"], s["batch"], s["context_tokens"]
-    floor = decode_floor_s(w, bw)
-    single = 1.0 / floor
-    step = batched_step_time_s(w, b, t, kv, bw)
-    one_kv = batched_step_time_s(w, 1, t, kv, bw)
-    exact, exact_one = exact_decode(s, b, t), exact_decode(s, 1, t)
-    kv_all = kv_cache_bytes(b, t, kv)
+    step, one_kv = batched_step_time_s(w, b, t, kv, bw), batched_step_time_s(w, 1, t, kv, bw)
+    exact, kv_all = exact_decode(s, b, t), kv_cache_bytes(b, t, kv)
     return dict(
         step_ms=step / MS,
         per_user_tps=1.0 / step,
-        total_tps=b / step,
-        gain_x=(b / step) / single,
         one_kv_step_ms=one_kv / MS,  # one user's KV in the byte sum instead of everyone's
         one_kv_per_user_tps=1.0 / one_kv,
-        one_kv_total_tps=b / one_kv,
-        b_times_step_ms=b * floor / MS,  # the PM's claim: B single-user steps
-        b_times_per_user_tps=single / b,
-        full_gain_x=float(b),
-        stretch=step / floor,  # batched step ÷ single-user step
         # the library's exact answers (``decode_step``: the bytes a step reads)
         step_ms_exact=float(exact.step_time_s) / MS,
         per_user_tps_exact=float(exact.tokens_per_s_per_user),
-        total_tps_exact=float(exact.tokens_per_s_total),
-        gain_x_exact=float(exact.tokens_per_s_total * exact_one.step_time_s),
         exact_weight_read_bytes=float(exact.weight_bytes_read),
         # the figures the text quotes
         model_name=get_model(s["model"]).name,
         gpu_name=get_gpu(s["gpu"]).name,
         bandwidth_bytes_per_s=bw,
-        floor_s=floor,
-        single_tps=single,
         step_s=step,
         one_kv_step_s=one_kv,
         kv_all_bytes=kv_all,
-        one_user_kv_bytes=kv_cache_bytes(1, t, kv),
         read_bytes=w + kv_all,
+    )
+
+
+def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
+    """Q3's answers, trap values and the figures its text quotes, from the roofline library."""
+    shared = batched_step_numbers(s)
+    w, kv, b, t = s["weight_bytes"], s["kv_bytes_per_token"], s["batch"], s["context_tokens"]
+    bw, step, one_kv = shared["bandwidth_bytes_per_s"], shared["step_s"], shared["one_kv_step_s"]
+    floor = decode_floor_s(w, bw)
+    single = 1.0 / floor
+    exact, exact_one = exact_decode(s, b, t), exact_decode(s, 1, t)
+    return dict(
+        **shared,
+        total_tps=b / step,
+        gain_x=(b / step) / single,
+        one_kv_total_tps=b / one_kv,
+        b_times_step_ms=b * floor / MS,  # the PM's claim: B single-user steps
+        b_times_per_user_tps=single / b,
+        full_gain_x=float(b),
+        stretch=step / floor,  # batched step ÷ single-user step
+        total_tps_exact=float(exact.tokens_per_s_total),
+        gain_x_exact=float(exact.tokens_per_s_total * exact_one.step_time_s),
+        floor_s=floor,
+        single_tps=single,
+        one_user_kv_bytes=kv_cache_bytes(1, t, kv),
         slowdown=step / floor - 1,
         batch_over_stretch=b / (step / floor),
         queued_step_s=batched_step_time_s(w, s["queued_users"], t, kv, bw),

@@ -2,8 +2,6 @@
 
 >>> StepTimeVsBatch(Scenario(batch=32))
 <StepTimeVsBatch: llama-3-8b on 1x h100-sxm, bf16 weights, bf16 KV, B=32, T=1000>
->>> step_time_explorer().scenario.batch
-32
 """
 
 from __future__ import annotations
@@ -20,37 +18,33 @@ from roofline.physics.memory import kv_cache_bytes
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
+BATCH_AXIS = dict(xscale="log", xlim=(1, BATCH_SWEEP[-1] * 1.05))  # an x axis of every batch a sweep has
+
 
 class StepTimeVsBatch(LiveFigure):
     """Decode step time against batch, split into weight read, KV read and compute (ms, log-log), with
-    what a good engine reaches beside the ideal step (``roofline.engines``; ``options["engine"]``,
-    default vLLM; ``achievable=False`` leaves it out)."""
+    what a good engine (vLLM, ``roofline.engines``) reaches beside the ideal step."""
 
     def _build(self):
         ax = self.axes[0]
         m = self._moving
+        engine = engines.get_engine(engines.DEFAULT_ENGINE).id
         self.lines = {
             "weights": m(ax.plot([], [], color=COLORS["weights"], ls="--", label="weight read")[0]),
             "kv": m(ax.plot([], [], color=COLORS["kv"], ls="--", label="KV read")[0]),
             "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute")[0]),
             "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
-        }
-        if self.options.get("achievable", True):
-            engine = engines.get_engine(self.options.get("engine", engines.DEFAULT_ENGINE)).id
-            self.lines["achievable"] = m(
+            "achievable": m(
                 ax.plot([], [], color=COLORS["prefill"], ls="-.", lw=2, label=f"a good engine ({engine})")[0]
-            )
+            ),
+        }
         self.marker = m(ax.plot([], [], "o", color=COLORS["step"], zorder=5)[0])
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="batch B (users decoding together)",
-            ylabel="time per step (ms)",
-            xlim=(1, BATCH_SWEEP[-1] * 1.05),
-        )
+        batch = "batch B (users decoding together)"
+        ax.set(yscale="log", xlabel=batch, ylabel="time per step (ms)", **BATCH_AXIS)
         ax.legend(loc="upper left")
 
     def _draw(self, s):
+        tr = self._transient_artist
         ax = self.axes[0]
         sweep = s.decode(batch=BATCH_SWEEP)
         seconds_per_byte = 1 / (s.num_gpus * get_gpu(s.gpu).memory_bandwidth_bytes_per_s)
@@ -63,32 +57,22 @@ class StepTimeVsBatch(LiveFigure):
         self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
         self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
         self.lines["step"].set_data(BATCH_SWEEP, sweep.step_time_s / MS)
-        real_ms = np.full(BATCH_SWEEP.shape, np.nan)
-        if "achievable" in self.lines:
-            try:
-                timer = engines.StepTimer.of(s, self.options.get("engine", engines.DEFAULT_ENGINE))
-                real_ms = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"] / MS
-            except RooflineError:
-                pass  # no calibration for this case: the ideal alone
-            self.lines["achievable"].set_data(BATCH_SWEEP, real_ms)
+        try:
+            timer = engines.StepTimer.of(s)
+            real_ms = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"] / MS
+        except RooflineError:
+            real_ms = np.full(BATCH_SWEEP.shape, np.nan)  # no calibration for this case: the ideal alone
+        self.lines["achievable"].set_data(BATCH_SWEEP, real_ms)
         ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS, real_ms]), log=True))
         here = s.decode()
         if here.fits:
             y = here.step_time_s / MS
             self.marker.set_data([s.batch], [y])
             text = f"B={s.batch}, T={s.context_tokens:,}: {y:.2f} ms ({here.binding}-bound)"
-            self._transient_artist(
-                ax.annotate(
-                    text,
-                    (s.batch, y),
-                    # Above the point, on the side where the curve is flatter and lower.
-                    xytext=(10, 12) if s.batch < 16 else (-10, 10),
-                    textcoords="offset points",
-                    fontsize=12,
-                    ha="left" if s.batch < 16 else "right",
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
-                )
-            )
+            # above the point, on the side where the curve is flatter and lower
+            side = dict(xytext=(10, 12), ha="left") if s.batch < 16 else dict(xytext=(-10, 10), ha="right")
+            box = {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85}
+            tr(ax.annotate(text, (s.batch, y), textcoords="offset points", fontsize=12, bbox=box, **side))
         else:
             self.marker.set_data([], [])
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
@@ -127,7 +111,7 @@ class MemoryUse(LiveFigure):
         # Proxy handles so the legend (part of the cached background) never changes.
         ax.fill_between([], [], color=COLORS["weights"], alpha=0.7, label="weights")
         ax.fill_between([], [], color=COLORS["kv"], alpha=0.7, label="KV cache, B users x T tokens")
-        ax.set(xscale="log", xlabel="batch B (users)", ylabel="memory (GB)", xlim=(1, BATCH_SWEEP[-1] * 1.05))
+        ax.set(xlabel="batch B (users)", ylabel="memory (GB)", **BATCH_AXIS)
         ax.legend(loc="upper left")
 
     def _draw(self, s):
@@ -135,22 +119,13 @@ class MemoryUse(LiveFigure):
         w = weight_bytes(s.model, s.weight_precision)
         kv = kv_cache_bytes(BATCH_SWEEP, s.context_tokens, kv_bytes_per_token(s.model, s.kv_precision))
         cap = get_gpu(s.gpu).memory_bytes * s.num_gpus
-        self._transient_artist(ax.fill_between(BATCH_SWEEP, 0, w / GB, color=COLORS["weights"], alpha=0.7))
-        self._transient_artist(
-            ax.fill_between(BATCH_SWEEP, w / GB, (w + kv) / GB, color=COLORS["kv"], alpha=0.7)
-        )
+        tr = self._transient_artist
+        tr(ax.fill_between(BATCH_SWEEP, 0, w / GB, color=COLORS["weights"], alpha=0.7))
+        tr(ax.fill_between(BATCH_SWEEP, w / GB, (w + kv) / GB, color=COLORS["kv"], alpha=0.7))
         self.capacity.set_ydata([cap / GB, cap / GB])
         self.marker.set_xdata([s.batch, s.batch])
-        self._transient_artist(
-            ax.text(
-                1.2,
-                cap / GB,
-                f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB",
-                va="bottom",
-                fontsize=11,
-                color=COLORS["capacity"],
-            )
-        )
+        text = f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB"
+        tr(ax.text(1.2, cap / GB, text, va="bottom", fontsize=11, color=COLORS["capacity"]))
         self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1], label="KV does not fit")
         ax.set_ylim(nice_limits([cap / GB * 1.3, w / GB * 1.3], log=False))
         ax.set_title(f"Memory: {describe(s)}, T={s.context_tokens:,}", fontsize=12)

@@ -2,9 +2,6 @@
 
 A step of B users reads the weights once and every user's KV cache; each user gets one token per step, so
 per user = 1 ÷ step and in total = B ÷ step (``roofline.lessons.roofline.throughput_tokens_per_s``).
-
->>> round(batching_gain(32, 6.0e-3, 4.8e-3), 1), round(per_user_slowdown(6.0e-3, 4.8e-3), 2)   # the card's Q3
-(25.6, 1.25)
 """
 
 from __future__ import annotations

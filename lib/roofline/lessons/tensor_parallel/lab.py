@@ -11,18 +11,25 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from roofline.course.figures import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
-from roofline.course.readouts import (
-    StepCase,
-    case_readout_for,
-    combine_readouts,
-    decode_case,
-    table_html,
-)
+from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, decode_case, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu, get_model
 from roofline.lessons.tensor_parallel.numbers import GPU_COUNTS, tensor_parallel_scaling, weight_bytes_per_gpu
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
+
+
+def _scaling(s: Scenario, num_gpus):
+    """``tensor_parallel_scaling`` of the scenario's model, GPU, batch, context and precisions."""
+    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    return tensor_parallel_scaling(s.model, s.gpu, num_gpus, s.batch, s.context_tokens, **precisions)
+
+
+def _gpu_axis(ax, right_end: float) -> None:
+    """A log x axis of GPU counts, ticked at each count the lesson sweeps."""
+    ax.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, right_end))
+    ax.set_xticks(GPU_COUNTS, [str(g) for g in GPU_COUNTS])
+    ax.minorticks_off()
 
 
 class SpeedupVsGPUs(LiveFigure):
@@ -44,26 +51,15 @@ class SpeedupVsGPUs(LiveFigure):
             m(ax.plot([], [], "o", ms=14, mfc="none", mec="red", mew=2.5, zorder=6)[0]) for ax in self.axes
         ]
         for ax in self.axes:
-            ax.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 10))
-            ax.set_xticks(GPU_COUNTS, [str(g) for g in GPU_COUNTS])
-            ax.minorticks_off()
+            _gpu_axis(ax, 10)
         left.set(ylabel="ms per decode step", title="Step time")
         right.set(ylabel="speedup over 1 GPU", title="Speedup", ylim=(0, 9))
         left.legend(loc="upper right")
         right.legend(loc="upper left")
 
     def _draw(self, s):
-        left, right = self.axes
         comm_on = self.options.get("communication", True)
-        sc = tensor_parallel_scaling(
-            s.model,
-            s.gpu,
-            GPU_COUNTS,
-            s.batch,
-            s.context_tokens,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
-        )
+        sc = _scaling(s, GPU_COUNTS)
         self.ideal_t.set_data(GPU_COUNTS, sc.step_time_ideal_s / MS)
         self.ideal_s.set_data(GPU_COUNTS, sc.speedup_ideal)
         if comm_on:
@@ -73,7 +69,8 @@ class SpeedupVsGPUs(LiveFigure):
         else:
             for line in (self.real_t, self.comm_t, self.real_s):
                 line.set_data([], [])
-        left.set_ylim(nice_limits(np.concatenate([sc.step_time_ideal_s, sc.step_time_s]) / MS, log=False))
+        times_ms = np.concatenate([sc.step_time_ideal_s, sc.step_time_s]) / MS
+        self.axes[0].set_ylim(nice_limits(times_ms, log=False))
         self._mark_here(s, comm_on)
         self._shade_what_does_not_fit(sc)
         link = get_gpu(s.gpu).interconnect
@@ -84,155 +81,76 @@ class SpeedupVsGPUs(LiveFigure):
 
     def _mark_here(self, s, comm_on: bool):
         """Circle the scenario's G on both panels, with its step time and speedup."""
-        left, right = self.axes
-        g = s.num_gpus
-        here = tensor_parallel_scaling(
-            s.model,
-            s.gpu,
-            g,
-            s.batch,
-            s.context_tokens,
-            weight_precision=s.weight_precision,
-            kv_precision=s.kv_precision,
+        g, here = s.num_gpus, _scaling(s, s.num_gpus)
+        t_ms = (here.step_time_s if comm_on else here.step_time_ideal_s) / MS
+        speedup = here.speedup if comm_on else here.speedup_ideal
+        marks = (
+            (bool(here.fits), t_ms, 0.55, f"G={g}: {t_ms:.2f} ms per step"),
+            (np.isfinite(speedup), speedup, 0.04, f"G={g}: {speedup:.2f}x ({speedup / g:.0%} of ideal)"),
         )
-        t_here = here.step_time_s if comm_on else here.step_time_ideal_s
-        sp_here = here.speedup if comm_on else here.speedup_ideal
-        if here.fits:
-            self.markers[0].set_data([g], [t_here / MS])
-            self._transient_artist(
-                left.text(
-                    0.97,
-                    0.55,
-                    f"G={g}: {t_here / MS:.2f} ms per step",
-                    transform=left.transAxes,
-                    ha="right",
-                    fontsize=12,
-                    color="red",
-                )
-            )
-        else:
-            self.markers[0].set_data([], [])
-        if np.isfinite(sp_here):
-            self.markers[1].set_data([g], [sp_here])
-            self._transient_artist(
-                right.text(
-                    0.97,
-                    0.04,
-                    f"G={g}: {sp_here:.2f}x ({sp_here / g:.0%} of ideal)",
-                    transform=right.transAxes,
-                    ha="right",
-                    fontsize=12,
-                    color="red",
-                )
-            )
-        else:
-            self.markers[1].set_data([], [])
+        for ax, marker, (shown, y, y_text, text) in zip(self.axes, self.markers, marks, strict=True):
+            marker.set_data([g] if shown else [], [y] if shown else [])
+            if shown:
+                red = dict(transform=ax.transAxes, ha="right", fontsize=12, color="red")
+                self._transient_artist(ax.text(0.97, y_text, text, **red))
 
     def _shade_what_does_not_fit(self, sc):
         """Shade the GPU counts whose memory cannot hold the model, and say when one GPU cannot."""
-        right = self.axes[1]
+        tr = self._transient_artist
         bad = GPU_COUNTS[~np.asarray(sc.fits)]
-        for ax in self.axes:
-            if bad.size:
-                self._transient_artist(
-                    ax.axvspan(0.8, bad.max() * 1.3, color=COLORS["overflow"], alpha=0.25, lw=0)
-                )
-                self._transient_artist(
-                    ax.text(
-                        0.85,
-                        0.5,
-                        "does not fit\nin memory",
-                        transform=ax.get_xaxis_transform(),
-                        va="center",
-                        ha="left",
-                        color="#444444",
-                        fontsize=11,
-                    )
-                )
+        grey = dict(fontsize=11, color="#444444")
+        for ax in self.axes if bad.size else ():
+            tr(ax.axvspan(0.8, bad.max() * 1.3, color=COLORS["overflow"], alpha=0.25, lw=0))
+            where = ax.get_xaxis_transform()
+            tr(ax.text(0.85, 0.5, "does not fit\nin memory", transform=where, va="center", **grey))
         if not sc.fits_one_gpu[0]:
-            self._transient_artist(
-                right.text(
-                    0.97,
-                    0.12,
-                    "one GPU cannot hold it:\nno 1-GPU time to compare with",
-                    transform=right.transAxes,
-                    ha="right",
-                    fontsize=11,
-                    color="#444444",
-                )
-            )
+            right = self.axes[1]
+            text = "one GPU cannot hold it:\nno 1-GPU time to compare with"
+            tr(right.text(0.97, 0.12, text, transform=right.transAxes, ha="right", **grey))
 
 
 def scaling_comparison_figure(
-    models=(("llama-3-8b", "bf16"), ("llama-3-70b", "fp8")),
-    gpus=("h100-sxm", "h100-pcie"),
-    batches=(1, 64),
-    context_tokens=0,
-    *,
-    picture=True,
+    models=(("llama-3-8b", "bf16"), ("llama-3-70b", "fp8")), batches=(1, 64), *, picture=True
 ):
-    """Static figure, one column per GPU (and so per link), one colour per model, one line style per batch.
-    Top row: speedup over one GPU against G, beside the ideal line. Bottom row: the absolute time per decode
-    step (ms, log scale) the speedup hides: a 1.6× speedup of a 4.8 ms step and of a 40 ms step are very
-    different things, and a configuration with no one-GPU baseline still has a time. Configurations that do
-    not fit are left out (NaN). ``picture`` False returns the matplotlib Figure instead of the picture.
-    Taught in lesson 24."""
-    with plt.style.context(STYLE_PATH):
-        fig = Figure(figsize=(9, 8), dpi=100, layout="constrained")
-        FigureCanvasAgg(fig)
-        n = len(gpus)
-        top = [fig.add_subplot(2, n, i + 1) for i in range(n)]
-        bottom = [fig.add_subplot(2, n, n + i + 1) for i in range(n)]
+    """One column per GPU (H100 SXM over NVLink, H100 PCIe over PCIe), one colour per model and precision,
+    one line style per batch, at no context. Top: the speedup over one GPU against G. Bottom: the time per
+    decode step (ms) the speedup hides, also where one GPU cannot hold the model. ``picture`` False returns
+    the matplotlib Figure."""
+    gpus = ("h100-sxm", "h100-pcie")
     colors = [COLORS["weights"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]]
     styles = ["o-", "s:", "^-.", "d--"]
     with plt.style.context(STYLE_PATH):
+        fig = Figure(figsize=(9, 8), dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        top, bottom = [[fig.add_subplot(2, 2, row * 2 + i + 1) for i in range(2)] for row in range(2)]
         times = []
         for ax, low, gpu in zip(top, bottom, gpus, strict=True):
             ax.plot(GPU_COUNTS, GPU_COUNTS, "--", color="grey", lw=2, label="ideal (= G)")
             for (model, prec), color in zip(models, colors, strict=False):
                 for batch, style in zip(batches, styles, strict=False):
-                    sc = tensor_parallel_scaling(
-                        model, gpu, GPU_COUNTS, batch, context_tokens, weight_precision=prec
-                    )
+                    sc = tensor_parallel_scaling(model, gpu, GPU_COUNTS, batch, weight_precision=prec)
+                    t_ms = np.asarray(sc.step_time_s) / MS
                     ax.plot(GPU_COUNTS, sc.speedup, style, color=color, label=f"{model} {prec}, B={batch}")
-                    low.plot(GPU_COUNTS, np.asarray(sc.step_time_s) / MS, style, color=color)
-                    times.append(np.asarray(sc.step_time_s) / MS)
-                    if np.isfinite(sc.speedup[-1]):
-                        ax.annotate(
-                            f"{sc.speedup[-1]:.1f}x",
-                            (8, sc.speedup[-1]),
-                            xytext=(6, -4),
-                            textcoords="offset points",
-                            fontsize=11,
-                            color=color,
-                        )
-                    if np.isfinite(sc.step_time_s[-1]):
-                        low.annotate(
-                            f"{sc.step_time_s[-1] / MS:.1f} ms",
-                            (8, sc.step_time_s[-1] / MS),
-                            xytext=(6, -4),
-                            textcoords="offset points",
-                            fontsize=10,
-                            color=color,
-                        )
+                    low.plot(GPU_COUNTS, t_ms, style, color=color)
+                    times.append(t_ms)
+                    ends = (
+                        (ax, sc.speedup[-1], f"{sc.speedup[-1]:.1f}x", 11),
+                        (low, t_ms[-1], f"{t_ms[-1]:.1f} ms", 10),
+                    )
+                    note = dict(xytext=(6, -4), textcoords="offset points", color=color)
+                    for a, y, text, size in ends:
+                        if np.isfinite(y):
+                            a.annotate(text, (8, y), fontsize=size, **note)
             g = get_gpu(gpu)
-            ax.set(
-                ylabel="speedup over 1 GPU",
-                ylim=(0, 9),
-                title=f"{gpu}: {g.interconnect}, {g.interconnect_bytes_per_s / GB:.0f} GB/s",
-            )
+            link = f"{gpu}: {g.interconnect}, {g.interconnect_bytes_per_s / GB:.0f} GB/s"
+            ax.set(ylabel="speedup over 1 GPU", ylim=(0, 9), title=link)
             low.set(ylabel="ms per decode step (with all-reduces)", yscale="log")
-            for a in (ax, low):
-                a.set(xscale="log", xlabel="GPUs in tensor parallel, G", xlim=(0.8, 14))
-                a.set_xticks(GPU_COUNTS, [str(x) for x in GPU_COUNTS])
-                a.minorticks_off()
+            _gpu_axis(ax, 14)
+            _gpu_axis(low, 14)
             ax.legend(loc="upper left", fontsize=9)
-        lo, hi = nice_limits(np.concatenate(times), log=True)
         for low in bottom:
-            low.set_ylim(lo, hi)
-        fig.suptitle(
-            f"Decode from tensor parallelism (T={context_tokens:,}): speedup and absolute time", fontsize=13
-        )
+            low.set_ylim(nice_limits(np.concatenate(times), log=True))
+        fig.suptitle("Decode from tensor parallelism (T=0): speedup and absolute time", fontsize=13)
     return show(fig, "speedup vs GPUs") if picture else fig
 
 
@@ -240,40 +158,26 @@ def tensor_parallel_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table for the lesson-24 explorer: per-GPU weights, the floor without all-reduces, the
     all-reduces and the speedup over one GPU; ``options["communication"]`` (default True) says whether the
     all-reduces count. The step itself, priced, is the engine readout of ``tensor_parallel_case``.
-    Taught in lesson 24.
 
     >>> s = Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
     >>> "10.53 ms" in tensor_parallel_readout(s)        # 70.55 GB over 2 × 3.35 TB/s
     True
     """
     comm_on = (options or {}).get("communication", True)
-    m = get_model(s.model)
-    sc = tensor_parallel_scaling(
-        s.model,
-        s.gpu,
-        s.num_gpus,
-        s.batch,
-        s.context_tokens,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
-    )
-    rows = [
-        ("weights per GPU", f"{weight_bytes_per_gpu(s.model, s.weight_precision, s.num_gpus) / GB:.1f} GB")
-    ]
+    sc = _scaling(s, s.num_gpus)
+    split = weight_bytes_per_gpu(s.model, s.weight_precision, s.num_gpus) / GB
+    rows = [("weights per GPU", f"{split:.1f} GB")]
     if not sc.fits:
         return table_html(rows + [("ideal step (no all-reduce)", "does not fit in memory: no step time")])
+    speedup = sc.speedup if comm_on else sc.speedup_ideal
+    comm = f"{sc.communication_time_s / MS:.2f} ms" + ("" if comm_on else " (switched off)")
+    gain = (
+        f"{speedup:.2f}x of an ideal {s.num_gpus}x" if sc.fits_one_gpu else "no 1-GPU baseline (does not fit)"
+    )
     rows += [
         ("ideal step (no all-reduce)", f"{sc.step_time_ideal_s / MS:.2f} ms"),
-        (
-            f"all-reduces ({2 * m.layers} per step)",
-            f"{sc.communication_time_s / MS:.2f} ms" + ("" if comm_on else " (switched off)"),
-        ),
-        (
-            "speedup over 1 GPU",
-            "no 1-GPU baseline (does not fit)"
-            if not sc.fits_one_gpu
-            else f"{(sc.speedup if comm_on else sc.speedup_ideal):.2f}x of an ideal {s.num_gpus}x",
-        ),
+        (f"all-reduces ({2 * get_model(s.model).layers} per step)", comm),
+        ("speedup over 1 GPU", gain),
     ]
     return table_html(rows)
 
@@ -296,7 +200,6 @@ def tensor_parallel_case(s: Scenario, options: dict | None = None) -> StepCase:
 
 def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
     """The lesson-24 explorer: model, GPU, weight precision, G, batch, context, and all-reduces on/off.
-    Taught in lesson 24.
 
     >>> tensor_parallel_explorer()
     <Explorer SpeedupVsGPUs: batch, context_tokens, weight_precision, num_gpus, gpu, model, communication>
@@ -307,8 +210,7 @@ def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
         SpeedupVsGPUs,
         STEP,
         scenario,
-        # the split, then the step on G GPUs with the all-reduces as the knob says: the floor beside a good
-        # engine, the cost
+        # the split, then the step on G GPUs priced: the floor beside a good engine, the cost
         combine_readouts(tensor_parallel_readout, case_readout_for(tensor_parallel_case)),
         knobs={"communication": knob},
     )

@@ -1,7 +1,6 @@
 """Card Q6, "What does a million tokens cost?": price per million tokens alone and batched, and why.
 
 Taught in notebooks/01_token_cost.ipynb (also lesson 02); practised in notebooks/pack01_speed_physics.ipynb.
-The card's data rows are in ``cards.toml`` beside this module.
 
 A GPU-hour costs the same whatever it yields: $ per million tokens = $ per hour × hours per million =
 price ÷ (tokens/s × 3,600) × 10⁶. The batched rate comes from the batched step (weights + everyone's KV
@@ -30,11 +29,12 @@ from roofline.course.card_scenarios import (
     quoted_weight_bytes,
 )
 from roofline.course.cards import CardCode, read_card, sig
-from roofline.data import get_gpu, get_model
+from roofline.data import get_gpu
+from roofline.lessons.step_time.cards import batched_step_numbers
 from roofline.physics.cost import cost_per_million_tokens_usd, seconds_per_million_tokens, tokens_per_hour
-from roofline.physics.memory import check_fits, kv_cache_bytes
+from roofline.physics.memory import check_fits
 from roofline.physics.step import batched_step_time_s, decode_floor_s
-from roofline.units import MS, SECONDS_PER_HOUR, TOKENS_PER_MILLION
+from roofline.units import SECONDS_PER_HOUR, TOKENS_PER_MILLION
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,42 +68,26 @@ def price_slips(price: float, tokens_per_s: float, case: str) -> dict[str, float
 
 def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
     """Q6's answers, trap values and the figures its text quotes, from the roofline library."""
-    bw = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s
+    shared = batched_step_numbers(s)
     price, b, t = s["usd_per_gpu_hour"], s["batch"], s["context_tokens"]
-    w, kv, r1, rb = s["weight_bytes"], s["kv_bytes_per_token"], s["tps_single"], s["tps_batched"]
+    r1, rb = s["tps_single"], s["tps_batched"]
     c1, cb = cost_per_million_tokens_usd(price, r1), cost_per_million_tokens_usd(price, rb)
-    step = batched_step_time_s(w, b, t, kv, bw)
-    one_kv = batched_step_time_s(w, 1, t, kv, bw)
-    exact = exact_decode(s, b, t)
-    e1, eb = float(exact_decode(s, 1, t).tokens_per_s_total), float(exact.tokens_per_s_total)
-    kv_all = kv_cache_bytes(b, t, kv)
+    e1, eb = (float(exact_decode(s, n, t).tokens_per_s_total) for n in (1, b))
     million_s = seconds_per_million_tokens(r1)
     return dict(
+        **shared,
         cost_single_usd=c1,
         cost_batched_usd=cb,
-        step_ms=step / MS,
-        per_user_tps=1.0 / step,
         **price_slips(price, r1, "single"),
         **price_slips(price, rb, "batched"),
         one_stream_usd=cost_per_million_tokens_usd(price, rb / b),  # priced one user's share
-        one_kv_step_ms=one_kv / MS,
-        one_kv_per_user_tps=1.0 / one_kv,
-        total_tps=b * (1.0 / step),  # the GPU's total, given as one user's rate
+        total_tps=b * (1.0 / shared["step_s"]),  # the GPU's total, given as one user's rate
         # the library's exact answers (``decode_step``, priced with the same formula)
         cost_single_usd_exact=cost_per_million_tokens_usd(price, e1),
         cost_batched_usd_exact=cost_per_million_tokens_usd(price, eb),
-        step_ms_exact=float(exact.step_time_s) / MS,
-        per_user_tps_exact=float(exact.tokens_per_s_per_user),
         exact_tps_single=e1,
         exact_tps_batched=eb,
-        exact_weight_read_bytes=float(exact.weight_bytes_read),
         # the figures the text quotes
-        model_name=get_model(s["model"]).name,
-        gpu_name=get_gpu(s["gpu"]).name,
-        bandwidth_bytes_per_s=bw,
-        step_s=step,
-        kv_all_bytes=kv_all,
-        read_bytes=w + kv_all,
         tokens_per_hour_single=tokens_per_hour(r1),
         million_tokens_per_hour_batched=tokens_per_hour(rb) / 1e6,
         cost_ratio=c1 / cb,

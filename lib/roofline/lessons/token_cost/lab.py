@@ -1,8 +1,4 @@
-"""Lesson 01's figure and explorer: the cost of a million tokens against batch, at the GPU's price.
-
->>> cost_explorer().scenario.batch
-64
-"""
+"""Lesson 01's figure and explorer: the cost of a million tokens against batch, at the GPU's price."""
 
 from __future__ import annotations
 
@@ -12,6 +8,14 @@ from roofline.course.figures import BATCH_SWEEP, COLORS, TwoPanelsVsBatch, descr
 from roofline.course.widgets import FOUR, Explorer
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.scenario import Scenario
+
+
+def _cost(s: Scenario, tokens_per_s, ok):
+    """$ per million tokens at the GPU's price where ``ok``; NaN elsewhere, and without a listed price."""
+    cost = np.full(BATCH_SWEEP.shape, np.nan)
+    if s.usd_per_gpu_hour is not None:
+        cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s[ok], s.num_gpus)
+    return cost
 
 
 class CostVsBatch(TwoPanelsVsBatch):
@@ -24,21 +28,10 @@ class CostVsBatch(TwoPanelsVsBatch):
     )
 
     def _curves(self, s, sweep):
-        cost = np.full(BATCH_SWEEP.shape, np.nan)
-        ok = sweep.fits
-        if s.usd_per_gpu_hour is not None:  # a GPU without a listed price has no cost until one is typed
-            cost[ok] = cost_per_million_tokens_usd(
-                s.usd_per_gpu_hour, sweep.tokens_per_s_total[ok], s.num_gpus
-            )
-        return cost, sweep.tokens_per_s_per_user
+        return _cost(s, sweep.tokens_per_s_total, sweep.fits), sweep.tokens_per_s_per_user
 
     def _real_curves(self, s, step_s):
-        cost = np.full(BATCH_SWEEP.shape, np.nan)
-        ok = np.isfinite(step_s)
-        if s.usd_per_gpu_hour is not None:
-            tokens_per_s = BATCH_SWEEP[ok] / step_s[ok]
-            cost[ok] = cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus)
-        return cost, 1 / step_s
+        return _cost(s, BATCH_SWEEP / step_s, np.isfinite(step_s)), 1 / step_s
 
     def _points(self, s, here):
         speed = (here.tokens_per_s_per_user, f"{here.tokens_per_s_per_user:.0f} tok/s")
