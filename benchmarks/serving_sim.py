@@ -10,7 +10,8 @@ closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first co
 1. ``roofline.sim.simulate``: one event per batched iteration, O(1) work for all decoders of a step; a
    pure-decode stretch (nobody finishing, no arrival) is priced in one vectorized call. Median of 3 runs of
    10,000 requests (wall-clock and CPU time of this process), plus other loads.
-2. ``roofline.sim.simulate_naive``: the same rules, walking every token of every request in plain Python.
+2. ``simulate_naive`` (tests/naive_simulator.py): the same rules, walking every token of every request in
+   plain Python.
    Run on the first ``--naive-requests`` requests of the same arrival trace (default 1,000), then
    extrapolated linearly to 10,000; the fast simulator is also timed on exactly that subset, and the two
    must agree on every first-token and finish time (relative 1e-12).
@@ -32,6 +33,7 @@ import numpy as np
 
 from roofline import sim
 from roofline.data import engines
+from tests.naive_simulator import simulate_naive
 
 MODEL, GPU = "llama-3-8b", "h100-sxm"
 RATE, INPUT, OUTPUT, REQUESTS = 50.0, 512, 128, 10_000
@@ -103,7 +105,7 @@ def main(argv=None) -> int:
     fast_k_s, fast_k_cpu, fk = timed(
         lambda: sim.simulate(sim.SimConfig(MODEL, GPU, trace=trace, requests=k)), repeats=3
     )
-    naive_s, naive_cpu, nk = timed(lambda: sim.simulate_naive(MODEL, GPU, **trace))
+    naive_s, naive_cpu, nk = timed(lambda: simulate_naive(MODEL, GPU, **trace))
     np.testing.assert_allclose(fk.first_token_s, nk["first_token_s"], rtol=1e-12)
     np.testing.assert_allclose(fk.finish_s, nk["finish_s"], rtol=1e-12)
     assert fk.steps == nk["steps"]

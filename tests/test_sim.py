@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive_simulator import simulate_naive
 
 import roofline as rl
 from roofline import sim
@@ -343,7 +344,7 @@ def test_fast_simulator_equals_the_naive_per_token_loop():
                 token_budget=budget,
             )
         )
-        slow = sim.simulate_naive(
+        slow = simulate_naive(
             "llama-3-8b", "h100-sxm", arrival, inp, out, chunk_tokens=chunk, token_budget=budget
         )
         np.testing.assert_allclose(fast.first_token_s, slow["first_token_s"], rtol=1e-12)

@@ -26,7 +26,6 @@ from .capacity import CapacityPlan, LoadSweep, latency_vs_load, plan_capacity
 from .config import ENGINE_DEFAULT, SimConfig
 from .cost import StepCostModel, engine_cost_model, kv_capacity_tokens, sustainable_rate_per_s
 from .engine import simulate
-from .naive import simulate_naive
 from .policies import PRIORITIES, SchedulerPolicy, assumed_policy, engine_policy
 from .results import SimResult, percentiles
 from .workload import LengthSpec, arrivals_s, load_trace, sample_lengths
@@ -52,6 +51,5 @@ __all__ = [
     "plan_capacity",
     "sample_lengths",
     "simulate",
-    "simulate_naive",
     "sustainable_rate_per_s",
 ]

@@ -1,5 +1,6 @@
 """A deliberately simple serving simulation, one token of one request at a time: the reference that the
-fast simulator (``roofline.sim.simulate``) is checked and timed against.
+fast simulator (``roofline.sim.simulate``) is checked (tests/test_sim.py) and timed
+(benchmarks/serving_sim.py) against. It lives with the tests: an independent oracle, not part of the library.
 
 Same rules as ``simulate`` restricted to one worker, decode-first, the course's assumed scheduler, ample KV
 cache: at every step boundary admit the arrived requests first come first served; give each decoding
@@ -11,9 +12,8 @@ lists and loops, no numpy in the loop.
 from __future__ import annotations
 
 from roofline.errors import InvalidConfigurationError
-
-from .cost import StepCostModel
-from .policies import assumed_policy
+from roofline.sim.cost import StepCostModel
+from roofline.sim.policies import assumed_policy
 
 
 def simulate_naive(
