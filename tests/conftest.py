@@ -1,6 +1,6 @@
 """Test-session setup shared by every test and notebook run.
 
-Issue 15: ``roofline measure --save`` adds the learner's own GPU rows (from the user data directory) to
+``roofline measure --save`` adds the learner's own GPU rows (from the user data directory) to
 ``rl.gpus()``. Tests and nbval notebooks must see only the project's tables, whatever the person running
 them saved, so the whole session (and every kernel it starts: they inherit the environment) points
 ``SPEED_PHYSICS_HOME`` at an empty temporary directory. Tests of the user table set their own.

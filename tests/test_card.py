@@ -4,7 +4,7 @@ The card rounds: it calls Llama 3 8B "8 B parameters, 16 GB" and its KV "128 KB 
 needs those round inputs, the test says so and uses the plain-number functions; it also checks the
 exact-architecture figure from the tables, which rounds to the same value unless noted.
 
-Two simplifications of the card that the exact engine does not make (issue 10, item 2), named where they
+Two simplifications of the card that the exact engine does not make, named where they
 change a figure:
 - "the card counts the whole embedding table": a decode step reads the weights minus the 128,256 x 4,096
   input table, of which it gathers one row per token: 15.01 GB for Llama 3 8B, not 16.06 GB (4.48 ms, not
@@ -78,7 +78,8 @@ def test_q2_8000_token_paste_freezes_streams():
     assert round(rl.stalled_decode_steps(t, rl.decode_floor_s(CARD_WEIGHTS, BW))) == 27
     # Exact: two simplifications of the card cancel here. The matmuls cost less than 2 x N per token
     # (2 x 6.98e9 x 8,000 + 2 x 0.525e9 = 1.117e14 FLOP), the causal attention the 2N rule leaves out costs
-    # 4 x 32 x 4096 x 8000 x 7999 / 2 = 1.677e13: 1.285e14 FLOP / 989e12 = 129.9 ms (146.9 ms before the fix).
+    # 4 x 32 x 4096 x 8000 x 7999 / 2 = 1.677e13: 1.285e14 FLOP / 989e12 = 129.9 ms (146.9 ms if attention
+    # were counted over the whole square, not its causal half).
     exact = rl.prefill("llama-3-8b", "h100-sxm", 8000)
     hand = 2 * 6_979_588_096 * 8000 + 2 * 525_336_576 + 4 * 32 * 4096 * 8000 * 7999 / 2
     assert exact.time_s == pytest.approx(hand / PEAK)

@@ -36,7 +36,7 @@ def test_a_saved_row_never_goes_into_a_folder_of_tables(env, same_folder, fake_m
     before = (folders["a"] / "gpus.toml").read_text()
     with pytest.raises(rl.InvalidConfigurationError, match="holds the project's data tables"):
         userdata.save_user_gpu("my-laptop", fake_machine)
-    assert (folders["a"] / "gpus.toml").read_text() == before  # before the fix: rewritten
+    assert (folders["a"] / "gpus.toml").read_text() == before  # untouched, not rewritten
     assert "my-laptop" not in (ROOT / "data" / "gpus.toml").read_text()
 
 

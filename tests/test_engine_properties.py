@@ -1,4 +1,4 @@
-"""Invariants of the step engine over every model, GPU, precision and GPU count (issue 9).
+"""Invariants of the step engine over every model, GPU, precision and GPU count.
 
 Each property is physics a learner relies on: more context never makes a step faster; more users never
 lower total throughput while they fit; a longer prompt never prefills faster; a configuration that fits

@@ -256,7 +256,7 @@ def test_decode_floor_is_the_library_batch_1_step_for_real_models(model):
             )
             # The card's "weights ÷ bandwidth" with the bytes one decode step really reads: the engine
             # gathers one row of the embedding table instead of reading it, and keeps the embedding and
-            # LM head in BF16 under narrow formats (issue 10).
+            # LM head in BF16 under narrow formats.
             weights = float(rl.weight_bytes_read(model, precision, 1))
             for i, n in enumerate(gpus):
                 if not s.fits[i]:

@@ -105,7 +105,7 @@ def test_cost_times_throughput_is_the_hourly_price(usd, tps):
     assert np.isclose(cost * tps * 3600 / 1e6, usd)
 
 
-# ---------------------------------------------------------------- architecture invariants (issues 10, 12)
+# ---------------------------------------------------------------- architecture invariants
 @settings(max_examples=60, deadline=None)
 @given(model=st.sampled_from(MODELS), t=st.integers(0, 200_000), dt=st.integers(0, 10_000))
 def test_kv_per_sequence_grows_with_context_and_never_beats_the_unwindowed_cache(model, t, dt):

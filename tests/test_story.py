@@ -39,7 +39,7 @@ def test_q4_flip_batch_is_lesson_61s_function():
     assert rl.compute_bound_batch("llama-3-8b", "h100-sxm") == 296
 
 
-# ---- issue 24: one story across the lessons --------------------------------------------------------------
+# ---- one story across the lessons ---------------------------------------------------------------------
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"

@@ -108,7 +108,7 @@ def test_figures_and_explorer():
 
 
 def test_comparison_figure_shows_absolute_time_beside_the_speedup():
-    # Issue 10: the speedup-only figure hid absolute time. Bottom row: ms per step with the all-reduces.
+    # A speedup alone hides absolute time. Bottom row: ms per step with the all-reduces.
     fig = scaling_comparison_figure(batches=(1,), models=(("llama-3-8b", "bf16"),), picture=False)
     axes = fig.get_axes()
     assert len(axes) == 4  # speedup and time, for each of the two GPUs

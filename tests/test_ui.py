@@ -378,7 +378,7 @@ def test_a_setup_with_a_gpu_and_a_price_keeps_the_price(explorer):
     assert explorer.scenario.usd_per_gpu_hour == rl.get_price("h100-example-3usd").usd_per_gpu_hour
 
 
-# ---- the engine column describes the lesson's case (issue 24) ------------------------------------------
+# ---- the engine column describes the lesson's case ---------------------------------------------------
 
 
 def _engine_ms(s, *parts, communication=None):

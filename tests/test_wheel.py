@@ -1,9 +1,8 @@
 """The course's library as a user installs it: a wheel in a fresh environment outside the repository.
 
-Issue 18: an installed wheel crashed on `roofline step` because a module built a path to the checkout's
-data/ by hand. This builds the wheel, installs it (with the locked runtime dependencies) into a new virtual
-environment in a temporary directory, and runs the commands a user runs first.
-"""
+A module that built a path to the checkout's data/ by hand would crash an installed wheel. This builds the
+wheel, installs it (with the locked runtime dependencies) into a new virtual environment in a temporary
+directory, and runs the commands a user runs first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Golden tests for issue 10, "The physics" (items 1-6). Each writes out its hand arithmetic and fails on the
-code before the fix (the old value is quoted in a comment)."""
+"""Golden tests of what a step counts: embedding lookups, logits, precision per tensor, memory models,
+communication, launches. Each writes out its hand arithmetic."""
 
 import json
 from dataclasses import replace
@@ -141,7 +141,7 @@ def test_70b_fp8_on_one_h100_under_vllm_defaults():
     w = rl.weight_bytes("llama-3-70b", "fp8")
     assert w / GIB == pytest.approx(67.67, abs=0.01)
     # Engine: 66.33 GiB available < 67.67 GiB of weights: no user fits (llm-d measured vLLM failing to
-    # start this model on one H100 at its defaults). Before: 7 users (80e9 bytes, FP8 everywhere).
+    # start this model on one H100 at its defaults); a model with every tensor in FP8 would fit 7 users.
     assert rl.max_batch("llama-3-70b", "h100-sxm", 4096, weight_precision="fp8") == 0
     with pytest.raises(rl.DoesNotFitError):
         rl.check_fits("llama-3-70b", "h100-sxm", 1, 4096, weight_precision="fp8")

@@ -1,6 +1,6 @@
-"""Golden tests for issue 12's models and architecture physics: each new model's KV per token, weight bytes
-and active parameters, by hand from its config.json (the arithmetic is written out; the derived counts must
-land within 2 % of the published ones)."""
+"""Golden tests for the newer models' architecture physics (MLA, MoE, sinks, windows): each new model's KV per
+token, weight bytes and active parameters, by hand from its config.json (the arithmetic is written out; the
+derived counts must land within 2 % of the published ones)."""
 
 import math
 
