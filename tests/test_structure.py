@@ -5,10 +5,12 @@ above the core; no import cycles, no private names across modules, functions tha
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -264,3 +266,33 @@ def test_api_reference_is_current():
         [sys.executable, str(ROOT / "tools" / "api_docs.py"), "--check"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_every_assumption_names_code_that_uses_it():
+    """Each ``used_by`` of data/assumptions.toml starts with modules or functions of the library that exist
+    (``physics.memory``, ``pricing.owned_usd_per_hour``): a rename that forgets the table is caught here."""
+    table = tomllib.loads((ROOT / "data" / "assumptions.toml").read_text())
+    stale = []
+    for row in table["assumption"]:
+        for entry in row["used_by"].split(","):
+            name = re.match(r"\s*([a-z_][\w.]*)", entry)
+            if not name or "." not in name.group(1):
+                continue  # a command or a notebook, not a module path
+            parts = ("roofline." + name.group(1)).split(".")
+            stale += [f"{row['id']}: {name.group(1)}"] if not _resolves(parts) else []
+    assert not stale, stale
+
+
+def _resolves(parts: list[str]) -> bool:
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return True
+    return False
