@@ -214,3 +214,11 @@ def test_speculate_on_a_real_engine_pays_its_per_step_costs_in_every_draft_step(
     # no drafts and a free proposer: exactly plain decode on the engine too
     code, d = run_json(capsys, *SPEC, "--draft-tokens", "0", "--acceptance", "0.8")
     assert d["achievable"]["speedup"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_speculate_times_the_engine_with_the_kv_precision_asked_for(capsys):
+    # An FP8 KV cache is read by the engine's FP8-KV attention kernels, as every other command times it.
+    code, d = run_json(capsys, *SPEC, "--kv", "fp8", "--draft-tokens", "0", "--acceptance", "0.8")
+    fp8 = engines.StepTimer("vllm", "llama-3-8b", "h100-sxm", kv_precision="fp8")
+    plain = engines.decode_step_times(fp8, 1, 1000)["total"]
+    assert code == 0 and d["achievable"]["plain_step_time_s"] == pytest.approx(float(plain), rel=1e-12)

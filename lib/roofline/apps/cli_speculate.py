@@ -18,7 +18,7 @@ from __future__ import annotations
 from roofline.apps import cli_figures as fig
 from roofline.apps import cli_options as opt
 from roofline.apps import cli_output as out
-from roofline.engines import StepTimer, decode_step_times
+from roofline.engines import decode_step_times
 from roofline.physics.speculative import speculative_collapse_batch, speculative_step
 from roofline.physics.step import forward_step
 from roofline.units import GB, MS
@@ -64,7 +64,7 @@ def add_parser(subparsers) -> None:
 
 def achievable(args, s) -> dict:
     """The same cycle on ``args.engine``: draft, verify and plain steps timed by the engine (SI units)."""
-    timer = StepTimer(args.engine, args.model, args.gpu, num_gpus=args.gpus, weight_precision=args.weights)
+    timer = fig.step_timer(args)
     k, b, t = args.draft_tokens, args.batch, args.context
     common = dict(num_gpus=args.gpus, weight_precision=args.weights, kv_precision=args.kv,
                   on_overflow="ignore", parallelism=timer.parallel)  # fmt: skip
