@@ -58,7 +58,7 @@ def test_prompt_tokens_counted_as_output():
 
 def test_request_time_adds_prefill_and_each_step():
     t = request_time_s(CARD.with_(prompt_tokens=500), 2)
-    pre = rl.prefill("llama-3-8b", "h100-sxm", 500).time_s
+    pre = rl.prefill("llama-3-8b", "h100-sxm", 500).step_time_s
     d = rl.decode_step("llama-3-8b", "h100-sxm", 1, [500, 501]).step_time_s
     assert t == pytest.approx(pre + d[0] + d[1])
     # prefill: 2 x (8.03e9 - 2 x 0.525e9 embedding and LM-head parameters) x 500 tokens FLOPs (logits only for

@@ -58,7 +58,7 @@ def test_whole_prompt_alone_equals_prefill():
         ref = rl.prefill(M, G, p)
         assert alone.flops == pytest.approx(ref.flops)
         assert alone.bytes_moved == pytest.approx(ref.bytes_moved)
-        assert alone.step_time_s == pytest.approx(ref.time_s)
+        assert alone.step_time_s == pytest.approx(ref.step_time_s)
 
 
 def test_decode_only_step_equals_decode_step():
@@ -97,7 +97,7 @@ def test_unchunked_gap_is_prefill_plus_one_step():
     t = prompt_arrival_timeline(Scenario(batch=30, context_tokens=1000, prompt_tokens=8000))
     # the decoders' token before the prompt, then the prefill alone, then one step at B + 1 = 31
     after = rl.decode_step(M, G, 31, 1000).step_time_s
-    assert t.worst_gap_s == pytest.approx(rl.prefill(M, G, 8000).time_s + after)
+    assert t.worst_gap_s == pytest.approx(rl.prefill(M, G, 8000).step_time_s + after)
     assert t.prefill_steps == 1 and t.decoders_in_step[4] == 0
 
 
@@ -162,7 +162,7 @@ def test_bad_inputs():
 @given(b=st.integers(1, 64), p=st.integers(1, 20_000), c=st.integers(16, 20_000))
 def test_chunking_never_beats_the_work(b, p, c):
     r = chunk_size_tradeoff(PASTE.with_(batch=b, prompt_tokens=p), c)
-    alone = rl.prefill(M, G, p, on_overflow="ignore").time_s  # prompts beyond the window, as the lesson
+    alone = rl.prefill(M, G, p, on_overflow="ignore").step_time_s  # prompts beyond the window, as the lesson
     # Total prompt FLOPs are the same however they are cut, so TTFT ≥ the prompt's compute time;
     # and every decoder's worst gap is at least a normal step and at most the unchunked gap's prefill + step.
     assert r.ttft_s >= rl.prefill(M, G, p, on_overflow="ignore").compute_time_s * (1 - 1e-9)
@@ -205,3 +205,13 @@ def test_chunk_size_tradeoff_under_random_arrivals():
     assert r.ttft_p99_s[0] > 1.5 * r.ttft_p99_s[1]
     # the floor: no TPOT below the batch-1 decode step (weights ÷ bandwidth)
     assert np.all(r.tpot_p50_s >= rl.decode_step("llama-3-8b", "h100-sxm").step_time_s * (1 - 1e-9))
+
+
+def test_a_figure_first_drawn_for_a_scenario_that_does_not_fit_says_so():
+    # 70B in BF16 on one H100: its 141 GB of weights do not fit, so the figures show the overlay, not an error
+    from roofline.course.figures import alt_text
+    from roofline.lessons.chunked_prefill import lab
+
+    big = Scenario(model="llama-3-70b")
+    for figure in (lab.PrefillTimeline, lab.ChunkTradeoffChart):
+        assert "does not fit" in alt_text(figure(big))

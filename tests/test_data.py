@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import roofline as rl
-from roofline import data, pricing
+from roofline import data
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,7 +153,7 @@ H100_BLOCK = (ROOT / "data" / "gpus.toml").read_text().split("[[gpu]]")[1]  # th
 def test_the_shipped_tables_pass_their_own_schema():
     assert data.load_gpus(ROOT / "data").keys() == rl.gpus().keys()
     assert data.load_models(ROOT / "data").keys() == rl.models().keys()
-    assert pricing.load_prices(ROOT / "data").keys() == rl.prices().keys()
+    assert data.load_price_rows(ROOT / "data").keys() == rl.prices().keys()
 
 
 def test_a_duplicate_id_is_an_error_not_a_silent_overwrite(tables):
@@ -238,7 +238,7 @@ def test_ids_must_be_lowercase_because_lookups_lowercase(tables):
 
 def test_a_price_names_a_known_gpu(tables):
     d = tables("prices.toml", 'gpu = "h100-sxm"', 'gpu = "h100-sxn"')
-    err = _error(pricing.load_prices, d)
+    err = _error(data.load_price_rows, d)
     assert err.field == "gpu" and "did you mean 'h100-sxm'" in str(err) and "prices.toml" in str(err)
 
 

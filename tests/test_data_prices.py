@@ -78,12 +78,17 @@ def test_an_owned_row_is_costed_from_its_purchase_price_and_the_assumptions():
     assert rented.kind == "rent" and rented.usd_per_gpu_hour > row.usd_per_gpu_hour
 
 
-def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(tables):
+def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(tables, monkeypatch):
     # A what-if folder with a longer lifetime: the owned hourly cost follows its own assumptions.
     row = 'id = "ownership_lifetime_years"\nvalue = '
-    d = tables("assumptions.toml", row + "3\n", row + "6\n")
-    six = pricing.load_prices(d)["rtx-4090-own"].usd_per_gpu_hour
-    three = pricing.load_prices(ROOT / "data")["rtx-4090-own"].usd_per_gpu_hour
+    three = pricing.prices()["rtx-4090-own"].usd_per_gpu_hour
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(tables("assumptions.toml", row + "3\n", row + "6\n")))
+    data.clear_cache()
+    try:
+        six = pricing.prices()["rtx-4090-own"].usd_per_gpu_hour
+    finally:
+        monkeypatch.undo()
+        data.clear_cache()
     power = 0.45 * 0.187
     assert six - power == pytest.approx((three - power) / 2)
 
@@ -106,7 +111,7 @@ def test_the_ownership_assumptions_next_to_a_price_table_are_the_ones_used(table
 )
 def test_a_price_row_states_either_a_listed_price_or_a_purchase_price(tables, old, new, field, says):
     with pytest.raises(rl.DataTableError) as err:
-        pricing.load_prices(tables("prices.toml", old, new))
+        data.load_price_rows(tables("prices.toml", old, new))
     assert err.value.field == field and says in err.value.problem
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import roofline as rl
-from roofline import data, pricing
+from roofline import data
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -167,7 +167,7 @@ def test_a_table_nested_thousands_deep_is_a_data_table_error(tmp_path, table, ne
         if not (tmp_path / f).exists():
             shutil.copy(ROOT / "data" / f, tmp_path / f)
     load = {"gpus.toml": data.load_gpus, "assumptions.toml": data.load_assumptions}.get(
-        table, pricing.load_prices
+        table, data.load_price_rows
     )
     err = _error(load, tmp_path)  # before: RecursionError escaped
     assert err.problem == "nested too deeply to be a table" and table in str(err)

@@ -168,7 +168,7 @@ def test_h100_bf16_gemms_reach_what_hopper_gemms_reach():
 def test_the_gemm_model_predicts_shapes_it_was_not_fitted_on():
     """Fitted on half of the (n, k) shapes, the model's median error on the other half stays within 12 %
     for every BF16 GEMM group on a datacenter GPU (the timings scatter by ~±10 % shape to shape)."""
-    groups = [g for g in K.fitted_groups("gemm") if g[2] == "bf16"]
+    groups = [g for g in K.timed_groups(K.FORMS["gemm"]) if g[2] == "bf16"]
     assert len(groups) == len(TIMED_GPUS) * len(ENGINES)
     held = {g: K.fit_group("gemm", *g)["held_out_median_abs_log_error"] for g in groups}
     assert max(held.values()) < math.log(1.12), held
@@ -245,7 +245,7 @@ def test_every_gpu_of_the_tables_gets_physical_kernel_numbers(gpu):
 
 @pytest.mark.parametrize("gpu", SOURCED)
 def test_sourced_numbers_name_their_csv_row_and_assumptions(gpu):
-    p = K.sourced_parameters(gpu, "vllm")
+    p = K.sourced_parameters(gpu)
     assert p.keys() == K.kernel_parameters("h100-sxm", "vllm").keys()
     assert f"achievable_bandwidth.csv row {gpu} " in p["source"] or f"rows {gpu} -> " in p["source"]
     named = [w.rstrip(";,") for w in p["source"].split() if w.rstrip(";,") in ASSUMPTIONS]

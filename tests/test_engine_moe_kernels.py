@@ -126,7 +126,7 @@ def test_fitted_moe_numbers_are_physical(group):
     """Fractions of a peak lie in (0, 1]; a fused MoE layer's fixed cost (router, top-k, two grouped GEMM
     launches, activation, combine, inside a CUDA graph) is 10–60 µs. Streaming FP8 experts at one token
     reaches at least half of HBM bandwidth on Hopper."""
-    r = M.fit_moe_group(*group, held_out=False)
+    r = M.fit_group("moe", *group, held_out=False)
     assert 0 < r["compute_fraction"] <= 1 and 0.5 < r["bandwidth_fraction"] <= 1, r
     assert 10e-6 < r["overhead_s"] < 60e-6, r
 
@@ -145,19 +145,19 @@ def test_the_models_predict_shapes_they_were_not_fitted_on():
     """Fitted on half the (expert shape × split) or (heads × batch) cells, the median error on the other
     half stays within 15 % on H200 (the timings scatter by ~±10 % shape to shape)."""
     held = [
-        M.fit_moe_group("h200", e, "fp8-block128")["held_out_median_abs_log_error"]
+        M.fit_group("moe", "h200", e, "fp8-block128")["held_out_median_abs_log_error"]
         for e in ("sglang", "vllm")
     ]
     held += [
-        M.fit_mla_group(k, "h200", "tensorrt-llm")["held_out_median_abs_log_error"]
+        M.fit_group(k, "h200", "tensorrt-llm", "bf16")["held_out_median_abs_log_error"]
         for k in ("decode", "prefill")
     ]
     assert max(held) < math.log(1.15), held
 
 
 def test_the_fit_is_deterministic():
-    a = K.score_fit(M.mla_samples("prefill", "b200", "sglang"), smooth=1)
-    b = K.score_fit(M.mla_samples("prefill", "b200", "sglang"), smooth=1)
+    a = K.score_fit(M.group_samples("prefill", "b200", "sglang", "bf16"), smooth=1)
+    b = K.score_fit(M.group_samples("prefill", "b200", "sglang", "bf16"), smooth=1)
     assert a == b
 
 

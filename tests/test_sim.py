@@ -86,7 +86,7 @@ def test_one_unchunked_prompt_takes_exactly_prefill_time():
     )
     by_hand = (2 * MATMUL * 500 + LOGITS + ATTN * 500 * 499 / 2) / PEAK
     assert r.ttft_s[0] == pytest.approx(by_hand, rel=1e-12)
-    assert r.ttft_s[0] == pytest.approx(rl.prefill("llama-3-8b", "h100-sxm", 500).time_s, rel=1e-12)
+    assert r.ttft_s[0] == pytest.approx(rl.prefill("llama-3-8b", "h100-sxm", 500).step_time_s, rel=1e-12)
 
 
 def test_chunking_splits_a_prompt_into_steps_with_the_same_flops():

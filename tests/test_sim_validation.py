@@ -108,7 +108,7 @@ def test_one_client_gets_one_prefill_then_decode_steps():
     # one closed-loop client on the ideal engine: TTFT is one 512-token prefill (the roofline's), TPOT the
     # mean decode step over contexts 512 … 527, and every request sees the same (fixed lengths)
     r = validation.simulate_row(_row(), engine="ideal", rounds=2)
-    prefill = rl.prefill("llama-3.1-8b", "h100-sxm", 512).time_s
+    prefill = rl.prefill("llama-3.1-8b", "h100-sxm", 512).step_time_s
     decode = rl.decode_step("llama-3.1-8b", "h100-sxm", 1, np.arange(512, 528)).step_time_s
     assert r["sim_ttft_s"] == pytest.approx(prefill, rel=1e-9)
     assert r["sim_tpot_s"] == pytest.approx(np.mean(decode), rel=1e-9)

@@ -83,9 +83,9 @@ def test_lesson_15s_prefill_rows_say_what_they_count():
     rows = dict(re.findall(r'<td class="k">([^<]+)</td><td data-key="[^"]+"><b>([^<]+)</b>', text))
     card = 2 * 8_030_261_248 * 500 / 989e12
     assert rows["the card's 2·N·P (all N × 500 tokens)"] == f"{card * 1e3:.2f} ms"
-    matmuls = rl.prefill("llama-3-8b", "h100-sxm", 500, include_attention=False).time_s
+    matmuls = rl.prefill("llama-3-8b", "h100-sxm", 500, include_attention=False).step_time_s
     assert rows["the layers' matmuls (2·N′·P, P = 500)"].startswith(f"{matmuls * 1e3:.2f} ms")
-    full = rl.prefill("llama-3-8b", "h100-sxm", 500).time_s
+    full = rl.prefill("llama-3-8b", "h100-sxm", 500).step_time_s
     assert rows["+ attention's P² term: the prefill"].startswith(f"{full * 1e3:.2f} ms")
     assert len(rows) == len(set(rows))  # one name, one meaning
 

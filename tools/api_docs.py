@@ -1,7 +1,7 @@
 """Write docs/api.md, the library's API reference, from its docstrings.
 
     uv run python tools/api_docs.py          # rewrite docs/api.md
-    uv run python tools/api_docs.py --check  # exit 1 if docs/api.md is stale (the tests run this)
+    uv run python tools/api_docs.py --check  # exit 1 if docs/api.md is stale (the tests check the same)
 
 One section per public module, in layer order (the core, the machinery, the course, the lessons, the apps):
 the module's summary, then each public function and class defined there with its signature and the first

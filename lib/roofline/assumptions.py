@@ -2,11 +2,8 @@
 
 Each one lives once, in ``data/assumptions.toml``, with its unit, its kind (which fixes its physical range:
 a fraction in (0, 1], an overhead at least 0, …), meaning and the reason for its value; code reads it here
-and never types a copy. The README lists them.
-
-The table is read on first use, never at import: ``import roofline`` works with a broken or missing table,
-and the first lookup raises ``DataTableError`` naming the file (``roofline.data.load_assumptions`` checks
-it like every other table). ``roofline.data.clear_cache()`` re-reads it.
+and never types a copy. The README lists them. The table is read and checked on first use, like every
+table of ``roofline.data``.
 
 >>> assumption("allreduce_latency_s")
 1e-05

@@ -11,11 +11,6 @@ roofline.errors.InvalidConfigurationError: batch must be a whole number >= 1, go
 Traceback (most recent call last):
 ...
 roofline.errors.InvalidConfigurationError: batch must be a whole number >= 1, got 0 (at index 2 of [1, 2, 0])
->>> one_of("tensr", "parallelism", ("tensor", "pipeline"))
-Traceback (most recent call last):
-...
-roofline.errors.InvalidConfigurationError: parallelism must be one of 'tensor' or 'pipeline', ...
-Did you mean 'tensor'?
 """
 
 from __future__ import annotations
@@ -82,15 +77,15 @@ def checked(value, name: str, *, minimum=None, above=None, maximum=None, below=N
     return arr
 
 
-def one_of(value, name: str, choices, allow_none: bool = False):
+def one_of(value, name: str, choices):
     """``value`` unchanged if it is one of ``choices``, else an error naming ``name``, the choices and the
     closest of them.
 
-    >>> one_of("mask", "on_overflow", ("raise", "mask", "ignore"))
-    'mask'
+    >>> one_of("tensr", "parallelism", ("tensor", "pipeline"))
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: parallelism must be one of 'tensor' or 'pipeline', ...
     """
-    if value is None and allow_none:
-        return None
     try:
         known = value in choices
     except (TypeError, ValueError):  # an array or another uncomparable value

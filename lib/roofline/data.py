@@ -52,7 +52,6 @@ from roofline.errors import DataTableError, RooflineError, UnknownNameError
 from roofline.units import GB, TB, TFLOPS, GiB
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
-TABLE_FILES = ("gpus.toml", "models.toml", "prices.toml", "engines.toml")
 MEASURED_DIR = "measured"  # third-party measurements (CSV), read by roofline.calibration.measurements
 
 # The tensor-core precisions a GPU row may quote a dense peak for (keys of ``dense_tflops``).
@@ -87,8 +86,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class BadValue(ValueError):
-    """One value that breaks its field's rule; the loader turns it into a DataTableError with file, row
-    and field. (Not a RooflineError itself: it never leaves this module's loaders.)"""
+    """One value that breaks its field's rule; the loaders turn it into a ``DataTableError``."""
 
 
 def _describe(value: Any) -> str:
@@ -231,13 +229,13 @@ class Bound:
         >>> Bound("a fraction must be more than 0 and at most 1", above=0, maximum=1).problem(5.0)
         'a fraction must be more than 0 and at most 1, got 5'
         """
-        low = (self.minimum is not None and value < self.minimum) or (
-            self.above is not None and value <= self.above
+        broken = (
+            (self.minimum is not None and value < self.minimum)
+            or (self.above is not None and value <= self.above)
+            or (self.maximum is not None and value > self.maximum)
+            or (self.whole and not float(value).is_integer())
         )
-        high = self.maximum is not None and value > self.maximum
-        if low or high or (self.whole and not float(value).is_integer()):
-            return f"{self.says}, got {value:g}"
-        return None
+        return f"{self.says}, got {value:g}" if broken else None
 
 
 # Each assumption names its kind; the kind fixes the physical range (a corrupted or what-if table cannot
@@ -278,9 +276,15 @@ def count(least: int = 1, most: int = 10**7, default=dataclasses.MISSING):
     return column(parse_integer, minimum=least, maximum=most, default=default)
 
 
-def positive(unit: str, scale: float = 1.0, *, most: float, key=None, default=dataclasses.MISSING):
-    """A positive number in ``unit`` (at most ``most``), stored after multiplying by ``scale``."""
-    return column(parse_number, key=key, unit=unit, scale=scale, above=0, maximum=most, default=default)
+def number(
+    unit: str, scale: float = 1.0, *, most: float, key=None, zero=False, keys=(), default=dataclasses.MISSING
+):
+    """A number in ``unit``, more than 0 (``zero``: at least 0) and at most ``most``, stored after multiplying
+    by ``scale``; with ``keys``, a table of such numbers."""
+    low = dict(minimum=0) if zero else dict(above=0)
+    return column(
+        parse_number, key=key, unit=unit, scale=scale, maximum=most, keys=keys, default=default, **low
+    )
 
 
 def flag(default: bool = False):
@@ -340,26 +344,17 @@ class GPU:
     name: str = column()
     vendor: str = column()
     form_factor: str = column()
-    memory_bytes: float = positive("GB", GB, key="memory_gb", most=1e5)
+    memory_bytes: float = number("GB", GB, key="memory_gb", most=1e5)
     memory_type: str = column()
-    memory_bandwidth_bytes_per_s: float = positive("TB/s", TB, key="memory_bandwidth_tb_per_s", most=1e3)
+    memory_bandwidth_bytes_per_s: float = number("TB/s", TB, key="memory_bandwidth_tb_per_s", most=1e3)
     # precision -> dense peak FLOP/s (never the sparse figure)
-    dense_flops_per_s: dict[str, float] = column(
-        parse_number,
-        key="dense_tflops",
-        unit="TFLOPS",
-        scale=TFLOPS,
-        above=0,
-        maximum=1e6,
-        keys=COMPUTE_PRECISIONS,
+    dense_flops_per_s: dict[str, float] = number(
+        "TFLOPS", TFLOPS, key="dense_tflops", most=1e6, keys=COMPUTE_PRECISIONS
     )
     interconnect: str = column()
     # per GPU, both directions together, as vendors quote it; 0 where there is none (a measured laptop)
-    interconnect_bytes_per_s: float = column(parse_number, key="interconnect_gb_per_s", unit="GB/s", scale=GB,
-                                             minimum=0, maximum=1e6)  # fmt: skip
-    power_w: float = column(
-        parse_number, unit="W", minimum=0, maximum=1e5
-    )  # 0: not known (a measured machine)
+    interconnect_bytes_per_s: float = number("GB/s", GB, key="interconnect_gb_per_s", most=1e6, zero=True)
+    power_w: float = number("W", most=1e5, zero=True)  # 0: not known (a measured machine)
     source: str = column(parse_url)
     note: str = column()
     # The file's memory_gb is the vendor's printed figure; HBM, GDDR and unified memory are binary-sized,
@@ -393,8 +388,8 @@ class Model:
     experts: int = count(most=100_000, default=1)
     experts_per_token: int = count(most=100_000, default=1)
     max_context_tokens: int = count(most=10**9)
-    published_parameters: float = positive("parameters", most=1e15)
-    published_active_parameters: float | None = positive("parameters", most=1e15, default=None)
+    published_parameters: float = number("parameters", most=1e15)
+    published_active_parameters: float | None = number("parameters", most=1e15, default=None)
     source: str = column(parse_url)
     parameter_source: str = column(parse_url)
     note: str = column()
@@ -414,7 +409,7 @@ class Model:
     routing_groups: int = count(1, 100_000, default=1)  # expert groups for group-limited routing (n_group)
     routing_groups_per_token: int = count(1, 100_000, default=1)  # groups a token's experts may come from
     mtp_layers: int = count(0, 100, default=0)  # multi-token-prediction modules shipped with the checkpoint
-    published_mtp_parameters: float | None = positive("parameters", most=1e15, default=None)
+    published_mtp_parameters: float | None = number("parameters", most=1e15, default=None)
     qk_norm: bool = flag()  # RMSNorm on q and k per head (Qwen3): 2 x head_dim parameters per layer
     attention_output_bias: bool = flag()  # o_proj has a bias (gpt-oss); attention_bias is q/k/v only
     expert_bias: bool = flag()  # expert matmuls have biases (gpt-oss)
@@ -435,25 +430,21 @@ class Model:
 
 @dataclass(frozen=True, kw_only=True)
 class Price:
-    """What one GPU-hour of ``gpu`` costs, with its date and source.
-
-    ``kind`` ``"rent"``: a listed on-demand price (``usd_per_gpu_hour`` as the provider prints it, per GPU).
-    ``kind`` ``"own"``: a GPU people buy; the file gives ``purchase_usd`` (sourced) and ``roofline.pricing``
-    derives ``usd_per_gpu_hour`` from the ownership assumptions (``assumptions.toml``: lifetime, hours of
-    use a day, power, electricity price).
-    """
+    """What one GPU-hour of ``gpu`` costs, with its date and source: ``kind`` ``"rent"``, a listed on-demand
+    price per GPU; ``kind`` ``"own"``, a GPU people buy, its ``purchase_usd`` costed per hour of use by
+    ``roofline.pricing``."""
 
     id: str = column(parse_id)
     gpu: str = column(parse_id)
     # for an "own" row: derived by roofline.pricing, never stored in the file
-    usd_per_gpu_hour: float | None = positive("USD per GPU-hour", most=1e4, default=None)
+    usd_per_gpu_hour: float | None = number("USD per GPU-hour", most=1e4, default=None)
     provider: str = column()
     offering: str = column()
     date: str = column(parse_date)
     source: str = column(parse_url)
     note: str = column()
     kind: str = column(parse_choice("rent", "own"), default="rent")  # a listed hourly price, or bought
-    purchase_usd: float | None = positive("USD", most=1e7, default=None)  # "own" rows: the price paid, USD
+    purchase_usd: float | None = number("USD", most=1e7, default=None)  # "own" rows: the price paid, USD
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -477,11 +468,9 @@ class Assumption:
 class Engine:
     """One inference engine as the library models it (``engines.toml``); ``roofline.engines`` looks it up.
 
-    ``kind`` is ``"ideal"`` (the roofline floor: no calibration) or ``"calibrated"`` (fitted parameters in
-    ``calibration.toml`` under this id). ``version`` names the software the calibration represents.
-    ``parallel`` is how it splits a model over GPUs: ``"tensor"`` (every matrix) or ``"pipeline"`` (layers).
-    The scheduler fields are the engine's documented serving defaults (``data/README.md`` lists them);
-    ``roofline.sim.engine_policy`` turns them into the simulator's ``SchedulerPolicy``.
+    ``kind`` is ``"ideal"`` (the roofline floor) or ``"calibrated"`` (fitted in ``calibration.toml`` under
+    this id), ``version`` the software the calibration represents, ``parallel`` how it splits a model over
+    GPUs (every matrix, or the layers). The scheduler fields are its documented serving defaults.
     """
 
     id: str = column(parse_id)
@@ -516,22 +505,22 @@ class Engine:
 @dataclass(frozen=True)
 class Table:
     """One file: its name, the key of its ``[[array]]`` rows, the row kind for messages, the dataclass each
-    row becomes, other allowed top-level keys, the rules that span fields (a function of the built row
-    returning ``(field, problem)`` pairs), and whether a ``source`` may be a sentence instead of a URL (a
-    learner's own rows: a measurement or a calibration has no URL)."""
+    row becomes, other allowed top-level keys, the rules that span fields (the first one a built row
+    breaks, as ``(field, problem)``, or None), and whether a ``source`` may be a sentence instead of a URL
+    (a learner's own rows: a measurement or a calibration has no URL)."""
 
     file: str
     array: str
     kind: str
     cls: type
     top_level: tuple[str, ...] = ()
-    rules: Callable[[Any], list[tuple[str, str]]] | None = None
+    rules: Callable[[Any], tuple[str, str] | None] = lambda row: None
     sentence_sources: bool = False
 
 
-def _read(directory: Traversable, table: Table, env_var: str | None = None) -> tuple[str, dict]:
-    """The parsed TOML of one table and the label errors use for its file."""
-    source = directory / table.file
+def _parse_toml(source: Traversable, env_var: str | None = None) -> tuple[str, dict]:
+    """The path of ``source`` for messages and its parsed TOML; a missing file or a syntax error is a
+    ``DataTableError`` naming the file (and ``env_var``, if that chose the directory)."""
     label = str(source)
     try:
         raw = source.read_bytes()
@@ -553,7 +542,7 @@ def read_rows(directory: Traversable, table: Table, env_var: str | None = None) 
     >>> [g.id for g in read_rows(data_dir(), GPU_TABLE)][:2]
     ['h100-sxm', 'h100-pcie']
     """
-    label, doc = _read(directory, table, env_var)
+    label, doc = _parse_toml(directory / table.file, env_var)
     known = (table.array, *table.top_level)
     for key in doc:
         if key not in known:
@@ -576,8 +565,9 @@ def read_rows(directory: Traversable, table: Table, env_var: str | None = None) 
             raise table_error(label, row_id, "id", problem)
         seen[values["id"]] = number
         item = table.cls(**values)
-        for field_name, problem in table.rules(item) if table.rules else ():
-            raise table_error(label, row_id, field_name, problem)
+        broken = table.rules(item)
+        if broken:
+            raise table_error(label, row_id, *broken)
         out.append(item)
     return out
 
@@ -596,57 +586,44 @@ def _field_value(table: Table, f: dataclasses.Field, key: str, row: dict, label:
         raise table_error(label, row_id, key, str(exc)) from None
 
 
-def _model_rules(row: Model) -> list[tuple[str, str]]:
-    """Checks that span fields: (field, problem) for each one broken."""
-    problems = []
+def _model_rules(row: Model) -> tuple[str, str] | None:
+    """The first check that spans fields this row breaks, as (field, problem)."""
     if row.kv_heads > row.attention_heads:
-        problems.append(("kv_heads", f"{row.kv_heads} KV heads exceed {row.attention_heads} attention heads"))
-    elif row.attention_heads % row.kv_heads:  # GQA: each KV head serves a whole group of query heads
-        problems.append(
-            ("kv_heads", f"{row.kv_heads} KV heads do not divide {row.attention_heads} attention heads")
-        )
+        return "kv_heads", f"{row.kv_heads} KV heads exceed {row.attention_heads} attention heads"
+    if row.attention_heads % row.kv_heads:  # GQA: each KV head serves a whole group of query heads
+        return "kv_heads", f"{row.kv_heads} KV heads do not divide {row.attention_heads} attention heads"
     if row.experts_per_token > row.experts:
-        problems.append(("experts_per_token", f"{row.experts_per_token} exceeds experts = {row.experts}"))
+        return "experts_per_token", f"{row.experts_per_token} exceeds experts = {row.experts}"
     if row.sliding_window_layers > row.layers:
-        problems.append(
-            ("sliding_window_layers", f"{row.sliding_window_layers} exceeds layers = {row.layers}")
-        )
+        return "sliding_window_layers", f"{row.sliding_window_layers} exceeds layers = {row.layers}"
     if (row.sliding_window > 0) != (row.sliding_window_layers > 0):
-        problems.append(("sliding_window", "give both sliding_window and sliding_window_layers, or neither"))
+        return "sliding_window", "give both sliding_window and sliding_window_layers, or neither"
     if row.first_dense_layers > row.layers:
-        problems.append(("first_dense_layers", f"{row.first_dense_layers} exceeds layers = {row.layers}"))
+        return "first_dense_layers", f"{row.first_dense_layers} exceeds layers = {row.layers}"
     if row.kv_lora_rank and not (row.qk_rope_head_dim and row.qk_nope_head_dim and row.v_head_dim):
-        problems.append(
-            ("kv_lora_rank", "an MLA row needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
-        )
-    return problems
+        return "kv_lora_rank", "an MLA row needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
+    return None
 
 
-def _price_rules(row: Price) -> list[tuple[str, str]]:
+def _price_rules(row: Price) -> tuple[str, str] | None:
     """A rented row lists its hourly price; an owned row gives what it cost and never an hourly figure."""
     if row.kind == "rent":
         if row.usd_per_gpu_hour is None:
-            return [("usd_per_gpu_hour", "missing: a rented (kind 'rent') row needs its listed price")]
+            return "usd_per_gpu_hour", "missing: a rented (kind 'rent') row needs its listed price"
         if row.purchase_usd is not None:
-            return [("purchase_usd", 'only an owned (kind = "own") row has a purchase price')]
-    else:
-        if row.purchase_usd is None:
-            return [("purchase_usd", "missing: an owned (kind 'own') row needs the price paid (in USD)")]
-        if row.usd_per_gpu_hour is not None:
-            return [
-                (
-                    "usd_per_gpu_hour",
-                    "an owned row's hourly cost is derived (purchase, lifetime, power, electricity), "
-                    "never stored: remove it",
-                )
-            ]
-    return []
+            return "purchase_usd", 'only an owned (kind = "own") row has a purchase price'
+    elif row.purchase_usd is None:
+        return "purchase_usd", "missing: an owned (kind 'own') row needs the price paid (in USD)"
+    elif row.usd_per_gpu_hour is not None:
+        why = "an owned row's hourly cost is derived (purchase, lifetime, power, electricity), never stored"
+        return "usd_per_gpu_hour", f"{why}: remove it"
+    return None
 
 
-def _assumption_rules(row: Assumption) -> list[tuple[str, str]]:
+def _assumption_rules(row: Assumption) -> tuple[str, str] | None:
     """The value lies in its kind's range."""
     problem = ASSUMPTION_KINDS[row.kind].problem(row.value)
-    return [("value", problem)] if problem else []
+    return ("value", problem) if problem else None
 
 
 GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU)
@@ -664,28 +641,21 @@ USER_ENGINE_TABLE = dataclasses.replace(ENGINE_TABLE, sentence_sources=True)
 # Finding and reading the tables
 # --------------------------------------------------------------------------------------------------
 
+# The checkout this module sits in, seen from ``lib/roofline/data.py`` (an editable install): the one
+# place the library reaches outside its package.
+_REPOSITORY = Path(__file__).resolve().parents[2]
+NOTEBOOKS_ENV_VAR = "SPEED_PHYSICS_NOTEBOOKS"
+
 
 def _packaged_tables() -> Traversable | None:
     """``roofline/tables`` inside the installed package, if this install carries one."""
-    try:
-        tables = importlib.resources.files("roofline") / "tables"
-    except (ModuleNotFoundError, TypeError):  # pragma: no cover - roofline is always importable here
-        return None
+    tables = importlib.resources.files("roofline") / "tables"
     return tables if tables.joinpath("gpus.toml").is_file() else None
-
-
-def _repository_root() -> Path:
-    """The checkout this module sits in, seen from ``lib/roofline/data.py`` (an editable install); the one
-    place the library reaches outside its package."""
-    return Path(__file__).resolve().parents[2]
 
 
 def _repository_tables() -> Path:
     """The repository's ``data/`` folder (editable install)."""
-    return _repository_root() / "data"
-
-
-NOTEBOOKS_ENV_VAR = "SPEED_PHYSICS_NOTEBOOKS"
+    return _REPOSITORY / "data"
 
 
 def notebooks_dir() -> Path:
@@ -698,7 +668,7 @@ def notebooks_dir() -> Path:
     True
     """
     env = os.environ.get(NOTEBOOKS_ENV_VAR)
-    directory = Path(env).expanduser() if env else _repository_root() / "notebooks"
+    directory = Path(env).expanduser() if env else _REPOSITORY / "notebooks"
     if not any(directory.glob("*.ipynb")):
         where = f"${NOTEBOOKS_ENV_VAR} = {env}" if env else f"{directory} (the checkout's notebooks/)"
         raise RooflineError(
@@ -728,88 +698,6 @@ def shipped_dir() -> Traversable:
     return _packaged_tables() or _repository_tables()
 
 
-def _rows(directory: Traversable, table: Table) -> list:
-    """``read_rows``, with read errors saying when ``$ROOFLINE_DATA_DIR`` chose the directory."""
-    return read_rows(directory, table, ENV_VAR if os.environ.get(ENV_VAR) else None)
-
-
-def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
-    """Read and check ``gpus.toml`` from ``directory`` (default ``data_dir()``); GPUs by id, in file order.
-
-    >>> load_gpus()["h100-sxm"].memory_bytes / 2**30   # "80 GB" of HBM is 80 GiB
-    80.0
-    """
-    d = data_dir() if directory is None else _as_dir(directory)
-    return {g.id: g for g in _rows(d, GPU_TABLE)}
-
-
-def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
-    """Read and check ``models.toml`` from ``directory`` (default ``data_dir()``); models by id.
-
-    >>> load_models()["llama-3-8b"].kv_heads
-    8
-    """
-    d = data_dir() if directory is None else _as_dir(directory)
-    return {m.id: m for m in _rows(d, MODEL_TABLE)}
-
-
-def load_price_rows(
-    directory: Traversable | str | None = None, gpu_ids: Mapping[str, GPU] | None = None
-) -> dict[str, Price]:
-    """Read and check ``prices.toml`` as written; every row's ``gpu`` must be a GPU of ``gpu_ids`` (default:
-    that directory's ``gpus.toml``). An owned row's hourly figure is derived by ``roofline.pricing``.
-
-    >>> load_price_rows()["rtx-4090-own"].purchase_usd
-    1599.0
-    """
-    d = data_dir() if directory is None else _as_dir(directory)
-    known = load_gpus(d) if gpu_ids is None else gpu_ids
-    table = {}
-    for p in _rows(d, PRICE_TABLE):
-        if p.gpu not in known:
-            raise table_error(
-                str(d / PRICE_TABLE.file),
-                repr(p.id),
-                "gpu",
-                f"unknown GPU {p.gpu!r}{did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
-            )
-        table[p.id] = p
-    return table
-
-
-def load_assumptions(directory: Traversable | str | None = None) -> dict[str, Assumption]:
-    """Read and check ``assumptions.toml`` (default: ``table_dir("assumptions.toml")``); assumptions by id,
-    each value within its kind's bound (``ASSUMPTION_KINDS``).
-
-    >>> load_assumptions()["engine_memory_fraction"].kind
-    'fraction'
-    """
-    d = table_dir(ASSUMPTION_TABLE.file) if directory is None else _as_dir(directory)
-    return {a.id: a for a in _rows(d, ASSUMPTION_TABLE)}
-
-
-def load_engines(directory: Traversable | str | None = None) -> dict[str, Engine]:
-    """Read and check ``engines.toml`` (default: ``table_dir("engines.toml")``); engines by id. An alias
-    must name one engine only and must not be another engine's id.
-
-    >>> load_engines()["vllm"].parallel
-    'tensor'
-    """
-    d = table_dir(ENGINE_TABLE.file) if directory is None else _as_dir(directory)
-    table = {e.id: e for e in _rows(d, ENGINE_TABLE)}
-    owner: dict[str, str] = {}
-    for e in table.values():
-        for alias in e.aliases:
-            key = alias.strip().lower()
-            clash = owner.get(key) or (key if key in table and key != e.id else None)
-            if clash:
-                raise table_error(
-                    str(d / ENGINE_TABLE.file), repr(e.id), "aliases", f"{alias!r} already names {clash!r}"
-                )
-            owner[key] = e.id
-    return table
-
-
 def table_dir(name: str) -> Traversable:
     """The folder to read the table or folder ``name`` from: ``data_dir()`` if it has it, else the shipped
     tables (a ``$ROOFLINE_DATA_DIR`` for what-if GPUs need not copy the engines, calibration or
@@ -829,23 +717,76 @@ def table_path(name: str) -> Traversable:
 
 
 def read_toml(name: str) -> tuple[str, dict]:
-    """The parsed TOML file ``name`` (found by ``table_dir``) and its path for messages; a missing file or
-    a syntax error is a ``DataTableError`` naming the file."""
-    source = table_path(name)
-    try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        raise table_error(str(source), None, None, f"cannot read the table: {exc.strerror or exc}") from None
-    try:
-        return str(source), tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise table_error(str(source), None, None, f"not valid TOML: {exc}") from None
-    except RecursionError:
-        raise table_error(str(source), None, None, "nested too deeply to be a table") from None
+    """The path of the TOML file ``name`` (found by ``table_dir``) for messages, and its parsed contents.
+
+    >>> read_toml("calibration.toml")[1]["engine"]["vllm"]["step_overhead_s"] > 0
+    True
+    """
+    return _parse_toml(table_path(name))
 
 
-def _as_dir(directory: Traversable | str) -> Traversable:
+def _as_dir(directory: Traversable | str | None, default: Traversable) -> Traversable:
+    if directory is None:
+        return default
     return Path(directory) if isinstance(directory, str | os.PathLike) else directory
+
+
+def _load(table: Table, directory: Traversable) -> dict:
+    """The checked rows of ``table`` in ``directory`` by id, in file order."""
+    rows = read_rows(directory, table, ENV_VAR if os.environ.get(ENV_VAR) else None)
+    return {row.id: row for row in rows}
+
+
+def load_gpus(directory: Traversable | str | None = None) -> dict[str, GPU]:
+    """Read and check ``gpus.toml`` from ``directory`` (default ``data_dir()``); GPUs by id, in file order.
+
+    >>> load_gpus()["h100-sxm"].memory_bytes / 2**30   # "80 GB" of HBM is 80 GiB
+    80.0
+    """
+    return _load(GPU_TABLE, _as_dir(directory, data_dir()))
+
+
+def load_models(directory: Traversable | str | None = None) -> dict[str, Model]:
+    """Read and check ``models.toml`` from ``directory`` (default ``data_dir()``); models by id.
+
+    >>> load_models()["llama-3-8b"].kv_heads
+    8
+    """
+    return _load(MODEL_TABLE, _as_dir(directory, data_dir()))
+
+
+def load_price_rows(
+    directory: Traversable | str | None = None, gpu_ids: Mapping[str, GPU] | None = None
+) -> dict[str, Price]:
+    """Read and check ``prices.toml`` from ``directory`` (default ``data_dir()``) as written; every row's
+    ``gpu`` must be a GPU of ``gpu_ids`` (default: that directory's ``gpus.toml``). An owned row's hourly
+    figure is derived by ``roofline.pricing``.
+
+    >>> load_price_rows()["rtx-4090-own"].purchase_usd
+    1599.0
+    """
+    d = _as_dir(directory, data_dir())
+    known = load_gpus(d) if gpu_ids is None else gpu_ids
+    table = _load(PRICE_TABLE, d)
+    for p in table.values():
+        if p.gpu not in known:
+            raise table_error(
+                str(d / PRICE_TABLE.file),
+                repr(p.id),
+                "gpu",
+                f"unknown GPU {p.gpu!r}{did_you_mean(p.gpu, known)}; it must be an id of gpus.toml",
+            )
+    return table
+
+
+def load_assumptions(directory: Traversable | str | None = None) -> dict[str, Assumption]:
+    """Read and check ``assumptions.toml`` (default: ``table_dir("assumptions.toml")``); assumptions by id,
+    each value within its kind's bound (``ASSUMPTION_KINDS``).
+
+    >>> load_assumptions()["engine_memory_fraction"].kind
+    'fraction'
+    """
+    return _load(ASSUMPTION_TABLE, _as_dir(directory, table_dir(ASSUMPTION_TABLE.file)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -863,21 +804,24 @@ def user_data_dir() -> Path:
     return Path.home() / ".config" / "speed-physics"
 
 
+def _with_user_rows(table: dict, user_table: Table, clash: str) -> dict:
+    """``table``, then the learner's own rows of ``user_table`` (``user_data_dir()``, same checks); a user
+    id that repeats a project id is an error saying ``clash``."""
+    path = user_data_dir() / user_table.file
+    if path.is_file():
+        for row in read_rows(user_data_dir(), user_table):
+            if row.id in table:
+                raise DataTableError(f"{path}, row {row.id!r}: {clash}")
+            table[row.id] = row
+    return table
+
+
 @functools.cache
 def gpus() -> dict[str, GPU]:
-    """All GPUs by id, in file order, then the user's own rows (``user_data_dir()/gpus.toml``, same
-    schema and checks); a user id that repeats a project id is an error naming both files."""
-    table = load_gpus()
-    user_dir = user_data_dir()
-    if (user_dir / "gpus.toml").is_file():
-        for g in read_rows(user_dir, USER_GPU_TABLE):
-            if g.id in table:
-                raise DataTableError(
-                    f"{user_dir / 'gpus.toml'}, row {g.id!r}: the project's gpus.toml "
-                    f"({data_dir()}) has this id too; rename your row"
-                )
-            table[g.id] = g
-    return table
+    """All GPUs by id, in file order, then the user's own rows (``user_data_dir()/gpus.toml``, written by
+    ``roofline measure --save``)."""
+    clash = f"the project's gpus.toml ({data_dir()}) has this id too; rename your row"
+    return _with_user_rows(load_gpus(), USER_GPU_TABLE, clash)
 
 
 @functools.cache
@@ -902,19 +846,19 @@ def assumptions() -> dict[str, Assumption]:
 def engines() -> dict[str, Engine]:
     """All engines by id, in file order (``roofline.engines.get_engine`` looks one up by id or alias), then
     the user's own calibrated engines (``user_data_dir()/engines.toml``, written by ``roofline
-    calibrate``; same schema, a sentence may stand for a URL); a user id that repeats a project id is an
-    error naming both files."""
-    table = load_engines()
-    user_dir = user_data_dir()
-    if (user_dir / ENGINE_TABLE.file).is_file():
-        for e in read_rows(user_dir, USER_ENGINE_TABLE):
-            if e.id in table:
-                raise DataTableError(
-                    f"{user_dir / ENGINE_TABLE.file}, row {e.id!r}: the project's engines.toml has this id "
-                    "too; rename your engine"
-                )
-            table[e.id] = e
-    return table
+    calibrate``). An alias must name one engine only and must not be another engine's id."""
+    table = _load(ENGINE_TABLE, table_dir(ENGINE_TABLE.file))
+    owner: dict[str, str] = {}
+    for e in table.values():
+        for alias in e.aliases:
+            key = alias.strip().lower()
+            clash = owner.get(key) or (key if key in table and key != e.id else None)
+            if clash:
+                path = str(table_path(ENGINE_TABLE.file))
+                raise table_error(path, repr(e.id), "aliases", f"{alias!r} already names {clash!r}")
+            owner[key] = e.id
+    clash = "the project's engines.toml has this id too; rename your engine"
+    return _with_user_rows(table, USER_ENGINE_TABLE, clash)
 
 
 @functools.cache
@@ -939,6 +883,19 @@ def clear_cache() -> None:
         loader.cache_clear()
 
 
+def lookup(kind: str, table: Mapping, name: str):
+    """The row of ``table`` with the id ``name`` (case and spaces forgiven); an unknown id raises
+    ``UnknownNameError`` naming the ``kind`` of row and the closest ids.
+
+    >>> lookup("model", models(), " Llama-3-8B ").layers
+    32
+    """
+    key = str(name).strip().lower()
+    if key not in table:
+        raise UnknownNameError(kind, name, list(table))
+    return table[key]
+
+
 def get_gpu(gpu: str | GPU) -> GPU:
     """Look a GPU up by id (objects pass through); an unknown id raises with the closest ids.
 
@@ -947,13 +904,7 @@ def get_gpu(gpu: str | GPU) -> GPU:
     ...
     roofline.errors.UnknownNameError: Unknown GPU 'h100'. Did you mean ...'h100-sxm'...
     """
-    if isinstance(gpu, GPU):
-        return gpu
-    table = gpus()
-    key = str(gpu).strip().lower()
-    if key not in table:
-        raise UnknownNameError("GPU", gpu, list(table))
-    return table[key]
+    return gpu if isinstance(gpu, GPU) else lookup("GPU", gpus(), gpu)
 
 
 def get_model(model: str | Model) -> Model:
@@ -964,10 +915,4 @@ def get_model(model: str | Model) -> Model:
     ...
     roofline.errors.UnknownNameError: Unknown model 'llama3-8b'. Did you mean 'llama-3-8b'...
     """
-    if isinstance(model, Model):
-        return model
-    table = models()
-    key = str(model).strip().lower()
-    if key not in table:
-        raise UnknownNameError("model", model, list(table))
-    return table[key]
+    return model if isinstance(model, Model) else lookup("model", models(), model)

@@ -15,24 +15,8 @@ the purchase spread over the hours used in its lifetime plus the electricity dra
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from pathlib import Path
 
-from roofline.data import (
-    ASSUMPTION_TABLE,
-    GPU,
-    Assumption,
-    Price,
-    assumptions,
-    data_dir,
-    get_gpu,
-    gpus,
-    load_assumptions,
-    load_gpus,
-    load_price_rows,
-    price_rows,
-)
-from roofline.errors import UnknownNameError
+from roofline.data import GPU, Price, assumptions, get_gpu, lookup, price_rows
 from roofline.physics.cost import ownership_usd_per_hour
 
 # The ownership assumptions an owned price row is costed with (ids in assumptions.toml).
@@ -44,48 +28,26 @@ OWNERSHIP_ASSUMPTIONS = (
 )
 
 
-def owned_usd_per_hour(purchase_usd: float, gpu: GPU, table: Mapping[str, Assumption] | None = None) -> float:
+def owned_usd_per_hour(purchase_usd: float, gpu: GPU) -> float:
     """USD per hour of use of a ``gpu`` bought for ``purchase_usd`` (USD), under the ownership assumptions
-    of ``table`` (default: the assumptions in use): ``ownership_usd_per_hour`` with the GPU row's
-    ``power_w`` times ``ownership_power_fraction`` as the power drawn.
+    in use: ``ownership_usd_per_hour`` with the GPU row's ``power_w`` times ``ownership_power_fraction`` as
+    the power drawn.
 
     >>> round(owned_usd_per_hour(1599.0, get_gpu("rtx-4090")), 3)  # 1,599 / (3 x 365.25 x 8) + 0.45 x 0.187
     0.267
     """
-    a = assumptions() if table is None else table
-    lifetime, hours, share, usd_per_kwh = (a[k].value for k in OWNERSHIP_ASSUMPTIONS)
+    lifetime, hours, share, usd_per_kwh = (assumptions()[k].value for k in OWNERSHIP_ASSUMPTIONS)
     return float(ownership_usd_per_hour(purchase_usd, lifetime, hours, gpu.power_w * share, usd_per_kwh))
-
-
-def _costed(rows: dict[str, Price], known: Mapping[str, GPU], owning) -> dict[str, Price]:
-    """``rows`` with every owned row's hour costed under the assumptions ``owning()`` returns."""
-    table, ownership = {}, None
-    for p in rows.values():
-        if p.kind == "own":
-            ownership = owning() if ownership is None else ownership
-            hourly = owned_usd_per_hour(p.purchase_usd, known[p.gpu], ownership)
-            p = dataclasses.replace(p, usd_per_gpu_hour=hourly)
-        table[p.id] = p
-    return table
-
-
-def load_prices(directory=None, gpu_ids: Mapping[str, GPU] | None = None) -> dict[str, Price]:
-    """The prices of ``directory`` (a path; default: the tables in use) by id, owned rows costed with the
-    assumptions next to that ``prices.toml`` (else the ones in use); ``gpu_ids`` as
-    ``roofline.data.load_price_rows``.
-
-    >>> load_prices()["h100-example-3usd"].usd_per_gpu_hour
-    3.0
-    """
-    d = data_dir() if directory is None else Path(directory)
-    known = load_gpus(d) if gpu_ids is None else gpu_ids
-    nearby = (d / ASSUMPTION_TABLE.file).is_file()
-    return _costed(load_price_rows(d, known), known, lambda: load_assumptions(d) if nearby else assumptions())
 
 
 def prices() -> dict[str, Price]:
     """All prices by id (rented and owned, each with its ``usd_per_gpu_hour``), in file order."""
-    return _costed(price_rows(), gpus(), assumptions)
+    table = {}
+    for p in price_rows().values():
+        if p.kind == "own":
+            p = dataclasses.replace(p, usd_per_gpu_hour=owned_usd_per_hour(p.purchase_usd, get_gpu(p.gpu)))
+        table[p.id] = p
+    return table
 
 
 def default_price(gpu: str | GPU) -> Price | None:
@@ -108,8 +70,4 @@ def get_price(price_id: str) -> Price:
     >>> get_price("h100-example-3usd").gpu
     'h100-sxm'
     """
-    table = prices()
-    key = str(price_id).strip().lower()
-    if key not in table:
-        raise UnknownNameError("price", price_id, list(table))
-    return table[key]
+    return lookup("price", prices(), price_id)

@@ -37,5 +37,4 @@ class Result:
 
     def to_dict(self) -> dict:
         """Every field as plain Python (lists for arrays), ready for ``json.dumps``."""
-        extra = {name: plain(getattr(self, name)) for name in getattr(self, "exported_properties", ())}
-        return {**plain(self), **extra}
+        return plain(self)

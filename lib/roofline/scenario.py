@@ -71,11 +71,7 @@ def nearest_supported_precision(gpu_id: str, precision: str) -> str | None:
 @dataclass(frozen=True)
 class Scenario:
     """Model, hardware and load. Defaults: the card's Llama 3 8B in BF16 on one H100 at its listed
-    $3/GPU-hour (the course's round example).
-
-    ``usd_per_gpu_hour`` None (the default) means "the GPU's listed price"; ``price_id`` then names the
-    row it came from (None for a price you typed, or a GPU without a listed price).
-    """
+    $3/GPU-hour (the course's round example); the price follows the GPU (see the module docstring)."""
 
     model: str = "llama-3-8b"
     gpu: str = "h100-sxm"
@@ -121,8 +117,8 @@ class Scenario:
             kind = "course example" if p.provider == "course example" else f"{p.provider} list price"
         return f"{kind} ({p.id}, {p.date})"
 
-    def gpus_needed(self, choices=GPU_COUNTS, users: int = 1) -> int | None:
-        """The fewest GPUs (from ``choices``) on which this model's weights and ``users`` users' KV cache
+    def gpus_needed(self, users: int = 1) -> int | None:
+        """The fewest GPUs (of ``GPU_COUNTS``) on which this model's weights and ``users`` users' KV cache
         at this context fit, at these precisions; None if not even the largest choice is enough. Menus
         use it so a model never leads to a dead end.
 
@@ -131,26 +127,15 @@ class Scenario:
         >>> print(Scenario(model="llama-3.1-405b", gpu="l4").gpus_needed())
         None
         """
-        for n in sorted(choices):
+        for n in GPU_COUNTS:
             if self.users_that_fit(num_gpus=n) >= users:
                 return n
         return None
 
     def users_that_fit(self, num_gpus=None) -> int:
         """Most users at this context that fit beside the weights (0 when the weights alone do not fit)."""
-        return int(
-            max(
-                max_batch(
-                    self.model,
-                    self.gpu,
-                    max(self.context_tokens, 1),
-                    num_gpus=self.num_gpus if num_gpus is None else num_gpus,
-                    weight_precision=self.weight_precision,
-                    kv_precision=self.kv_precision,
-                ),
-                0,
-            )
-        )
+        deployment = self.deployment if num_gpus is None else {**self.deployment, "num_gpus": num_gpus}
+        return int(max(max_batch(self.model, self.gpu, max(self.context_tokens, 1), **deployment), 0))
 
     def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``decode_step`` for this scenario; ``batch``/``context_tokens`` may be arrays for a sweep."""
@@ -159,10 +144,8 @@ class Scenario:
             self.gpu,
             self.batch if batch is None else batch,
             self.context_tokens if context_tokens is None else context_tokens,
-            num_gpus=self.num_gpus,
-            weight_precision=self.weight_precision,
-            kv_precision=self.kv_precision,
             on_overflow=on_overflow,
+            **self.deployment,
             **kwargs,
         )
 
@@ -172,9 +155,18 @@ class Scenario:
             self.model,
             self.gpu,
             self.prompt_tokens if prompt_tokens is None else prompt_tokens,
-            num_gpus=self.num_gpus,
-            weight_precision=self.weight_precision,
-            kv_precision=self.kv_precision,
             on_overflow=on_overflow,
+            **self.deployment,
             **kwargs,
+        )
+
+    @property
+    def deployment(self) -> dict:
+        """The GPU count and the precisions, as the keywords the physics and engine functions take.
+
+        >>> Scenario(num_gpus=2).deployment
+        {'num_gpus': 2, 'weight_precision': 'bf16', 'kv_precision': 'bf16'}
+        """
+        return dict(
+            num_gpus=self.num_gpus, weight_precision=self.weight_precision, kv_precision=self.kv_precision
         )

@@ -125,11 +125,12 @@ def print_json(obj: dict) -> None:
     print(json.dumps(jsonable(obj), indent=2, allow_nan=False, ensure_ascii=False))
 
 
-def picked(result, names: tuple[str, ...], counts: tuple[str, ...] = ()) -> dict:
-    """The named fields of a library result, in order (``to_dict``'s, else attributes), the ``counts`` among
-    them as integers: a field the library adds leaves the output as it is, one it renames fails the tests."""
-    d = result.to_dict()
-    out = {name: d[name] if name in d else getattr(result, name) for name in names}
+def picked(result, names: tuple[str, ...], counts: tuple[str, ...] = (), renamed=None) -> dict:
+    """The named fields of a library result, in order (``to_dict``'s, else attributes; ``renamed`` maps a
+    JSON name to the result's own), the ``counts`` among them as integers: a field the library adds leaves
+    the output as it is, one it renames fails the tests."""
+    d, own = result.to_dict(), renamed or {}
+    out = {name: d[key] if (key := own.get(name, name)) in d else getattr(result, key) for name in names}
     return {**out, **{name: int(out[name]) for name in counts}}
 
 

@@ -23,6 +23,7 @@ FIELDS = (
     "model_id", "gpu_id", "prompt_tokens", "num_gpus", "flops", "attention_flops", "bytes_moved",
     "compute_time_s", "memory_time_s", "time_s", "binding",
 )  # fmt: skip
+NAMES = {"prompt_tokens": "new_tokens", "time_s": "step_time_s"}  # the JSON's names for the step's fields
 
 
 def add_parser(sub) -> None:
@@ -54,13 +55,13 @@ def run(args) -> int:
         return fig.does_not_fit(args, "prefill", 1, args.decode_context, why=why)
     d = {
         "command": "prefill",
-        **out.picked(p, FIELDS, counts=("prompt_tokens", "num_gpus")),
+        **out.picked(p, FIELDS, counts=("prompt_tokens", "num_gpus"), renamed=NAMES),
         "weight_precision": args.weights,
         "kv_precision": args.kv,
         "include_attention": not args.no_attention,
         "decode_context_tokens": args.decode_context,
         "decode_step_time_s": decode.step_time_s,
-        "stalled_decode_steps": rl.stalled_decode_steps(p.time_s, decode.step_time_s),
+        "stalled_decode_steps": rl.stalled_decode_steps(p.step_time_s, decode.step_time_s),
         "compute_bound_prompt_tokens": rl.compute_bound_prompt_tokens(args.model, args.gpu, args.weights),
         "achievable": fig.achievable_prefill(args),
     }
@@ -86,7 +87,7 @@ def _rows(p, d: dict, args) -> list[tuple[str, str]]:
         ("bytes moved", f"{fmt_bytes(p.bytes_moved)} (weights read once + the prompt's KV written)"),
         ("compute time", out.fmt_seconds(p.compute_time_s)),
         ("memory time", out.fmt_seconds(p.memory_time_s)),
-        ("prefill time", out.fmt_seconds(p.time_s) + " (the ideal: a floor no engine beats)"),
+        ("prefill time", out.fmt_seconds(p.step_time_s) + " (the ideal: a floor no engine beats)"),
         *out.achievable_rows(d["achievable"], "time_s"),
         ("binding", f"{p.binding}-bound"),
         ("stalls", f"{out.fmt_count(d['stalled_decode_steps'])} decode steps of "

@@ -1,19 +1,14 @@
 """Calibrate an engine to your own machine: a few of your measurements become an engine you can name.
 
 Taught in notebooks/floor_to_real_server.ipynb ("Calibrate to your own machine"); ``roofline calibrate``
-runs it. Each measurement is a decode step (time between tokens), a time to first token or a whole
-request, of a model on a GPU at a batch and lengths. The fit is the project's own
-(``roofline.calibration.fit``): the kernels keep their timed or sourced efficiencies, and your engine's own
-costs (per step, per layer, per sequence, per all-reduce) move from its base engine's fitted values only
-as far as your measurements pull them. The result is saved next to your own GPU rows
-(``roofline.data.user_data_dir()``: ``engines.toml`` and ``calibration.toml``), so every explorer and
-command can use it by name (``--engine my-vllm``).
+runs it. The fit is the project's own (``roofline.calibration.fit``): the kernels keep their timed or
+sourced efficiencies, and your engine's own costs (per step, per layer, per sequence, per all-reduce) move
+from its base engine's fitted values only as far as your measurements (``Point``) pull them. The result is
+saved next to your own GPU rows (``roofline.data.user_data_dir()``: ``engines.toml`` and
+``calibration.toml``), so every explorer and command can use it by name (``--engine my-vllm``).
 
 A measurement the physics cannot produce is refused with the reason: faster than the ideal floor (check
 the precision, the GPU count, the units), or two measurements of one configuration more than 2x apart.
-
->>> KINDS
-('tpot', 'ttft', 'latency')
 """
 
 from __future__ import annotations
@@ -93,16 +88,8 @@ def _check(ms: Measurements, floors_s: np.ndarray) -> None:
             f"floor ({floors_s[i] * 1e3:.3g} ms) for {ms.model[i]} on {ms.num_gpus[i]}x {ms.gpu[i]} at "
             f"{ms.weight_precision[i]}: check the precision, the GPU count and the units"
         )
-    fields = (
-        "kind",
-        "model",
-        "gpu",
-        "num_gpus",
-        "batch",
-        "input_tokens",
-        "output_tokens",
-        "weight_precision",
-    )
+    # one configuration: every field of a point but its time and its KV precision
+    fields = [f.name for f in dataclasses.fields(Point) if f.name not in ("measured_s", "kv_precision")]
     keys = [tuple(getattr(ms, f)[i] for f in fields) for i in range(len(ms))]
     for key in set(keys):
         same = ms.measured_s[[k == key for k in keys]]
@@ -131,12 +118,10 @@ def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibratio
         )
     ms = _measurements(points, name)
     terms = terms_for(ms, kernels_of={name: b.id})
-    _check(ms, terms.total_s(np.maximum(terms.work.compute_s, terms.work.memory_s)))
+    _check(ms, terms.floor_s())
     base_costs, _ = load_calibration().overheads_for(b.id)
-    train = np.ones(len(ms), bool)
-    return fit_terms(
-        ms, terms, train, cost_prior={name: base_costs}, fitted_fractions=False, prior_weight=PRIOR_WEIGHT
-    )
+    train, prior = np.ones(len(ms), bool), {name: base_costs}
+    return fit_terms(ms, terms, train, cost_prior=prior, fitted_fractions=False, prior_weight=PRIOR_WEIGHT)
 
 
 def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[str]:
@@ -155,9 +140,7 @@ def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[st
         "source": f"roofline calibrate, {today}",
         "note": f"Fitted on {len(points)} of your measurements.",
     }
-    for field in INHERITED:
-        if hasattr(b, field):
-            row[field] = getattr(b, field)
+    row.update({field: getattr(b, field) for field in INHERITED if hasattr(b, field)})
     costs = {k: cal.overheads[name][k] for k in OVERHEADS}
     folder = user_data_dir()
     folder.mkdir(parents=True, exist_ok=True)

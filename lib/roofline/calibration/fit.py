@@ -3,8 +3,7 @@
 Taught in notebooks/calibration_validation.ipynb; ``tools/fit_calibration.py`` runs it and writes
 ``data/calibration.toml``. A row's prediction is ``roofline.engines.model.assemble`` over its steps
 (``roofline.calibration.terms``), with the parameters as arrays: the fit times steps exactly as every figure
-of the course does. ``scipy.optimize.least_squares``' Levenberg–Marquardt (MINPACK) with a forward-difference
-Jacobian, deterministic.
+of the course does.
 
 What is fitted, and what is not:
 
@@ -17,8 +16,7 @@ What is fitted, and what is not:
   family's timed kernels. Compute fractions are never fitted end to end: the end-to-end rows cannot tell a
   slow GEMM from a preemption or a scheduling stall, and a fitted compute fraction would absorb those.
 
-A weak prior (a pseudo-observation (θ − μ) / sd × ``PRIOR_WEIGHT``) holds each parameter the data cannot
-see; ``provenance["prior_dominated"]`` lists them.
+A weak prior (``PRIOR``) holds each parameter the data cannot see (``fit_terms``).
 
 >>> sorted(PRIOR) == sorted(OVERHEADS)      # every engine cost has a prior
 True
@@ -55,11 +53,7 @@ F = len(FITTED_FRACTIONS)
 @dataclass
 class Layout:
     """Which parameter sits where in θ: the fitted fractions (logit) per (family, engine) pair, then the
-    costs (log s) per engine.
-
-    >>> len(Layout([("hopper", "vllm-2024")], ["vllm", "vllm-2024"], np.full((1, F), 0.8)).names)  # 2 + 2 × 4
-    10
-    """
+    costs (log s) per engine."""
 
     pairs: list
     engines: list
@@ -68,11 +62,7 @@ class Layout:
 
     @property
     def names(self) -> list[str]:
-        """One name per entry of θ (as in ``calibration.toml``).
-
-        >>> Layout([("hopper", "vllm-2024")], ["vllm-2024"], np.full((1, F), 0.8)).names[-4:-2]
-        ['engine.vllm-2024.step_overhead_s', 'engine.vllm-2024.layer_overhead_s']
-        """
+        """One name per entry of θ (as in ``calibration.toml``)."""
         return [f"fraction.{f}.{e}.{k}" for k in FITTED_FRACTIONS for f, e in self.pairs] + [
             f"engine.{e}.{k}" for k in OVERHEADS for e in self.engines
         ]
@@ -93,26 +83,16 @@ class Layout:
         return np.array(mu), np.array(sd)
 
     def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(fractions: (fraction, pair), costs in s: (cost, engine)) of θ.
-
-        >>> costs_s = Layout([], ["vllm"], np.zeros((0, F))).unpack(np.log([1e-3, 1e-5, 2e-5, 1e-6]))[1]
-        >>> costs_s.shape, round(float(costs_s[0, 0]), 9)
-        ((4, 1), 0.001)
-        """
+        """(fractions: (fraction, pair), costs in s: (cost, engine)) of θ."""
         k = len(self.pairs)
         frac = 1 / (1 + np.exp(-theta[: F * k]))
         return frac.reshape(F, k), np.exp(theta[F * k :]).reshape(len(OVERHEADS), len(self.engines))
 
 
-def engine_numbers(kernels: dict, costs: dict) -> SimpleNamespace:
+def _engine_numbers(kernels: dict, costs: dict) -> SimpleNamespace:
     """The numbers ``assemble`` reads (one value or array per name) from the kernels' and link's numbers
     (``Terms.kernels`` names) and the engine's costs (``OVERHEADS``, s): an all-reduce costs the link's
-    latency plus the engine's own.
-
-    >>> k = {"collective_latency_s": 5e-6, "hop_latency_s": 1e-6}
-    >>> engine_numbers(k, {"step_overhead_s": 1e-3, "allreduce_overhead_s": 2e-6}).collective_latency_s
-    7e-06
-    """
+    latency plus the engine's own."""
     costs = dict(costs)
     collective = kernels["collective_latency_s"] + costs.pop("allreduce_overhead_s")
     return SimpleNamespace(**{**kernels, "collective_latency_s": collective}, **costs, roofline=False)
@@ -138,7 +118,7 @@ def _predictor(terms: Terms, train_rows: np.ndarray, lay: Layout):
             for i, name in enumerate(FITTED_FRACTIONS):
                 kern[name] = np.where(pair >= 0, frac[i][np.maximum(pair, 0)], kern[name])
         step_costs = dict(zip(OVERHEADS, costs[:, eng], strict=True))
-        per_step = assemble(work, engine_numbers(kern, step_costs)).total_s
+        per_step = assemble(work, _engine_numbers(kern, step_costs)).total_s
         return np.bincount(row, weights=weight * per_step, minlength=rows.size)
 
     return predict
@@ -166,26 +146,17 @@ def predict_rows(terms: Terms, cal: Calibration) -> np.ndarray:
         oh, _ = cal.overheads_for(eng)
         for name in OVERHEADS:
             costs[name][sel] = oh[name]
-    return terms.total_s(assemble(terms.work, engine_numbers(kern, costs)).total_s)
+    return terms.total_s(assemble(terms.work, _engine_numbers(kern, costs)).total_s)
 
 
-def _layout(terms: Terms, train_rows: np.ndarray, fitted_fractions: bool) -> Layout:
+def _layout(terms: Terms, train_rows: np.ndarray, fitted_fractions: bool, cost_prior: dict) -> Layout:
     use = train_rows[terms.row]
     pairs = sorted({(str(f), str(e)) for f, e in zip(terms.family[use], terms.engine[use], strict=True)
                     if fitted_fractions and not get_engine(e).kernels})  # fmt: skip
     prior = [[np.median(terms.kernels[n][use & (terms.family == f) & (terms.engine == e)])
               for n in FITTED_FRACTIONS] for f, e in pairs]  # fmt: skip
-    return Layout(pairs, sorted(set(terms.engine[use].tolist())), np.array(prior).reshape(len(pairs), F))
-
-
-def ideal_times() -> np.ndarray:
-    """The floor of every measured row (s): each step at max(math time, memory time), nothing else.
-
-    >>> bool((ideal_times() > 0).all())
-    True
-    """
-    t = measured_terms()
-    return t.total_s(np.maximum(t.work.compute_s, t.work.memory_s))
+    engines = sorted(set(terms.engine[use].tolist()))
+    return Layout(pairs, engines, np.array(prior).reshape(len(pairs), F), cost_prior)
 
 
 def usable_rows() -> np.ndarray:
@@ -196,18 +167,13 @@ def usable_rows() -> np.ndarray:
     >>> bool(ok.sum() > 0.9 * ok.size)
     True
     """
-    return load_measurements().measured_s >= ideal_times()
+    return load_measurements().measured_s >= measured_terms().floor_s()
 
 
-def measured_ranges(train_rows: np.ndarray, ms: Measurements | None = None) -> dict:
-    """(family, engine) → the measured range of the training rows ``train_rows`` (bool mask) of ``ms``
-    (default: the project's measurements): sizes (sequences, tokens, GPUs), models, GPUs, precisions.
-
-    >>> r = measured_ranges(load_measurements().engine == "sglang")
-    >>> list(r), r[("hopper", "sglang")]["gpus"]
-    ([('hopper', 'sglang')], ['h200'])
-    """
-    ms, fams = (load_measurements() if ms is None else ms), gpu_families()
+def _measured_ranges(train_rows: np.ndarray, ms: Measurements) -> dict:
+    """(family, engine) → the measured range of the training rows ``train_rows`` (bool mask) of ``ms``:
+    sizes (sequences, tokens, GPUs), models, GPUs, precisions."""
+    fams = gpu_families()
     rows = np.flatnonzero(train_rows)
     fam = np.array([fams.get(g, "unknown") for g in ms.gpu])
     ranges = {}
@@ -241,12 +207,10 @@ def fit(train_rows=None) -> Calibration:
 def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: dict | None = None,
               fitted_fractions: bool = True, prior_weight: float = PRIOR_WEIGHT) -> Calibration:  # fmt: skip
     """The fit of ``fit`` on any measured rows ``ms`` and their ``terms``, training on the rows ``train``
-    (bool mask): θ minimises Σ log(predicted ÷ measured)² + Σ ((θ − μ) × ``prior_weight`` ÷ sd)².
-    ``cost_prior`` centres some engines' cost priors (engine → {cost: s}; a learner's engine starts from
-    its base engine's fitted costs), ``fitted_fractions`` False fits the costs only, and ``prior_weight``
-    sets how hard the priors pull (a few points of one learner's need a lighter pull than the project's
-    thousands of rows). A parameter whose prior weighs more than the data's curvature at the optimum is
-    named in ``provenance["prior_dominated"]``.
+    (bool mask): θ minimises Σ log(predicted ÷ measured)² + Σ ((θ − μ) × ``prior_weight`` ÷ sd)², by
+    MINPACK's Levenberg–Marquardt (deterministic). ``cost_prior`` centres some engines' cost priors (engine →
+    {cost: s}; a learner's engine starts from its base engine's); ``fitted_fractions`` False fits the costs
+    only. ``provenance["prior_dominated"]`` names each parameter whose prior outweighs the data's curvature.
 
     >>> from roofline.calibration.terms import terms_for
     >>> mine = load_measurements().subset(np.flatnonzero(load_measurements().engine == "sglang")[:3])
@@ -254,8 +218,7 @@ def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: 
     >>> sorted(cal.overheads), 0 < cal.overheads["sglang"]["step_overhead_s"] < 0.01
     (['sglang'], True)
     """
-    lay = _layout(terms, train, fitted_fractions)
-    lay.cost_prior = cost_prior or {}
+    lay = _layout(terms, train, fitted_fractions, cost_prior or {})
     predict, logy = _predictor(terms, train, lay), np.log(ms.measured_s[train])
     mu, sd = lay.prior()
     w = prior_weight / sd
@@ -272,6 +235,6 @@ def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: 
             p: dict(zip(FITTED_FRACTIONS, frac[:, j].tolist(), strict=True)) for j, p in enumerate(lay.pairs)
         },
         gpu_family=gpu_families(),
-        ranges=measured_ranges(train, ms),
+        ranges=_measured_ranges(train, ms),
         provenance={"prior_dominated": [n for n, x in zip(lay.names, weak, strict=True) if x]},
     )

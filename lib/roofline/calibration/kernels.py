@@ -13,24 +13,10 @@ the (n, k) shapes and scored on the other half, it beats the hard max in 86 % of
 error 11.4 → 10.8 %) and shrinks the ridge bias (64 < m ≤ 256: −4.0 → −1.9 %), so it is adopted; rounding m
 up to a 128-row tile in the FLOPs adds 0.2 points, within the scatter, and is not. A prefill's per-token
 work (Q, K, V in, O out, the softmax epilogue) does not overlap its quadratic math: the sum fits held-out
-shapes to 4.8 % median where a max misses by 11 % (24 % with e_tok = 1).
-F_att = 4 H d × s(s − 1)/2 × batch counts Q·Kᵀ and scores·V over the causal pairs of s prompt tokens, the
-convention of ``roofline.physics.architecture.attention_flops_per_pair`` (a token attends to the tokens
-before it); F_dec = 4 H d × c × batch and KV bytes = batch × c × 2 H_kv d × b_kv for a KV length c.
-
-A GPU without timings uses its family's nearest timed GPU with the same memory class (HBM, GDDR, LPDDR);
-where there is none, or for a GeForce board, ``sourced_parameters`` builds the numbers from its data sheet,
-a published bandwidth measurement (``data/measured/achievable_bandwidth.csv``) and sourced GEMM, attention
-and launch figures (``data/assumptions.toml``), never from another family's fit.
-
-Each model is fitted per GPU × engine × precision by robust least squares on log time (Huber, δ = 10 %),
-fractions in (0, 1) and t₀ > 0, deterministically (a grid start, then ``scipy.optimize.least_squares``).
-Rows faster than the roofline floor are dropped (a working set served from L2, or a benchmark sharing one
-KV cache).
-
->>> p = kernel_parameters("h100-sxm", "vllm")
->>> 0.6 < p["gemm_compute_fraction"] < 0.9, p["source"]
-(True, 'fitted')
+shapes to 4.8 % median where a max misses by 11 % (24 % with e_tok = 1). The work F and bytes are those of
+``gemm_work``, ``prefill_attention_work`` and ``decode_attention_work``. Each model is fitted per GPU ×
+engine × precision (``fit_group``); a GPU without timings borrows its family's fits or is sourced from its
+data sheet, never from another family's fit (``kernel_parameters``).
 """
 
 from __future__ import annotations
@@ -64,11 +50,13 @@ TABLES = {  # file -> (text columns besides TEXT, shape columns); every table al
 COLLECTIVE_LIBRARIES = ("nccl",)  # frameworks in the tables that are not engines
 OUTPUT_BYTES = 2.0  # GEMMs write BF16 activations, whatever their input format
 HUBER_DELTA = 0.1  # log-time residuals beyond 10 % count linearly: timing outliers do not steer the fit
-# kind -> (table, fractions fitted, smooth: p of the smooth max, 1 = a sum, None = the hard max)
+BOTH = ("compute", "bandwidth")
+# kind -> (table, format column, op ("": every row), fractions fitted, smooth: p of the smooth max, 1 = a
+# sum, None = the hard max)
 FORMS = {
-    "gemm": ("gemm.csv", ("compute", "bandwidth"), 4),
-    "prefill": ("context_attention.csv", ("compute", "bandwidth"), 1),
-    "decode": ("generation_attention.csv", ("bandwidth",), None),
+    "gemm": ("gemm.csv", "dtype", "", BOTH, 4),
+    "prefill": ("context_attention.csv", "dtype", "", BOTH, 1),
+    "decode": ("generation_attention.csv", "kv_dtype", "", ("bandwidth",), None),
 }
 PREFIX = {"gemm": "gemm", "prefill": "prefill_attention", "decode": "decode_attention"}
 GEMM_FORMATS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "fp8-block128": "fp8-block128"}
@@ -78,16 +66,14 @@ KV_FORMATS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8"}  # FP16 runs at the 
 MAX_KERNEL_OVERHEAD_S = 50e-6
 ACHIEVABLE_FILE = "achievable_bandwidth.csv"
 ACHIEVABLE_COLUMNS = ("gpu", "measured_bandwidth_tb_per_s", "sibling", "method", "source", "date", "note")
-SOURCED_FAMILIES = ("amd", "apple", "nvidia-gddr")
 
 
 @functools.cache
 def load_kernel_table(name: str, directory: str | None = None) -> dict:
     """The kernel-timing CSV ``name`` (a ``TABLES`` file) of ``data/measured/kernels/`` (or of
-    ``directory``) as {column: array}, checked: every column present, no missing value, numbers finite and
-    positive, ``latency_s`` in seconds (a kernel takes 0.1 µs to 1 s), GPUs and engines known. ``engine``
-    maps ``framework`` to this library's engine ids (``trtllm`` → ``tensorrt-llm``; ``nccl`` stays). Bad
-    data: ``DataTableError`` naming the file, the line or the column.
+    ``directory``) as {column: array}, plus ``engine``: ``framework`` as an engine id (``nccl`` stays).
+    Checked (every value present, numbers finite and > 0, ``latency_s`` in seconds, GPUs and engines
+    known); bad data is a ``DataTableError`` naming the file, the line or the column.
 
     >>> g = load_kernel_table("gemm.csv")
     >>> sorted(set(g["dtype"].tolist())), bool(g["latency_s"].max() < 1)
@@ -123,9 +109,7 @@ def load_kernel_table(name: str, directory: str | None = None) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------------------------------
-# The work of each kernel (FLOP, bytes) and its time
-# --------------------------------------------------------------------------------------------------
+# -- The work of each kernel (FLOP, bytes) and its time --
 
 
 def scalar_or_array(x):
@@ -151,16 +135,16 @@ def gemm_work(m, n, k, dtype: str = "bf16"):
 
 def prefill_attention_work(batch, isl, heads, kv_heads, head_dim):
     """(FLOP, bytes) of one layer's causal prefill attention over ``batch`` prompts of ``isl`` tokens:
-    4 H d per (token, earlier token) pair, isl(isl − 1)/2 pairs; Q, K, V read and O written in BF16.
+    4 H d per (token, earlier token) pair, isl(isl − 1)/2 pairs (Q·Kᵀ and scores·V, the convention of
+    ``roofline.physics.architecture.attention_flops_per_pair``); Q, K, V read and O written in BF16.
 
     >>> f, b = prefill_attention_work(1, 1024, 32, 8, 128)
     >>> round(f / 1e9, 2), round(b / 1e6, 2)
     (8.58, 20.97)
     """
     b, s, h, hkv, d = (np.asarray(x, float) for x in (batch, isl, heads, kv_heads, head_dim))
-    return scalar_or_array(4.0 * h * d * s * (s - 1) / 2 * b), scalar_or_array(
-        b * s * d * 2.0 * (2 * h + 2 * hkv)
-    )
+    flops, nbytes = 4.0 * h * d * s * (s - 1) / 2 * b, b * s * d * 2.0 * (2 * h + 2 * hkv)
+    return scalar_or_array(flops), scalar_or_array(nbytes)
 
 
 def decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_dtype: str = "bf16"):
@@ -187,13 +171,12 @@ def roofline_time_s(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s,
     a = np.asarray(flops, float) / (compute_fraction * peak_flops_per_s)
     b = np.asarray(bytes_moved, float) / (bandwidth_fraction * bandwidth_bytes_per_s)
     hi, lo = np.maximum(a, b), np.minimum(a, b)
-    return scalar_or_array(
-        (hi if smooth is None else hi * (1 + (lo / hi) ** smooth) ** (1 / smooth)) + overhead_s
-    )
+    core = hi if smooth is None else hi * (1 + (lo / hi) ** smooth) ** (1 / smooth)
+    return scalar_or_array(core + overhead_s)
 
 
-def fit_roofline(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, measured_s,
-                 free=("compute", "bandwidth"), smooth=None) -> dict:  # fmt: skip
+def fit_roofline(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, measured_s, free=BOTH,
+                 smooth=None) -> dict:  # fmt: skip
     """e_c, e_b (those in ``free``; the others stay 1) and t₀ (s) of ``roofline_time_s`` fitted to the
     times ``measured_s`` (s) of kernels doing ``flops`` (FLOP) and moving ``bytes_moved`` (bytes): Huber
     loss (δ = ``HUBER_DELTA``) on log time over θ = (logit e_c, logit e_b, log t₀), from the best point of
@@ -205,14 +188,10 @@ def fit_roofline(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, me
     >>> {k: round(v, 6) for k, v in fit_roofline(f, b, 1e15, 1e12, t).items()}
     {'compute_fraction': 0.7, 'bandwidth_fraction': 0.8, 'overhead_s': 5e-06}
     """
-    a0, b0 = (
-        np.asarray(flops, float) / peak_flops_per_s,
-        np.asarray(bytes_moved, float) / bandwidth_bytes_per_s,
-    )
-    logy, use = (
-        np.log(np.asarray(measured_s, float)),
-        np.array([x in free for x in ("compute", "bandwidth")] + [True]),
-    )
+    a0 = np.asarray(flops, float) / peak_flops_per_s
+    b0 = np.asarray(bytes_moved, float) / bandwidth_bytes_per_s
+    logy = np.log(np.asarray(measured_s, float))
+    use = np.array([x in free for x in BOTH] + [True])
 
     def model(th):  # (e_c, e_b, t₀, the roofline part, d log part / d log a); a fixed fraction: logit ∞
         full = np.full(3, np.inf)
@@ -249,44 +228,80 @@ def fit_roofline(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, me
 
 
 def kernel_samples(kind: str, gpu: str, engine: str, dtype: str = "bf16") -> dict:
-    """One group's timings as arrays: "flops" (FLOP), "bytes", "measured_s" (s), "m" (GEMMs; else 0); the
-    GPU's "peak" (FLOP/s) and "bandwidth" (bytes/s); "held_out", a checkerboard over the two main shape
-    axes (the half a held-out check scores). ``kind``: "gemm", "prefill" or "decode"; ``dtype``: the GEMM's
-    input format or the decode's KV format (prefill: BF16).
+    """One group's timings as ``samples``, plus "m" for GEMMs. ``kind``: "gemm", "prefill" or "decode";
+    ``dtype``: the GEMM's input format or the decode's KV format (prefill: BF16).
 
     >>> s = kernel_samples("gemm", "h100-sxm", "vllm")
     >>> len(s["flops"]) == len(s["measured_s"]) > 100, s["peak"]     # BF16 dense FLOP/s
     (True, 989000000000000.0)
     """
-    t = load_kernel_table(FORMS[kind][0])
-    fmt = t["kv_dtype" if kind == "decode" else "dtype"]
-    sel = (t["gpu"] == gpu) & (t["engine"] == engine) & (fmt == dtype)
-    s, g = {c: v[sel] for c, v in t.items()}, get_gpu(gpu)
+    s = group_timings(FORMS[kind], gpu, engine, dtype)
     shape = [s[c] for c in TABLES[FORMS[kind][0]][1]]
     if kind == "gemm":
-        work, axes = gemm_work(*shape, dtype), ("n", "k")
-    elif kind == "prefill":
-        work, axes = prefill_attention_work(*shape), ("batch", "isl")
-    else:
-        work, axes = decode_attention_work(*shape, dtype), ("batch", "context")
-    rank = sum(np.searchsorted(np.unique(s[a]), s[a]) for a in axes)
-    peak = peak_flops_per_s(g, dtype if kind == "gemm" else "bf16")
+        return {**samples(s, gpu, gemm_work(*shape, dtype), dtype, ("n",), ("k",)), "m": s["m"]}
+    if kind == "prefill":
+        return samples(s, gpu, prefill_attention_work(*shape), "bf16", ("batch",), ("isl",))
+    return samples(s, gpu, decode_attention_work(*shape, dtype), "bf16", ("batch",), ("context",))
+
+
+def samples(s: dict, gpu: str, work: tuple, math_format: str, *axes: tuple, form: str = "") -> dict:
+    """What ``score_fit`` reads of one group's rows ``s`` (``group_timings``) doing ``work`` (FLOP, bytes):
+    "flops", "bytes", "measured_s" (s), the GPU's "peak" (FLOP/s in ``math_format``) and "bandwidth"
+    (bytes/s), "held_out" (the half a held-out check scores: a checkerboard over the cells of the column
+    tuples ``axes``) and the attention "form" the timings count.
+
+    >>> s = samples({"latency_s": np.ones(2), "n": np.array([1, 2])}, "h100-sxm", (1e9, 1e6), "bf16", ("n",))
+    >>> s["held_out"].tolist(), s["bandwidth"]
+    ([False, True], 3350000000000.0)
+    """
+    g = get_gpu(gpu)
+    rank = sum(np.unique(np.stack([s[c] for c in cols], axis=1), axis=0, return_inverse=True)[1].ravel()
+               for cols in axes)  # fmt: skip
     return {"flops": np.atleast_1d(work[0]), "bytes": np.atleast_1d(work[1]), "measured_s": s["latency_s"],
-            "m": s.get("m", np.zeros(sel.sum())), "peak": peak, "bandwidth": g.memory_bandwidth_bytes_per_s,
-            "held_out": rank % 2 == 1}  # fmt: skip
+            "peak": peak_flops_per_s(g, math_format), "bandwidth": g.memory_bandwidth_bytes_per_s,
+            "held_out": rank % 2 == 1, "form": form}  # fmt: skip
 
 
-def score_fit(s: dict, free=("compute", "bandwidth"), smooth=None, held_out: bool = True) -> dict:
-    """Fit samples ``s`` (``kernel_samples``, or ``roofline.calibration.moe_kernels``' samples) in the form
-    ``free``, ``smooth`` of ``fit_roofline`` and score them: the fractions and t₀ (s); the rows used and
-    those dropped (faster than the roofline floor); the median |log(predicted ÷ measured)|; with
-    ``held_out``, the median on the held-out half of a fit on the other half; the samples' "form" ("" if
-    none).
+@functools.cache
+def timed_groups(form: tuple) -> tuple[tuple[str, str, str], ...]:
+    """The (GPU, engine, format) groups a kernel table holds for ``form`` (a ``FORMS`` entry, or
+    ``moe_kernels.FORMS``): its table, the column of its format and its op.
+
+    >>> ("h100-sxm", "tensorrt-llm", "fp8") in timed_groups(FORMS["gemm"])
+    True
+    """
+    table, fmt_column, op = form[:3]
+    t = load_kernel_table(table)
+    sel = t["op"] == op if op else np.ones(t["op"].size, bool)
+    keys = zip(t["gpu"][sel].tolist(), t["engine"][sel].tolist(), t[fmt_column][sel].tolist(), strict=True)
+    return tuple(sorted(set(keys)))
+
+
+def group_timings(form: tuple, gpu: str, engine: str, fmt: str) -> dict:
+    """The rows of one group of ``timed_groups(form)`` as {column: array}.
+
+    >>> group_timings(FORMS["decode"], "h100-sxm", "vllm", "bf16")["latency_s"].size
+    74
+    """
+    table, fmt_column, op = form[:3]
+    t = load_kernel_table(table)
+    sel = (t["gpu"] == gpu) & (t["engine"] == engine) & (t[fmt_column] == fmt)
+    if op:
+        sel &= t["op"] == op
+    return {c: v[sel] for c, v in t.items()}
+
+
+def score_fit(s: dict, free=BOTH, smooth=None, held_out: bool = True) -> dict:
+    """Fit samples ``s`` (``samples``) in the form ``free``, ``smooth`` of ``fit_roofline`` and score them:
+    the fractions and t₀ (s); the rows used and those dropped (faster than the roofline floor); the median
+    |log(predicted ÷ measured)|; with ``held_out``, the median on the held-out half of a fit on the other
+    half; the samples' "form".
 
     >>> r = score_fit(kernel_samples("decode", "h100-sxm", "vllm"), free=("bandwidth",))
     >>> 0.5 < r["bandwidth_fraction"] <= 1, r["compute_fraction"], r["rows"], r["dropped"]
     (True, 1.0, 74, 0)
     """
+    # faster than the floor: a working set served from L2, or a benchmark sharing one KV cache
     ok = s["measured_s"] >= np.maximum(s["flops"] / s["peak"], s["bytes"] / s["bandwidth"])
     if not ok.any():
         raise InvalidConfigurationError("every timing of the group is faster than the roofline floor")
@@ -299,7 +314,7 @@ def score_fit(s: dict, free=("compute", "bandwidth"), smooth=None, held_out: boo
         t = roofline_time_s(s["flops"][rows], s["bytes"][rows], s["peak"], s["bandwidth"], **p, smooth=smooth)
         return np.abs(np.log(t / s["measured_s"][rows]))
 
-    out = {**(p := fit_on(ok)), "rows": int(ok.sum()), "dropped": int((~ok).sum()), "form": s.get("form", ""),
+    out = {**(p := fit_on(ok)), "rows": int(ok.sum()), "dropped": int((~ok).sum()), "form": s["form"],
            "median_abs_log_error": float(np.median(abs_log_error(p, ok)))}  # fmt: skip
     test = ok & s["held_out"]
     if held_out and test.any() and (ok & ~test).any():
@@ -315,31 +330,17 @@ def fit_group(kind: str, gpu: str, engine: str, dtype: str = "bf16", held_out: b
     >>> 0.5 < r["bandwidth_fraction"] <= 1, r["rows"], r["dropped"]
     (True, 74, 0)
     """
-    _, free, smooth = FORMS[kind]
+    *_, free, smooth = FORMS[kind]
     return score_fit(kernel_samples(kind, gpu, engine, dtype), free, smooth, held_out)
 
 
-@functools.cache
-def fitted_groups(kind: str) -> tuple[tuple[str, str, str], ...]:
-    """The (GPU, engine, dtype) groups the tables hold for ``kind`` ("gemm", "prefill", "decode").
-
-    >>> ("h100-sxm", "tensorrt-llm", "fp8") in fitted_groups("gemm")
-    True
-    """
-    t = load_kernel_table(FORMS[kind][0])
-    col = t["kv_dtype"] if kind == "decode" else t["dtype"]
-    return tuple(sorted(set(zip(t["gpu"].tolist(), t["engine"].tolist(), col.tolist(), strict=True))))
-
-
-# --------------------------------------------------------------------------------------------------
-# The numbers the step model reads
-# --------------------------------------------------------------------------------------------------
+# -- The numbers the step model reads --
 
 
 @functools.cache
 def _usable_fit(kind: str, gpu: str, engine: str, dtype: str) -> tuple[dict | None, str]:
     """(the group's fit, "") or (None, why it cannot be used)."""
-    if (gpu, engine, dtype) not in fitted_groups(kind):
+    if (gpu, engine, dtype) not in timed_groups(FORMS[kind]):
         return None, f"no {dtype} {kind} timings for {engine} on {gpu}"
     fit = fit_group(kind, gpu, engine, dtype, held_out=False)
     if fit["overhead_s"] > MAX_KERNEL_OVERHEAD_S:
@@ -354,46 +355,24 @@ def _memory_class(gpu) -> str:
     return next((c for c in ("hbm", "gddr", "lpddr") if kind.startswith(c)), kind)
 
 
-def nearest_in_rates(gpu, peers: list):
-    """The GPU of ``peers`` nearest ``gpu`` in dense BF16 FLOP/s and memory bytes/s (sum of |log ratio|).
+def nearest_timed_gpu(gpu, timed, what: str, same_memory: bool = False) -> tuple[str | None, str]:
+    """The GPU of the ids ``timed`` whose ``what`` fits ``gpu`` uses, and why: itself, else the one of its
+    family (with its memory class if ``same_memory``) nearest in dense BF16 FLOP/s and memory bytes/s (sum
+    of |log ratio|); (None, the family) if the family has none.
 
-    >>> nearest_in_rates(get_gpu("h100-pcie"), [get_gpu("h100-sxm"), get_gpu("b200")]).id
-    'h100-sxm'
+    >>> nearest_timed_gpu(get_gpu("h100-pcie"), {"h100-sxm", "b200"}, "kernel")
+    ('h100-sxm', "h100-pcie has no kernel timings: h100-sxm's (same hopper family, nearest rates)")
     """
-    rates = lambda g: np.log([g.dense_flops_per_s["bf16"], g.memory_bandwidth_bytes_per_s])  # noqa: E731
-    return min(peers, key=lambda p: float(np.abs(rates(p) - rates(gpu)).sum()))
-
-
-def _nearest_gpu(gpu) -> tuple[str | None, str]:
-    """The timed GPU whose fits ``gpu`` uses: itself, else the nearest in peak and bandwidth of its family
-    with the same memory class; None if there is none (then the figures are sourced); and why. GeForce
-    boards never borrow: their data sheets rate FP32-accumulate tensor math at half the professional rate
-    and they boost above it, so a professional card's fraction of its data sheet does not carry over."""
-    have = sorted({g for g, _, _ in fitted_groups("gemm")})
-    if gpu.id in have:
+    if gpu.id in timed:
         return gpu.id, ""
-    if "geforce" in gpu.name.lower():
-        return (
-            None,
-            f"{gpu.id} has no kernel timings, and a GeForce board borrows no professional card's fits",
-        )
     fam = gpu_families().get(gpu.id, "unknown")
-    peers = [p for p in map(get_gpu, have)
-             if gpu_families().get(p.id) == fam and _memory_class(p) == _memory_class(gpu)]  # fmt: skip
+    peers = [p for p in map(get_gpu, sorted(timed)) if gpu_families().get(p.id) == fam
+             and (not same_memory or _memory_class(p) == _memory_class(gpu))]  # fmt: skip
     if not peers:
-        mem = _memory_class(gpu).upper()
-        return None, (f"{gpu.id} has no kernel timings, nor has any {fam} GPU with {mem} memory; fractions "
-                      "are not carried across families")  # fmt: skip
-    best = nearest_in_rates(gpu, peers)
-    return best.id, f"{gpu.id} has no kernel timings: {best.id}'s (same {fam} family, nearest rates)"
-
-
-def _check_formats(dtype: str, kv_dtype: str) -> None:
-    if dtype not in GEMM_FORMATS or kv_dtype not in KV_FORMATS:
-        raise InvalidConfigurationError(
-            f"kernel timings cover GEMMs in {', '.join(GEMM_FORMATS)} and KV caches in "
-            f"{', '.join(KV_FORMATS)}; got {dtype!r}, {kv_dtype!r}"
-        )
+        return None, fam
+    rates = lambda g: np.log([g.dense_flops_per_s["bf16"], g.memory_bandwidth_bytes_per_s])  # noqa: E731
+    best = min(peers, key=lambda p: float(np.abs(rates(p) - rates(gpu)).sum()))
+    return best.id, f"{gpu.id} has no {what} timings: {best.id}'s (same {fam} family, nearest rates)"
 
 
 def kernel_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: str = "bf16") -> dict:
@@ -401,27 +380,35 @@ def kernel_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: str
     engines) on ``gpu_id``: GEMMs at ``dtype`` (bf16, fp16, fp8, fp8-block128), prefill attention (BF16),
     decode attention over a ``kv_dtype`` cache. Keys ``<kernel>_<compute|bandwidth>_fraction`` (0–1] and
     ``<kernel>_overhead_s`` (s). Unusable timings fall back to the median of the other engines on the GPU,
-    a GPU without timings to its family's nearest timed GPU with the same memory class, and a GPU whose
-    family has none to ``sourced_parameters``; ``source`` says so ("fitted" if none of these).
+    a GPU without timings to its family's nearest timed GPU with the same memory class (``fitted_on``), and
+    a GPU whose family has none, or a GeForce board, to ``sourced_parameters``; ``source`` says so
+    ("fitted" if none of these).
 
     >>> p = kernel_parameters("h100-pcie", "trt-llm")
     >>> p["fitted_on"], p["source"]
     ('h100-sxm', "h100-pcie has no kernel timings: h100-sxm's (same hopper family, nearest rates)")
-    >>> kernel_parameters("b200", "vllm", dtype="fp8-block128")["source"]
-    "vllm's fp8-block128 gemm timings on b200 carry ... µs of host time: median over sglang, tensorrt-llm"
-    >>> kernel_parameters("mi300x", "vllm")["source"]
-    'mi300x has no kernel timings, nor has any cdna3 GPU with HBM memory; ...: sourced: e_b = ...'
     """
     gpu = get_gpu(gpu_id)
-    _check_formats(dtype, kv_dtype)
-    timed, why = _nearest_gpu(gpu)
+    if dtype not in GEMM_FORMATS or kv_dtype not in KV_FORMATS:
+        raise InvalidConfigurationError(
+            f"kernel timings cover GEMMs in {', '.join(GEMM_FORMATS)} and KV caches in "
+            f"{', '.join(KV_FORMATS)}; got {dtype!r}, {kv_dtype!r}"
+        )
+    wanted = [get_engine(framework).id] if framework else []
+    timed, why = nearest_timed_gpu(gpu, {g for g, _, _ in timed_groups(FORMS["gemm"])}, "kernel", True)
+    # A GeForce board never borrows: its data sheet rates FP32-accumulate tensor math at half the
+    # professional rate and it boosts above it, so a professional card's fraction does not carry over.
+    if timed != gpu.id and "geforce" in gpu.name.lower():
+        timed, why = None, "and a GeForce board borrows no professional card's fits"
+    elif timed is None:
+        mem = _memory_class(gpu).upper()
+        why = f"nor has any {why} GPU with {mem} memory; fractions are not carried across families"
     if timed is None:
-        p = sourced_parameters(gpu.id, framework, dtype, kv_dtype)
-        return {**p, "source": f"{why}: {p['source']}"}
-    engines = sorted({e for g, e, _ in fitted_groups("gemm") if g == timed})
-    wanted = engines if framework is None else [get_engine(framework).id]
-    out, reasons = {"gpu": gpu.id, "engine": framework and wanted[0], "dtype": dtype, "kv_dtype": kv_dtype,
-                    "fitted_on": timed}, [why] if why else []  # fmt: skip
+        p = sourced_parameters(gpu.id)
+        return {**p, "source": f"{gpu.id} has no kernel timings, {why}: {p['source']}"}
+    engines = sorted({e for g, e, _ in timed_groups(FORMS["gemm"]) if g == timed})
+    wanted = wanted or engines
+    out, reasons = {"fitted_on": timed}, [why] if why else []
     for kind, dt in (("gemm", GEMM_FORMATS[dtype]), ("prefill", "bf16"), ("decode", KV_FORMATS[kv_dtype])):
         tried = {e: _usable_fit(kind, timed, e, dt) for e in {*engines, *wanted}}
         if not (used := [e for e in wanted if tried[e][0]] or [e for e in engines if tried[e][0]]):
@@ -429,24 +416,21 @@ def kernel_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: str
         if used != wanted:
             why_not = "; ".join(tried[e][1] for e in wanted if not tried[e][0])
             reasons.append(f"{why_not}: median over {', '.join(used)}")
-        for name in [f"{x}_fraction" for x in FORMS[kind][1]] + ["overhead_s"]:
+        for name in [f"{x}_fraction" for x in FORMS[kind][3]] + ["overhead_s"]:
             out[f"{PREFIX[kind]}_{name}"] = float(np.median([tried[e][0][name] for e in used]))
     out["source"] = "; ".join(reasons) or ("fitted" if framework else f"median over {', '.join(engines)}")
     return out
 
 
-# --------------------------------------------------------------------------------------------------
-# GPUs without kernel timings: the data sheet plus sourced achievable figures
-# --------------------------------------------------------------------------------------------------
+# -- GPUs without kernel timings: the data sheet plus sourced achievable figures --
 
 
 @functools.cache
 def load_achievable_bandwidth(directory: str | None = None) -> dict:
     """``data/measured/achievable_bandwidth.csv`` (or the one in ``directory``) as GPU id → {"fraction": the
-    measured bandwidth ÷ the data sheet's (a sibling row's measured fraction where the GPU has none),
-    "via": the row whose measurement that is, "method", "line"}. Checked: every column, known GPU ids
-    without repeats, exactly one of a measurement (TB/s, at most the data sheet's) or a measured sibling, a
-    source URL and an ISO date; bad data is a ``DataTableError`` naming the file and line.
+    measured ÷ the data sheet's bandwidth (a measured sibling row's where the GPU has none), "via": that
+    row, "method", "line"}. Checked (known GPUs once each, a measurement in TB/s up to the data sheet's or a
+    sibling, an https source, an ISO date); bad data is a ``DataTableError`` naming the file and line.
 
     >>> t = load_achievable_bandwidth()
     >>> round(t["mi300x"]["fraction"], 3), t["m4-pro"]["via"]
@@ -496,21 +480,16 @@ def _measured_fraction(text: str, gpu, where: str) -> float:
     return tb_per_s / peak
 
 
-def sourced_family(gpu_id) -> str:
+def _sourced_family(gpu) -> str:
     """The family whose sourced figures (``data/assumptions.toml``) a GPU without timed siblings uses:
-    "amd" (Instinct, HIP graphs), "apple" (M-series, Metal) or "nvidia-gddr" (GeForce, RTX PRO, A10G).
-
-    >>> sourced_family("rtx-4090"), sourced_family("m2-ultra")
-    ('nvidia-gddr', 'apple')
-    """
-    gpu = get_gpu(gpu_id)
+    "amd" (Instinct, HIP graphs), "apple" (M-series, Metal) or "nvidia-gddr" (GeForce, RTX PRO, A10G)."""
     if gpu.vendor in ("amd", "apple"):
         return gpu.vendor
     if gpu.vendor == "nvidia" and _memory_class(gpu) == "gddr":
         return "nvidia-gddr"
     raise InvalidConfigurationError(
         f"no sourced kernel figures for {gpu.id} ({gpu.vendor}, {gpu.memory_type}); sourced families: "
-        f"{', '.join(SOURCED_FAMILIES)}. A GPU with a timed sibling uses its fits: kernel_parameters"
+        "amd, apple, nvidia-gddr. A GPU with a timed sibling uses its fits: kernel_parameters"
     )
 
 
@@ -524,25 +503,20 @@ def _sourced_figure(figure: str, gpu_id: str, family: str) -> tuple[float, str]:
     )
 
 
-def sourced_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: str = "bf16") -> dict:
+def sourced_parameters(gpu_id) -> dict:
     """Kernel numbers from the data sheet plus sourced achievable figures, for a GPU whose family has no
-    kernel timings: the keys of ``kernel_parameters``. Every bandwidth fraction (GEMM e_b, decode e_kv and
-    prefill e_tok) is the measured ÷ data-sheet bandwidth of ``data/measured/achievable_bandwidth.csv``
-    (a sibling's where the GPU has no measurement); e_c (GEMMs), e_att (prefill attention) and t₀ (s, every
-    kernel) are the assumptions ``gemm_compute_fraction``, ``attention_compute_fraction`` and
-    ``kernel_launch_s`` of the GPU, else of its ``sourced_family``. The figures do not depend on the
-    engine or the formats (the sources measure BF16/FP16 GEMMs; AMD's FP8 GEMMs reach 0.49 against BF16's
-    0.54); ``framework``, ``dtype`` and ``kv_dtype`` are recorded for parity with ``kernel_parameters``.
-    ``source`` names the CSV row and each assumption.
+    kernel timings: the keys of ``kernel_parameters``. Every bandwidth fraction (e_b, e_kv, e_tok) is the
+    GPU's ``load_achievable_bandwidth`` fraction; e_c (GEMMs), e_att (prefill attention) and t₀ (s) are the
+    assumptions ``gemm_compute_fraction``, ``attention_compute_fraction`` and ``kernel_launch_s`` of the GPU,
+    else of its family ("amd", "apple" or "nvidia-gddr"), whatever the engine or formats (the sources
+    measure BF16/FP16 GEMMs; AMD's FP8 GEMMs reach 0.49 against BF16's 0.54). ``source`` names them.
 
     >>> p = sourced_parameters("mi300x")
     >>> round(p["decode_attention_bandwidth_fraction"], 3), p["gemm_compute_fraction"], p["gemm_overhead_s"]
     (0.804, 0.54, 2e-06)
-    >>> p["source"]
-    'sourced: e_b = e_kv = e_tok from achievable_bandwidth.csv row mi300x (BabelStream ...); ...'
     """
-    gpu, family = get_gpu(gpu_id), sourced_family(gpu_id)
-    _check_formats(dtype, kv_dtype)
+    gpu = get_gpu(gpu_id)
+    family = _sourced_family(gpu)
     row = load_achievable_bandwidth().get(gpu.id)
     if row is None:
         raise InvalidConfigurationError(f"{gpu.id} has no row in data/measured/{ACHIEVABLE_FILE}")
@@ -552,7 +526,6 @@ def sourced_parameters(gpu_id, framework=None, dtype: str = "bf16", kv_dtype: st
     e_b, measured = row["fraction"], row["via"]
     via = f"row {gpu.id} ({row['method']})" if measured == gpu.id else f"rows {gpu.id} -> {measured}"
     return {
-        "gpu": gpu.id, "engine": framework and get_engine(framework).id, "dtype": dtype, "kv_dtype": kv_dtype,
         "fitted_on": None,
         "gemm_compute_fraction": e_c, "gemm_bandwidth_fraction": e_b, "gemm_overhead_s": t0,
         "prefill_attention_compute_fraction": e_att, "prefill_attention_bandwidth_fraction": e_b,
@@ -574,5 +547,5 @@ def gemm_time_s(m, n, k, gpu_id, framework=None, dtype: str = "bf16"):
     fractions = [p[f"gemm_{n}"] for n in ("compute_fraction", "bandwidth_fraction", "overhead_s")]
     peak = peak_flops_per_s(g, dtype)
     return roofline_time_s(
-        *gemm_work(m, n, k, dtype), peak, g.memory_bandwidth_bytes_per_s, *fractions, FORMS["gemm"][2]
+        *gemm_work(m, n, k, dtype), peak, g.memory_bandwidth_bytes_per_s, *fractions, FORMS["gemm"][4]
     )

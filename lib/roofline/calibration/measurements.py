@@ -5,10 +5,6 @@ and attribution in ``data/measured/``); model names go through the models table'
 (``roofline.data.model_for_hf_id``), engine names through the engines table's aliases
 (``roofline.engines.get_engine``). What each study leaves unsaid (which A100, which precision of KV) is an
 assumption stated here once, in ``HARDWARE`` and the readers' comments, and in ``data/measured/README.md``.
-
->>> m = load_measurements()
->>> sorted(set(m.kind.tolist()))
-['latency', 'tpot', 'tpot_serving', 'ttft']
 """
 
 from __future__ import annotations
@@ -37,10 +33,8 @@ HARDWARE = {
 }
 # Names a study uses that are not Hugging Face ids.
 STUDY_MODEL_NAMES = {"llama2-70b": "meta-llama/Llama-2-70b-hf"}  # Splitwise
-# The engine vintage each study ran where the engines table keeps several (data/engines.toml, `version`).
-STUDY_ENGINES = {
-    "LLM-Inference-Bench": {"vllm": "vllm-2024", "tensorrt-llm": "tensorrt-llm-2024"},
-}
+# The engine vintage LLM-Inference-Bench ran where the engines table keeps several (data/engines.toml).
+BENCH_ENGINES = {"vllm": "vllm-2024", "tensorrt-llm": "tensorrt-llm-2024"}
 PRECISIONS = ("fp16", "fp8", "int8", "int4", "bf16")  # the precision sweep's names, this library's too
 STUDY_FILES = {
     "LLM-Inference-Bench": "llm_inference_bench.csv",
@@ -51,9 +45,8 @@ STUDY_FILES = {
 
 
 def read_csv(path, required=()) -> list[dict]:
-    """The rows of the CSV file at ``path`` (a path or ``roofline.data.table_path`` entry) as dicts of
-    text, each column of ``required`` present and non-empty on every row. Bad data: ``DataTableError``
-    naming the file and the line.
+    """The rows of the CSV file at ``path`` as dicts of text, each column of ``required`` present and
+    non-empty on every row (else a ``DataTableError`` naming the file and the line).
 
     >>> rows = read_csv(table_path(MEASURED_DIR) / "published_checks.csv", required=("model", "tpot_s"))
     >>> len(rows) > 0, float(rows[0]["tpot_s"]) < 1      # a TPOT in seconds
@@ -96,15 +89,7 @@ class Measurements:
     @classmethod
     def from_rows(cls, rows: list[dict]) -> Measurements:
         """Measurements from one dict per row, keyed by the field names; ``measured_throughput`` (tokens/s)
-        defaults to NaN and ``prefill_chunk`` (tokens) to 0.
-
-        >>> row = dict(source="mine", kind="tpot", model="llama-3-8b", gpu="h100-sxm", engine="vllm",
-        ...            num_gpus=1, batch=1, input_tokens=1000, output_tokens=1, weight_precision="bf16",
-        ...            kv_precision="bf16", measured_s=7e-3)
-        >>> m = Measurements.from_rows([row])
-        >>> len(m), m.prefill_chunk.tolist(), m.measured_s.tolist()
-        (1, [0], [0.007])
-        """
+        defaults to NaN and ``prefill_chunk`` (tokens) to 0."""
         defaults = {"measured_throughput": math.nan, "prefill_chunk": 0}
         return cls(**{k: np.array([{**defaults, **r}[k] for r in rows]) for k in cls.__dataclass_fields__})
 
@@ -112,25 +97,15 @@ class Measurements:
         return len(self.measured_s)
 
     def subset(self, mask) -> Measurements:
-        """The rows where ``mask`` holds (a bool array or indices).
-
-        >>> len(load_measurements().subset([0, 1]))
-        2
-        """
+        """The rows where ``mask`` holds (a bool array or indices)."""
         return Measurements(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
 
     @property
     def regime(self) -> np.ndarray:
         """The regime each row measures: batch-1 decode, batched decode, prefill/TTFT or end-to-end."""
-        return np.select(
-            [
-                (self.kind == "tpot") & (self.batch == 1),
-                (self.kind == "tpot") | (self.kind == "tpot_serving"),
-                self.kind == "ttft",
-            ],
-            ["batch-1 decode", "batched decode", "prefill/TTFT"],
-            "end-to-end",
-        )
+        tpot = self.kind == "tpot"
+        cases = [tpot & (self.batch == 1), tpot | (self.kind == "tpot_serving"), self.kind == "ttft"]
+        return np.select(cases, ["batch-1 decode", "batched decode", "prefill/TTFT"], "end-to-end")
 
     @property
     def group(self) -> np.ndarray:
@@ -149,7 +124,6 @@ def _model_id(name: str) -> str | None:
 
 def _inference_bench_rows(name: str, quant: bool) -> list[dict]:
     """LLM-Inference-Bench: static batches of B requests × L prompt tokens × L output tokens; latency."""
-    study = "LLM-Inference-Bench"
     rows = []
     for x in _study_rows(name):
         model = _model_id(x["Model"])
@@ -166,8 +140,8 @@ def _inference_bench_rows(name: str, quant: bool) -> list[dict]:
         llama_cpp = x["Framework"] == "llama.cpp"
         eng = get_engine(x["Framework"]).id
         rows.append(dict(
-            source=study + (" (precision sweep)" if quant else ""), kind="latency", model=model,
-            gpu=HARDWARE[x["Hardware"]], engine=STUDY_ENGINES[study].get(eng, eng),
+            source="LLM-Inference-Bench" + (" (precision sweep)" if quant else ""), kind="latency",
+            model=model, gpu=HARDWARE[x["Hardware"]], engine=BENCH_ENGINES.get(eng, eng),
             num_gpus=int(x["Num of Hardware"]), batch=1 if llama_cpp else int(x["Batch Size"]),
             input_tokens=length, output_tokens=length, weight_precision=wp, kv_precision=kvp,
             measured_s=float(x["latency" if quant else "Latency"]),
@@ -220,8 +194,8 @@ def load_measurements() -> Measurements:
     """Every measured row the calibration uses, mapped to this library's ids (read once); times in s.
 
     >>> m = load_measurements()
-    >>> len(m) > 1000, bool((m.measured_s > 0).all())
-    (True, True)
+    >>> len(m) > 1000, sorted(set(m.kind.tolist()))
+    (True, ['latency', 'tpot', 'tpot_serving', 'ttft'])
     """
     rows = (
         _inference_bench_rows("llm_inference_bench.csv", quant=False)
@@ -233,9 +207,8 @@ def load_measurements() -> Measurements:
 
 
 def coverage() -> list[dict]:
-    """Per study: the rows its carried file holds and the measured rows the library expresses from them
-    (a Splitwise configuration's 5 repeats become one TTFT and one TPOT row; aiconfigurator's disaggregated,
-    pipelined and TTFT figures are left out).
+    """Per study: the rows of its file and the measured rows expressed from them (a Splitwise configuration's
+    5 repeats become one TTFT and one TPOT row; aiconfigurator's disaggregated, pipelined and TTFT are not).
 
     >>> {c["source"]: c["rows_expressed"] > 0 for c in coverage()}["Splitwise"]
     True
@@ -262,22 +235,15 @@ def nearest_measured(
     same = ms.engine == get_engine(engine).id
     ms = ms.subset(same if same.any() else np.ones(len(ms), bool))
     params = np.array([active_parameter_count(x) for x in ms.model])
-    dist = (
-        np.abs(np.log(ms.batch / batch))
-        + np.abs(np.log(ms.input_tokens / input_tokens))
-        + np.abs(np.log(ms.output_tokens / output_tokens))
-        + np.abs(np.log(ms.num_gpus / num_gpus))
-        + np.abs(np.log(params / active_parameter_count(model_id)))
-        + (ms.model != model_id) * 0.5
-        + (ms.gpu != gpu_id) * 1.0
-    )
+    asked = dict(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, num_gpus=num_gpus)
+    dist = sum(np.abs(np.log(getattr(ms, k) / v)) for k, v in asked.items())
+    dist = dist + np.abs(np.log(params / active_parameter_count(model_id)))
+    dist = dist + (ms.model != model_id) * 0.5 + (ms.gpu != gpu_id) * 1.0
     names = ("source", "model", "gpu", "num_gpus", "batch", "input_tokens", "output_tokens")
-    seen, found = set(), []
+    found = {}  # one per configuration, nearest first
     for j in np.argsort(dist, kind="stable"):
         key = tuple(getattr(ms, f)[j].item() for f in names)
-        if key not in seen:
-            seen.add(key)
-            found.append({**dict(zip(names, key, strict=True)), "engine": str(ms.engine[j])})
+        found.setdefault(key, {**dict(zip(names, key, strict=True)), "engine": str(ms.engine[j])})
         if len(found) == k:
             break
-    return found
+    return list(found.values())

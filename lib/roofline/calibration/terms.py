@@ -5,10 +5,6 @@ of each of its steps) (``roofline.engines.model.assemble``): a static batch is i
 chunks where the run did that) plus its decode steps, a TTFT row one prefill, a TPOT row the mean decode
 step, a serving TPOT row the mean mixed step of a closed loop. Only the engine's numbers change while the
 fit runs, so the steps' bytes, FLOPs and collectives are computed here once.
-
->>> t = measured_terms()
->>> t.row.size > t.n_rows        # several steps per row
-True
 """
 
 from __future__ import annotations
@@ -41,12 +37,7 @@ QUAD_POINTS = 16
 class Terms:
     """The steps of every measured row: ``work`` holds one entry per step (arrays), ``row`` says whose,
     ``weight`` how many times it counts; ``kernels``, ``family`` and ``engine`` pick the numbers that time
-    it.
-
-    >>> t = measured_terms()
-    >>> t.row.size == t.weight.size == t.family.size
-    True
-    """
+    it."""
 
     row: np.ndarray
     weight: np.ndarray
@@ -57,33 +48,31 @@ class Terms:
     n_rows: int
 
     def total_s(self, step_times_s: np.ndarray) -> np.ndarray:
-        """Each row's time (s) from one time (s) per step: Σ weight × step time.
-
-        >>> t = measured_terms()
-        >>> t.total_s(np.ones(t.row.size)).shape == (t.n_rows,)
-        True
-        """
+        """Each row's time (s) from one time (s) per step: Σ weight × step time."""
         return np.bincount(self.row, weights=self.weight * step_times_s, minlength=self.n_rows)
 
+    def floor_s(self) -> np.ndarray:
+        """Each row's ideal floor (s): every step at max(math time, memory time), nothing else.
 
-def quad_contexts(i: int, o: int) -> np.ndarray:
-    """Midpoints of ``QUAD_POINTS`` equal bins of the contexts i … i + o − 1 (fewer if o is small).
+        >>> bool((measured_terms().floor_s() > 0).all())
+        True
+        """
+        return self.total_s(np.maximum(self.work.compute_s, self.work.memory_s))
 
-    >>> quad_contexts(100, 4).tolist()
-    [100.0, 101.0, 102.0, 103.0]
-    """
+
+def _quad_contexts(i: int, o: int) -> np.ndarray:
+    """Midpoints of ``QUAD_POINTS`` equal bins of the contexts i … i + o − 1 (fewer if o is small)."""
     k = min(QUAD_POINTS, o)
     return i + (np.arange(k) + 0.5) * o / k - 0.5
 
 
-def _row_steps(ms: Measurements, r: int, engine=None):
-    """(load, weight) pairs of row ``r``: the work (``StepTimer.work`` keywords) of each of its steps."""
-    mdl, gpu, eng = ms.model[r], ms.gpu[r], ms.engine[r]
-    n, b = int(ms.num_gpus[r]), int(ms.batch[r])
+def _row_steps(ms: Measurements, r: int, parallel: str):
+    """(load, weight) pairs of row ``r`` run in ``parallel``: the work (``StepTimer.work`` keywords) of each
+    of its steps."""
+    mdl, gpu, n, b = ms.model[r], ms.gpu[r], int(ms.num_gpus[r]), int(ms.batch[r])
     i, o = int(ms.input_tokens[r]), int(ms.output_tokens[r])
     wp, kvp, kind = ms.weight_precision[r], ms.kv_precision[r], ms.kind[r]
-    par = StepTimer(engine or eng, mdl, gpu, num_gpus=n, weight_precision=wp).parallel
-    kw = dict(num_gpus=n, parallel=par, weight_precision=wp, kv_precision=kvp)
+    kw = dict(num_gpus=n, parallel=parallel, weight_precision=wp, kv_precision=kvp)
     if kind == "latency":  # a static batch: what does not fit runs in later waves
         waves, b_run = serving_waves(mdl, gpu, b, i + o, num_gpus=n, weight_precision=wp, kv_precision=kvp)
     elif kind == "tpot_serving":  # at a concurrency: at most what fits decodes together
@@ -96,7 +85,7 @@ def _row_steps(ms: Measurements, r: int, engine=None):
             yield step_load(prefill_work(mdl, gpu, b_run, chunk, **kw)), waves * math.ceil(i / chunk)
         else:
             yield step_load(prefill_work(mdl, gpu, b_run, i, **kw)), float(waves)
-    ctx = quad_contexts(i, o)
+    ctx = _quad_contexts(i, o)
     if kind in ("latency", "tpot"):
         weight = (waves * o / ctx.size) if kind == "latency" else (1.0 / ctx.size)
         yield step_load(decode_work(mdl, gpu, b_run, ctx, **kw)), weight
@@ -121,19 +110,14 @@ def _closed_loop_step(mdl, gpu, c, b_run, i, o, ctx, kw) -> dict:
 
 @functools.cache
 def measured_terms() -> Terms:
-    """The steps of every row of ``load_measurements()`` (computed once per process).
-
-    >>> measured_terms().n_rows == len(load_measurements())
-    True
-    """
+    """The steps of every row of ``load_measurements()`` (computed once per process)."""
     return terms_for(load_measurements())
 
 
 def terms_for(ms: Measurements, kernels_of: dict | None = None) -> Terms:
     """The steps of every row of ``ms``, with the kernel and link numbers of each row's GPU, engine and
     precisions (``kernels``: one array per name; fractions 0–1, times in s). ``kernels_of`` maps an engine
-    id to the engine whose kernel timings it runs (a learner's calibrated engine runs its base engine's
-    kernels).
+    id to the engine whose kernels it runs (a learner's calibrated engine runs its base engine's).
 
     >>> t = terms_for(load_measurements().subset([0]))
     >>> t.n_rows, bool(np.all(t.row == 0)), bool((t.kernels["gemm_compute_fraction"] <= 1).all())
@@ -144,18 +128,13 @@ def terms_for(ms: Measurements, kernels_of: dict | None = None) -> Terms:
     parts = {k: [] for k in ("row", "weight", *names, *fixed)}
     for r in range(len(ms)):
         eng = get_engine((kernels_of or {}).get(ms.engine[r], ms.engine[r]))
+        gpu, wp, kvp = ms.gpu[r], ms.weight_precision[r], ms.kv_precision[r]
         timer = StepTimer(
-            eng,
-            ms.model[r],
-            ms.gpu[r],
-            num_gpus=int(ms.num_gpus[r]),
-            weight_precision=ms.weight_precision[r],
-            kv_precision=ms.kv_precision[r],
+            eng, ms.model[r], gpu, num_gpus=int(ms.num_gpus[r]), weight_precision=wp, kv_precision=kvp
         )
-        kernels, _ = kernel_numbers(eng.kernels, ms.gpu[r], ms.weight_precision[r], ms.kv_precision[r],
-                                    architecture_of(ms.model[r]))  # fmt: skip
-        kernels = {**kernels, **link_latencies(ms.gpu[r])}
-        for load, weight in _row_steps(ms, r, eng):
+        kernels, _ = kernel_numbers(eng.kernels, gpu, wp, kvp, architecture_of(ms.model[r]))
+        kernels = {**kernels, **link_latencies(gpu)}
+        for load, weight in _row_steps(ms, r, timer.parallel):
             w = timer.work(**load)
             size = np.size(w.compute_s)
             parts["row"].append(np.full(size, r))

@@ -2,10 +2,6 @@
 
 Taught in notebooks/calibration_validation.ipynb. Rows are grouped by model × GPU × engine and whole groups
 are held out together, so a group's rows are predicted by a fit that never saw that configuration.
-
->>> v = stored_validation()       # what tools/fit_calibration.py stored; validate(k=5) refits (about 15 s)
->>> len(v.predicted_s) == len(v.measurements), v.k
-(True, 5)
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from roofline.engines.params import Calibration, load_calibration
 from roofline.engines.registry import get_engine
 
 REGIMES = ("batch-1 decode", "batched decode", "prefill/TTFT", "end-to-end", "throughput")
-# Goals of the held-out median absolute error, per regime (fractions): decode, end-to-end and throughput
-# within 12 %, TTFT and prefill within 20 %.
+# Goals of the held-out median absolute error, per regime (fractions)
 GOALS = {"batch-1 decode": 0.12, "batched decode": 0.12, "prefill/TTFT": 0.20, "end-to-end": 0.12,
          "throughput": 0.12}  # fmt: skip
 
@@ -51,7 +46,6 @@ class Validation:
     measurements: Measurements
     predicted_s: np.ndarray
     fold: np.ndarray
-    k: int
 
     @property
     def abs_error(self) -> np.ndarray:
@@ -64,28 +58,29 @@ class Validation:
         (its "batch" is not concurrent requests) and a few rows whose throughput column is inconsistent."""
         ms = self.measurements
         tokens = ms.batch * (ms.input_tokens + ms.output_tokens)
-        own = tokens / ms.measured_s
-        lat = (ms.kind == "latency") & (np.abs(own / ms.measured_throughput - 1) < 0.05)
+        lat = (ms.kind == "latency") & (np.abs(tokens / ms.measured_s / ms.measured_throughput - 1) < 0.05)
         predicted = np.where(lat, tokens / self.predicted_s, np.nan)
         return np.abs(predicted / ms.measured_throughput - 1)
 
     def table(self, by: str = "regime") -> list[dict]:
         """Median and p90 absolute % error per regime (``by="regime"``), per engine (``by="engine"``) or per
-        engine × GPU family × regime (``by="engine-family-regime"``: the rows carry ``engine``, ``family``,
-        ``regime``, and ``name`` joins them).
+        engine × GPU family × regime (``by="engine-family-regime"``, named "engine | family | regime").
 
-        >>> rows = stored_validation().table("engine-family-regime")
-        >>> {"engine", "family", "regime"} <= set(rows[0])
-        True
+        >>> stored_validation().table("engine-family-regime")[0]["name"]
+        'deepspeed-mii | ampere | end-to-end'
         """
-        ms, err = self.measurements, self.abs_error
-        if by == "engine-family-regime":
-            return self._grouped_table()
+        ms, err, regime = self.measurements, self.abs_error, self.measurements.regime
+        engines = sorted(set(ms.engine.tolist()))
         if by == "regime":
-            keys = [(r, ms.regime == r) for r in REGIMES if r != "throughput"]
+            keys = [(r, regime == r) for r in REGIMES if r != "throughput"]
             keys.insert(1, ("batch-1 end-to-end", (ms.kind == "latency") & (ms.batch == 1)))
         elif by == "engine":
-            keys = [(e, ms.engine == e) for e in sorted(set(ms.engine.tolist()))]
+            keys = [(e, ms.engine == e) for e in engines]
+        elif by == "engine-family-regime":
+            family = np.array([load_calibration().family(g) for g in ms.gpu])
+            families = {e: sorted(set(family[ms.engine == e].tolist())) for e in engines}
+            cells = [(e, f, r) for e in engines for f in families[e] for r in REGIMES]
+            keys = [(" | ".join(c), (ms.engine == c[0]) & (family == c[1]) & (regime == c[2])) for c in cells]
         else:
             raise ValueError(f"by must be 'regime', 'engine' or 'engine-family-regime', got {by!r}")
         rows = [summary(name, err[sel], ms.group[sel]) for name, sel in keys if sel.any()]
@@ -95,26 +90,10 @@ class Validation:
             rows.append(summary("throughput", tp[sel], ms.group[sel]))
         return rows
 
-    def _grouped_table(self) -> list[dict]:
-        ms, err, cal = self.measurements, self.abs_error, load_calibration()
-        family = np.array([cal.family(g) for g in ms.gpu])
-        regime = ms.regime
-        rows = []
-        for e in sorted(set(ms.engine.tolist())):
-            for f in sorted(set(family[ms.engine == e].tolist())):
-                for r in REGIMES:
-                    sel = (ms.engine == e) & (family == f) & (regime == r)
-                    if sel.any():
-                        row = summary(r, err[sel], ms.group[sel])
-                        rows.append(
-                            {**row, "name": f"{e} | {f} | {r}", "engine": e, "family": f, "regime": r}
-                        )
-        return rows
-
 
 def summary(name: str, err: np.ndarray, groups: np.ndarray) -> dict:
     """Rows, groups, median and p90 absolute % error of ``err`` (fractions, one per row of ``groups``), and
-    the goal of the regime ``name`` (%; None if it has none).
+    the goal of the regime ``name`` ends with (%; None if it has none).
 
     >>> r = summary("end-to-end", np.array([0.1, 0.2, 0.3]), np.array(["a", "a", "b"]))
     >>> r["rows"], r["groups"], round(r["median_abs_pct"], 6), r["goal_pct"]
@@ -126,14 +105,13 @@ def summary(name: str, err: np.ndarray, groups: np.ndarray) -> dict:
         "groups": int(np.unique(groups).size),
         "median_abs_pct": float(np.median(err) * 100),
         "p90_abs_pct": float(np.percentile(err, 90) * 100),
-        "goal_pct": GOALS[name] * 100 if name in GOALS else None,
+        "goal_pct": GOALS[goal] * 100 if (goal := name.split(" | ")[-1]) in GOALS else None,
     }
 
 
 def held_out_predictions(fold: int, k: int = 5) -> np.ndarray:
     """Predicted time (s) of every measured row of ``fold`` (of ``k``) by a fit on the other folds; NaN
-    elsewhere. One fifth of :func:`validate`, so a test can check the stored predictions cheaply
-    (``tests/test_engines.py``; a refit takes seconds, so no example here)."""
+    elsewhere. One fifth of :func:`validate` (a refit takes seconds, so no example here)."""
     ms, terms = load_measurements(), measured_terms()
     held = group_folds(ms.group, k) == fold
     pred = np.full(len(ms), np.nan)
@@ -145,12 +123,8 @@ def validate(k: int = 5) -> Validation:
     """``k``-fold cross-validation by configuration group (model × GPU × engine): ``k`` fits, seconds each,
     so no example here (``stored_validation`` reads what ``tools/fit_calibration.py`` stored)."""
     ms, ok = load_measurements(), usable_rows()
-    folds = group_folds(ms.group, k)
-    pred = np.full(len(ms), np.nan)
-    for f in range(k):
-        held = folds == f
-        pred[held] = held_out_predictions(f, k)[held]
-    return Validation(ms.subset(ok), pred[ok], folds[ok], k)
+    pred = np.nansum([held_out_predictions(f, k) for f in range(k)], axis=0)  # each row held out once
+    return Validation(ms.subset(ok), pred[ok], group_folds(ms.group, k)[ok])
 
 
 PUBLISHED = "published_checks.csv"  # in data/measured/: figures no fit sees, with their engine versions
@@ -176,8 +150,7 @@ def held_out_csv(v: Validation) -> str:
 
 def stored_validation() -> Validation:
     """The held-out predictions ``tools/fit_calibration.py`` stored (``data/calibration_held_out.csv``), as a
-    :class:`Validation` of today's measurements: the notebook reads them instead of refitting five times;
-    a test checks they equal a fresh ``validate()``.
+    :class:`Validation` of today's measurements: the notebook reads them instead of refitting five times.
 
     >>> v = stored_validation()
     >>> len(v.predicted_s) == int(usable_rows().sum())
@@ -190,15 +163,13 @@ def stored_validation() -> Validation:
             f"{table_path(HELD_OUT)}: stale (the measurements changed): rerun tools/fit_calibration.py"
         )
     folds = np.array([int(r["fold"]) for r in rows])
-    return Validation(ms, np.array([float(r["predicted_s"]) for r in rows]), folds, int(folds.max()) + 1)
+    return Validation(ms, np.array([float(r["predicted_s"]) for r in rows]), folds)
 
 
-def published_checks(calibration: Calibration | None = None) -> list[dict]:
-    """Published serving figures that no fit uses (``data/measured/published_checks.csv``), each with this
-    library's prediction (s) of the same closed loop: a TPOT at a concurrency, the mean step of
-    ``concurrency`` clients with prompts mixed in (``roofline.calibration.terms``). ``error`` is predicted ÷
-    published − 1; the row's ``engine_version`` says which release was measured (compare it with the
-    engine's ``version``).
+def published_checks() -> list[dict]:
+    """Published serving TPOTs that no fit uses (``data/measured/published_checks.csv``: the release measured
+    in ``engine_version``), each with this library's prediction (s) of the same closed loop of
+    ``concurrency`` clients (``roofline.calibration.terms``) and its ``error``, predicted ÷ published − 1.
 
     >>> checks = published_checks()
     >>> all(c["predicted_tpot_s"] > 0 for c in checks)
@@ -213,7 +184,7 @@ def published_checks(calibration: Calibration | None = None) -> list[dict]:
              measured_s=float(r["tpot_s"]))
         for r in rows
     ])  # fmt: skip
-    predicted = predict_rows(terms_for(ms), calibration or load_calibration())
+    predicted = predict_rows(terms_for(ms), load_calibration())
     return [{**r, "tpot_s": m, "predicted_tpot_s": float(p), "error": float(p / m - 1)}
             for r, m, p in zip(rows, ms.measured_s.tolist(), predicted, strict=True)]  # fmt: skip
 
@@ -234,5 +205,5 @@ def in_sample_table(calibration: Calibration | None = None) -> list[dict]:
     ['batch-1 decode', 'batch-1 end-to-end']
     """
     ms, ok = load_measurements(), usable_rows()
-    v = Validation(ms.subset(ok), predict(calibration)[ok], np.zeros(ok.sum(), int), 1)
+    v = Validation(ms.subset(ok), predict(calibration)[ok], np.zeros(ok.sum(), int))
     return v.table("regime")

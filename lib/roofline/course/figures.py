@@ -43,13 +43,17 @@ COLORS = {
     "overflow": "#999999",
 }
 
-# Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers).
+# Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers), and an x axis that shows them all.
 BATCH_SWEEP = np.unique(np.round(np.geomspace(1, 1024, 160)).astype(int))
+BATCH_AXIS = dict(xscale="log", xlim=(1, BATCH_SWEEP[-1] * 1.05))
+LOG_LOG = dict(xscale="log", yscale="log")  # both axes logarithmic (set before any limits)
+# Colours of a family of lines, one per model, precision or rate (Okabe-Ito, colour-blind safe), black first.
+PALETTE = ["#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]
 
 
-def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
-    """A figure of ``ncols`` panels, ``figsize`` in inches, in the course style, outside pyplot's registry (so
-    notebooks show it only when asked).
+def new_figure(ncols: int = 1, figsize=(9, 4.5), nrows: int = 1) -> tuple[Figure, list]:
+    """A figure of ``nrows`` × ``ncols`` panels (listed row by row), ``figsize`` in inches, in the course
+    style, outside pyplot's registry (so notebooks show it only when asked).
 
     >>> fig, axes = new_figure(2); len(axes)
     2
@@ -57,7 +61,7 @@ def new_figure(ncols: int = 1, figsize=(9, 4.5)) -> tuple[Figure, list]:
     with plt.style.context(STYLE_PATH):
         fig = Figure(figsize=figsize, dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
-        axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+        axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(nrows * ncols)]
     return fig, axes
 
 
@@ -95,6 +99,19 @@ def nice_limits(values, log: bool) -> tuple[float, float]:
         return 0.0, 1.0
     step = 10 ** np.floor(np.log10(top))
     return 0.0, float(next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top) * step)
+
+
+def engine_sweep_s(s: Scenario) -> np.ndarray:
+    """What a good engine (``roofline.engines.DEFAULT_ENGINE``) takes per decode step of the scenario at each
+    batch of ``BATCH_SWEEP`` (s); NaN where it cannot say (no calibration for the case).
+
+    >>> bool(engine_sweep_s(Scenario())[0] > Scenario().decode().step_time_s)
+    True
+    """
+    try:
+        return engines.decode_step_times(engines.StepTimer.of(s), BATCH_SWEEP, s.context_tokens)["total"]
+    except RooflineError:
+        return np.full(BATCH_SWEEP.shape, np.nan)
 
 
 def describe(s: Scenario) -> str:
@@ -268,25 +285,55 @@ class LiveFigure:
         self._transient.append(artist)
         return self._moving(artist)
 
-    def _shade_overflow(self, ax, first_bad, last, label="does not fit in memory"):
-        """Grey out x ≥ first_bad on ``ax`` with a label; nothing if everything fits."""
-        if first_bad is None or first_bad > last:
-            return
-        self._transient_artist(ax.axvspan(first_bad, last * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0))
-        style = dict(rotation=90, va="center", ha="left", color="#444444", fontsize=11)
-        self._transient_artist(
-            ax.text(first_bad * 1.08, 0.5, label, transform=ax.get_xaxis_transform(), **style)
+    def _note(self, ax, text, xy, offset, **style):
+        """Write ``text`` ``offset`` points away from the point ``xy`` of ``ax``, until the next update
+        (``style``: ``ax.annotate``'s)."""
+        return self._transient_artist(
+            ax.annotate(text, xy, xytext=offset, textcoords="offset points", **style)
         )
 
-    def _first_overflow_batch(self, s: Scenario):
-        """The first batch of ``BATCH_SWEEP``'s range that does not fit in memory (``None``: all fit)."""
-        fit = s.users_that_fit()
-        return fit + 1 if fit < BATCH_SWEEP[-1] else None
+    def _shade(self, ax, x0, x1, text, x_text, **style):
+        """Grey out ``x0`` ≤ x ≤ ``x1`` on ``ax`` and write ``text`` at ``x_text``, half-way up (``style``:
+        the text's look): the configurations that do not fit in memory."""
+        self._transient_artist(ax.axvspan(x0, x1, color=COLORS["overflow"], alpha=0.25, lw=0))
+        style = dict(transform=ax.get_xaxis_transform(), fontsize=11, color="#444444") | style
+        self._transient_artist(ax.text(x_text, 0.5, text, **style))
+
+    def _shade_overflow(self, ax, first_bad, last=BATCH_SWEEP[-1], label="does not fit in memory"):
+        """Grey out x ≥ ``first_bad`` (up to ``last``) on ``ax``, labelled upright; nothing if all fits."""
+        if first_bad <= last:
+            upright = dict(rotation=90, va="center", ha="left")
+            self._shade(ax, first_bad, last * 1.05, label, first_bad * 1.08, **upright)
+
+    def _no_fit(self, ax, text, shade=True, at=(0.5, 0.5), **style):
+        """Write ``text`` centred at ``at`` (axes fractions) on ``ax``, greyed out all across unless ``shade``
+        is False (``style``: the text's look): a figure with nothing to draw, as nothing fits in memory."""
+        for scale, limits, set_limits in (
+            (ax.get_xscale, ax.get_xlim, ax.set_xlim),
+            (ax.get_yscale, ax.get_ylim, ax.set_ylim),
+        ):
+            if scale() == "log" and min(limits()) <= 0:  # a log axis that never had data: give it a decade
+                set_limits(1, 10)
+        if shade:
+            self._transient_artist(ax.axvspan(*ax.get_xlim(), color=COLORS["overflow"], alpha=0.25, lw=0))
+        style = dict(transform=ax.transAxes, ha="center", va="center", fontsize=12, color="#444444") | style
+        self._transient_artist(ax.text(*at, text, **style))
+
+    @staticmethod
+    def _mark(marker, shown, x, y) -> bool:
+        """Put ``marker`` at the points ``x``, ``y`` (lists) if ``shown`` (the scenario fits), else hide it;
+        returns ``shown``."""
+        marker.set_data(x if shown else [], y if shown else [])
+        return bool(shown)
 
     @staticmethod
     def _moving(artist):
         artist.set_animated(True)
         return artist
+
+    def _line(self, ax, *fmt, **style):
+        """A line on ``ax``, without data yet, that moves on every update (``fmt``, ``style``: as plot's)."""
+        return self._moving(ax.plot([], [], *fmt, **style)[0])
 
 
 class TwoPanelsVsBatch(LiveFigure):
@@ -302,41 +349,30 @@ class TwoPanelsVsBatch(LiveFigure):
     panels: tuple = ()
 
     def _build(self):
-        m, engine = self._moving, engines.get_engine(engines.DEFAULT_ENGINE).id
+        engine = engines.get_engine(engines.DEFAULT_ENGINE).id
         self.curves, self.real = [], []
         for ax, (ylabel, title, color) in zip(self.axes, self.panels, strict=True):
-            self.curves.append(m(ax.plot([], [], color=color, label="ideal (floor)")[0]))
-            line = ax.plot([], [], color=color, ls="-.", lw=2, label=f"a good engine ({engine})")[0]
-            self.real.append(m(line))
-            ax.set(
-                xscale="log", xlabel="batch B", xlim=(1, BATCH_SWEEP[-1] * 1.05), ylabel=ylabel, title=title
-            )
-        self.markers = [m(ax.plot([], [], "o", color="black", zorder=5)[0]) for ax in self.axes]
+            self.curves.append(self._line(ax, color=color, label="ideal (floor)"))
+            self.real.append(self._line(ax, color=color, ls="-.", lw=2, label=f"a good engine ({engine})"))
+            ax.set(xlabel="batch B", ylabel=ylabel, title=title, **BATCH_AXIS)
+        self.markers = [self._line(ax, "o", color="black", zorder=5) for ax in self.axes]
         self.axes[0].set_yscale("log")
         self.axes[1].legend(loc="upper right", fontsize=10)
 
     def _draw(self, s):
-        try:
-            timer = engines.StepTimer.of(s)
-            step_s = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"]
-        except RooflineError:
-            step_s = np.full(BATCH_SWEEP.shape, np.nan)
-        ideal, real = self._curves(s, s.decode(batch=BATCH_SWEEP)), self._real_curves(s, step_s)
+        ideal, real = self._curves(s, s.decode(batch=BATCH_SWEEP)), self._real_curves(s, engine_sweep_s(s))
         for i, (ax, curve, real_curve) in enumerate(zip(self.axes, self.curves, self.real, strict=True)):
             curve.set_data(BATCH_SWEEP, ideal[i])
             real_curve.set_data(BATCH_SWEEP, real[i])
             ax.set_ylim(nice_limits(np.concatenate([ideal[i], real[i]]), log=i == 0))
         here = s.decode()
         points = self._points(s, here) if here.fits else (None, None)
+        ha = "right" if s.batch > 64 else "left"
         for ax, marker, point in zip(self.axes, self.markers, points, strict=True):
-            if point is None:
-                marker.set_data([], [])
-            else:
-                value, label = point
-                marker.set_data([s.batch], [value])
-                style = dict(textcoords="offset points", fontsize=12, ha="right" if s.batch > 64 else "left")
-                self._transient_artist(ax.annotate(label, (s.batch, value), xytext=(8, 8), **style))
-            self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+            value, label = point or (None, None)
+            if self._mark(marker, point is not None, [s.batch], [value]):
+                self._note(ax, label, (s.batch, value), (8, 8), fontsize=12, ha=ha)
+            self._shade_overflow(ax, s.users_that_fit() + 1)
         self.fig.suptitle(self._suptitle(s), fontsize=12)
 
 

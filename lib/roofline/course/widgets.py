@@ -150,6 +150,15 @@ def control(field: str, value) -> W.Widget:
     return widget
 
 
+def stops_slider(options: Sequence, value, description: str) -> W.SelectionSlider:
+    """A knob's slider over the values ``options``, at ``value``, that sends its value on release.
+
+    >>> stops_slider([0.5, 1.0, 2.0], 1.0, "sampler window (ms)").value
+    1.0
+    """
+    return W.SelectionSlider(options=options, value=value, description=description, continuous_update=False)
+
+
 # The explorers' look: controls in as many columns as fit (three beside each other in a laptop's notebook,
 # wrapping on a narrow one); the figure and the readout's headline side by side within one laptop screen,
 # the readout below the figure when the notebook is narrower than about 860 px (flex-wrap); details folded;

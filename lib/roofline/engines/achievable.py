@@ -2,9 +2,8 @@
 
 Taught in notebooks/floor_to_real_server.ipynb. Every function here builds the step with the physics
 (``roofline.physics.step.forward_step``) and times it with an engine (``roofline.engines.model``), so the
-ideal and the engine see the same bytes and FLOPs. Each takes the deployment as a ``StepTimer``: the engine
-(an id or alias of ``data/engines.toml``, ``"ideal"`` included), model, GPU, GPUs, parallelism and
-precisions; ``StepTimer.of(scenario, engine)`` makes one from a lesson's ``Scenario``.
+ideal and the engine see the same bytes and FLOPs. Each takes the deployment as a ``StepTimer``
+(``StepTimer.of(scenario, engine)`` makes one from a lesson's ``Scenario``).
 
 >>> r = generate(StepTimer("vllm", "llama-3-8b", "h100-sxm"), batch=1, input_tokens=128, output_tokens=128)
 >>> r.achievable.tpot_s >= r.ideal.tpot_s
@@ -16,16 +15,15 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
 from roofline.checks import checked
 from roofline.engines.coverage import coverage
-from roofline.engines.model import BUDGET_PARTS, StepTimer, TimeBudget
-from roofline.engines.params import engine_params, load_calibration
-from roofline.engines.registry import DEFAULT_ENGINE
+from roofline.engines.model import BUDGET_PARTS, StepTimer
+from roofline.engines.params import KERNEL_NAMES, load_calibration
 from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import sequence_kv_bytes, weight_bytes
 from roofline.physics.memory import check_fits, memory_available_bytes
@@ -33,18 +31,6 @@ from roofline.physics.metrics import mbu, mfu
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import forward_step
 from roofline.results import Result
-
-# The kernel numbers ``generate`` reports (fractions of peak and fixed costs per kernel, s).
-KERNEL_FIELDS = (
-    "gemm_compute_fraction",
-    "gemm_bandwidth_fraction",
-    "gemm_kernel_s",
-    "attention_compute_fraction",
-    "attention_token_fraction",
-    "kv_bandwidth_fraction",
-    "prefill_attention_kernel_s",
-    "decode_attention_kernel_s",
-)
 
 
 def _count(value, name: str) -> int:
@@ -97,10 +83,6 @@ def _deployment(timer: StepTimer, parallel: bool = True) -> dict:
     return {**kw, "parallel": timer.parallel} if parallel else kw
 
 
-def _parts(b: TimeBudget, convert=float) -> dict:
-    return {k: convert(v) for k, v in b.parts.items()}
-
-
 def decode_step_times(timer: StepTimer, batch=1, context_tokens=0, *, launch_overhead_s=0.0, memory="engine"):
     """One decode step on ``timer``'s deployment, ideal and achievable, vectorised over ``batch`` and
     ``context_tokens`` (s).
@@ -121,7 +103,7 @@ def decode_step_times(timer: StepTimer, batch=1, context_tokens=0, *, launch_ove
     def masked(x):
         return np.where(ok, np.broadcast_to(x, ok.shape), np.nan)
 
-    return {**_parts(budget, masked), "fits": ok}
+    return {**{k: masked(v) for k, v in budget.parts.items()}, "fits": ok}
 
 
 def gap_budget(timer: StepTimer, batch=1, context_tokens=0, *, launch_overhead_s=0.0) -> dict:
@@ -152,9 +134,8 @@ def prefill_times(timer: StepTimer, prompt_tokens, batch=1) -> dict:
     (0.13, True)
     """
     b, p = _count(batch, "batch"), _count(prompt_tokens, "prompt_tokens")
-    return _parts(
-        timer.of_step(prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer)), extra_s=0.0)
-    )
+    budget = timer.of_step(prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer)), extra_s=0.0)
+    return {k: float(v) for k, v in budget.parts.items()}
 
 
 @dataclass(frozen=True)
@@ -188,27 +169,23 @@ class GenerateResult(Result):
     calibration: dict
 
 
-def _timing(ttft, steps, batch, inp, outp) -> Timing:
-    decode_total = float(np.sum(steps))
-    latency = float(ttft) + decode_total
-    return Timing(
-        ttft_s=float(ttft),
-        tpot_s=decode_total / outp,
-        latency_s=latency,
-        output_tokens_per_s=batch * outp / latency,
-        total_tokens_per_s=batch * (inp + outp) / latency,
-    )
-
-
 def _batch_timing(timer: StepTimer, b, i, o, waves=1) -> Timing:
     """Prefill of ``b`` prompts of ``i`` tokens, then ``o`` decode steps, ``waves`` times over (the first
     token of the last wave comes after every earlier wave has finished)."""
     kw = _deployment(timer)
-    pre = timer.of_step(prefill_work(timer.model, timer.gpu, b, i, **kw), extra_s=0.0).total_s
+    pre = float(timer.of_step(prefill_work(timer.model, timer.gpu, b, i, **kw), extra_s=0.0).total_s)
     contexts = np.arange(i, i + o, dtype=float)
     dec = timer.of_step(decode_work(timer.model, timer.gpu, b, contexts, **kw), extra_s=0.0).total_s
-    wave_s = float(pre) + float(np.sum(dec))
-    return _timing(float(pre) + (waves - 1) * wave_s, np.asarray(dec), b * waves, i, o)
+    decode_s = float(np.sum(dec))
+    ttft = pre + (waves - 1) * (pre + decode_s)
+    latency = ttft + decode_s
+    return Timing(
+        ttft_s=ttft,
+        tpot_s=decode_s / o,
+        latency_s=latency,
+        output_tokens_per_s=b * waves * o / latency,
+        total_tokens_per_s=b * waves * (i + o) / latency,
+    )
 
 
 def _calibration_record(timer: StepTimer, b: int, i: int, o: int, waves: int) -> dict:
@@ -226,7 +203,7 @@ def _calibration_record(timer: StepTimer, b: int, i: int, o: int, waves: int) ->
         "bandwidth_fraction": p.bandwidth_fraction,
         "compute_fraction": p.compute_fraction,
         "fractions_from": p.kernels_from,
-        "kernels": {k: getattr(p, k) for k in KERNEL_FIELDS},
+        "kernels": {f.name: getattr(p, f.name) for f in fields(p) if f.name in KERNEL_NAMES.values()},
         "step_overhead_s": p.step_overhead_s,
         "layer_overhead_s": p.layer_overhead_s,
         "sequence_overhead_s": p.sequence_overhead_s,
@@ -361,24 +338,4 @@ def diagnose_measurement(timer: StepTimer, measured_step_s, batch=1, context_tok
         "measured_over_achievable": t / budget["total"],
         "sits_in": place_in_budget(t, budget),
         "budget": budget,
-    }
-
-
-def engine_parameters(gpu, engine: str = DEFAULT_ENGINE) -> dict:
-    """The numbers of ``engine`` on ``gpu``'s family as a plain dict (fractions of peak, seconds).
-
-    >>> p = engine_parameters("h100-sxm", "vllm")
-    >>> 0 < p["bandwidth_fraction"] <= 1 and p["step_overhead_s"] > 0
-    True
-    """
-    p = engine_params(engine, gpu)
-    return {
-        **{k: getattr(p, k) for k in KERNEL_FIELDS},
-        "engine": p.engine,
-        "bandwidth_fraction": p.bandwidth_fraction,
-        "compute_fraction": p.compute_fraction,
-        "step_overhead_s": p.step_overhead_s,
-        "layer_overhead_s": p.layer_overhead_s,
-        "sequence_overhead_s": p.sequence_overhead_s,
-        "allreduce_hop_latency_s": p.hop_latency_s,
     }

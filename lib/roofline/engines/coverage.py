@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 
-from roofline.data import get_model
-from roofline.engines.params import Calibration, kernel_numbers, load_calibration, project_gpu_ids
+from roofline.engines.params import architecture_of, kernel_numbers, load_calibration, project_gpu_ids
 from roofline.engines.registry import get_engine
+
+ARCHITECTURES = {"dense": "dense", "moe": "MoE", "mla-moe": "MLA + MoE"}  # architecture_of's, in words
 
 
 def _precision_class(p: str) -> str:
@@ -27,14 +28,9 @@ def _precision_class(p: str) -> str:
     return "16-bit" if p in ("bf16", "fp16") else p
 
 
-def _architecture(model_id: str) -> str:
-    m = get_model(model_id)
-    return "MLA + MoE" if m.is_mla else ("MoE" if m.is_moe else "dense")
-
-
 def coverage(
-    engine, gpu_id, model_id, batch, input_tokens, output_tokens, num_gpus, weight_precision,
-    calibration: Calibration | None = None, *, context_tokens=None,
+    engine, gpu_id, model_id, batch, input_tokens, output_tokens, num_gpus, weight_precision, *,
+    context_tokens=None,
 ) -> tuple[bool, list[str]]:  # fmt: skip
     """(extrapolated, reasons): whether this configuration leaves what the engine's numbers were measured on.
 
@@ -48,7 +44,7 @@ def coverage(
     e = get_engine(engine)
     if e.kind == "ideal":
         return False, []
-    cal = calibration or load_calibration()
+    cal = load_calibration()
     fam = cal.family(gpu_id)
     ranges = {k: v for k, v in cal.ranges.items() if k[1] == e.id}
     if not ranges:
@@ -63,9 +59,9 @@ def coverage(
             borrowed = re.search(r"(\S+)'s \(same", kernels_from)
             how = f"{borrowed.group(1)}'s used (same family)" if borrowed else "sourced figures used"
             reasons.append(f"no kernel timings for {gpu_id}: {how}")
-        seen = {(_architecture(m)) for r in ranges.values() for m in r["models"]}
-        if _architecture(model_id) not in seen:
-            reasons.append(f"no {_architecture(model_id)} model measured with {e.id}")
+        seen = {architecture_of(m) for r in ranges.values() for m in r["models"]}
+        if architecture_of(model_id) not in seen:
+            reasons.append(f"no {ARCHITECTURES[architecture_of(model_id)]} model measured with {e.id}")
         most_batch = max(r["batch"][1] for r in ranges.values())
         gpus_seen = sorted(
             {n for r in ranges.values() for n in range(r["num_gpus"][0], r["num_gpus"][1] + 1)}

@@ -24,7 +24,7 @@ its share of it, so an engine is never faster than the floor. The ideal engine *
 costs (with f = 1 and no costs for the ideal).
 
 >>> t = StepTimer("vllm", "llama-3-8b", "h100-sxm")
->>> b = t.budget(gemm_flops=15.0e9, weight_bytes=15.0e9, tokens=1, sequences=1)
+>>> b = assemble(t.work(gemm_flops=15.0e9, weight_bytes=15.0e9, tokens=1, sequences=1), t.params)
 >>> round(b.floor_s * 1e3, 2), bool(b.total_s > b.floor_s)      # 15 GB ÷ 3.35 TB/s
 (4.48, True)
 >>> ideal = StepTimer("ideal", "llama-3-8b", "h100-sxm")
@@ -55,36 +55,28 @@ ACTIVATION_BYTES = 2.0  # prompt tokens' Q, K, V, O move as 16-bit activations
 
 
 class StepWork(NamedTuple):
-    """A step's work as ideal times (s) and counts; floats or arrays that broadcast.
-
-    ``compute_s``/``memory_s``: the whole step at peak math and bandwidth (the floor's terms). The kernel
-    terms: ``gemm_compute_s``, ``gemm_memory_s`` (weights), ``attention_compute_s``, ``attention_token_s``
-    (prompt tokens' Q, K, V, O), ``kv_memory_s`` (the KV cache read), ``moe_compute_s``, ``moe_memory_s``
-    (an MoE's routed experts, run by its MoE kernels). Counts: ``moe_layers``, ``gemm_kernels``,
-    ``attention_kernels``, ``layers``, ``sequences``, ``collectives``, ``hops``; ``prefill`` is 1 where the
-    step carries prompt tokens (its attention kernels are prefill ones). ``extra_s`` is time the caller
-    adds to every engine alike.
-    """
+    """A step's work as ideal times (s) and counts, floats or arrays that broadcast: ``compute_s`` and
+    ``memory_s`` are the whole step at peak math and bandwidth (the floor's terms), the rest its kernels'."""
 
     compute_s: object
     memory_s: object
     gemm_compute_s: object = 0.0
-    gemm_memory_s: object = 0.0
+    gemm_memory_s: object = 0.0  # the weights
     attention_compute_s: object = 0.0
-    attention_token_s: object = 0.0
-    kv_memory_s: object = 0.0
-    moe_compute_s: object = 0.0
+    attention_token_s: object = 0.0  # prompt tokens' Q, K, V, O
+    kv_memory_s: object = 0.0  # the KV cache read
+    moe_compute_s: object = 0.0  # an MoE's routed experts, run by its MoE kernels
     moe_memory_s: object = 0.0
     moe_layers: object = 0.0
     gemm_kernels: object = 0.0
     attention_kernels: object = 0.0
-    prefill: object = 0.0
+    prefill: object = 0.0  # 1 where the step carries prompt tokens (its attention kernels are prefill ones)
     layers: object = 0.0
     sequences: object = 0.0
     comm_bytes_s: object = 0.0
     collectives: object = 0.0
     hops: object = 0.0
-    extra_s: object = 0.0
+    extra_s: object = 0.0  # time the caller adds to every engine alike
 
 
 class StepLoad(NamedTuple):
@@ -108,8 +100,7 @@ class StepLoad(NamedTuple):
 
 @dataclass(frozen=True)
 class TimeBudget:
-    """One step's time from the floor up (s); the parts add up to ``total_s``. ``binding`` says whether
-    math or memory takes longer once the engine's efficiencies are applied."""
+    """One step's time from the floor up (s); the parts add up to ``total_s``."""
 
     floor_s: object
     kernel_efficiency_s: object
@@ -118,14 +109,6 @@ class TimeBudget:
     communication_s: object
     extra_s: object
     total_s: object
-    kernel_compute_s: object
-    kernel_memory_s: object
-
-    @property
-    def binding(self):
-        """``"compute"`` or ``"memory"``: which takes longer at the engine's efficiencies."""
-        b = np.where(np.asarray(self.kernel_compute_s) > self.kernel_memory_s, "compute", "memory")
-        return str(b) if b.ndim == 0 else b
 
     @property
     def parts(self) -> dict:
@@ -158,8 +141,8 @@ def _smax(a, b, k=SMOOTH):
 
 
 def step_parts(p: EngineParams, w: StepWork):
-    """The formula of the module docstring, part by part (s): (math at the engine's efficiency, memory at
-    its efficiency, the kernels' time, per-layer costs, per-step costs, communication) of the work ``w``."""
+    """The formula of the module docstring, part by part (s): (the kernels' time, per-layer costs, per-step
+    costs, communication) of the work ``w``."""
     if p.roofline:
         compute = w.compute_s / p.gemm_compute_fraction
         memory = w.memory_s / p.gemm_bandwidth_fraction
@@ -171,7 +154,6 @@ def step_parts(p: EngineParams, w: StepWork):
         a_memory = w.attention_token_s / p.attention_token_fraction + w.kv_memory_s / p.kv_bandwidth_fraction
         m_compute = w.moe_compute_s / p.moe_compute_fraction
         m_memory = w.moe_memory_s / p.moe_bandwidth_fraction
-        compute, memory = g_compute + a_compute + m_compute, g_memory + a_memory + m_memory
         kernels = _smax(g_compute, g_memory) + a_compute + a_memory + _smax(m_compute, m_memory, MOE_SMOOTH)
         attention_kernel_s = p.decode_attention_kernel_s + w.prefill * (
             p.prefill_attention_kernel_s - p.decode_attention_kernel_s
@@ -184,7 +166,7 @@ def step_parts(p: EngineParams, w: StepWork):
         )
     per_step = p.step_overhead_s + w.sequences * p.sequence_overhead_s
     comm = w.comm_bytes_s + w.collectives * p.collective_latency_s + w.hops * p.hop_latency_s
-    return compute, memory, kernels, per_layer, per_step, comm
+    return kernels, per_layer, per_step, comm
 
 
 def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
@@ -193,10 +175,10 @@ def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
 
     >>> card = engine_params("ideal", "h100-sxm").replace(bandwidth_fraction=0.8, step_overhead_s=1e-3)
     >>> b = assemble(StepWork(compute_s=1e-3, memory_s=4e-3), card)
-    >>> round(b.total_s * 1e3, 3), b.binding     # 4 ms ÷ 0.8 + 1 ms
-    (6.0, 'memory')
+    >>> round(b.total_s * 1e3, 3)     # 4 ms ÷ 0.8 + 1 ms
+    6.0
     """
-    compute, memory, kernels, per_layer, per_step, comm = step_parts(p, work)
+    kernels, per_layer, per_step, comm = step_parts(p, work)
     floor = _maximum(work.compute_s, work.memory_s)
     return TimeBudget(
         floor_s=floor,
@@ -206,8 +188,6 @@ def assemble(work: StepWork, p: EngineParams) -> TimeBudget:
         communication_s=comm,
         extra_s=work.extra_s,
         total_s=kernels + per_layer + per_step + comm + work.extra_s,
-        kernel_compute_s=compute,
-        kernel_memory_s=memory,
     )
 
 
@@ -240,7 +220,7 @@ def attention_token_bytes(model) -> float:
 
 class StepTimer:
     """Step times of one model on one deployment with one engine: the constants looked up once, then
-    :meth:`budget` / :meth:`time_s` per step from its work, or :meth:`of_step` for a physics ``Step``.
+    :meth:`work` / :meth:`time_s` per step from its load, or :meth:`of_step` for a physics ``Step``.
 
     Parameters
     ----------
@@ -310,9 +290,7 @@ class StepTimer:
         >>> StepTimer.of(Scenario(num_gpus=2), "ideal").lanes
         2
         """
-        return cls(engine, scenario.model, scenario.gpu, num_gpus=scenario.num_gpus,
-                   weight_precision=scenario.weight_precision, kv_precision=scenario.kv_precision,
-                   **options)  # fmt: skip
+        return cls(engine, scenario.model, scenario.gpu, **scenario.deployment, **options)
 
     def with_engine(self, engine) -> StepTimer:
         """The same deployment (model, GPU, GPUs, parallelism, precisions) on another engine."""
@@ -368,14 +346,10 @@ class StepTimer:
         fields of :class:`StepLoad` by name."""
         return self.work_of(StepLoad(gemm_flops, weight_bytes, **load))
 
-    def budget(self, gemm_flops, weight_bytes, **load) -> TimeBudget:
-        """The itemised time of one step (s): see :func:`assemble`; arguments as :meth:`work`."""
-        return assemble(self.work(gemm_flops, weight_bytes, **load), self.params)
-
     def time_s(self, load: StepLoad):
         """The achievable time of one step (s): ``assemble(...).total_s`` without itemising (the
         simulator's hot path: floats stay floats)."""
-        _, _, kernels, per_layer, per_step, comm = step_parts(self.params, self.work_of(load))
+        kernels, per_layer, per_step, comm = step_parts(self.params, self.work_of(load))
         return kernels + per_layer + per_step + comm + load.extra_s
 
     def of_step(self, step, extra_s=None) -> TimeBudget:

@@ -5,24 +5,18 @@ Taught in notebooks/floor_to_real_server.ipynb; fitted by ``roofline.calibration
 :class:`EngineParams` is what the step model (``roofline.engines.model``) needs, each number meaning what
 its name says:
 
-- **kernels** (per GPU and engine, from kernel timings: ``roofline.calibration.kernels``): the fraction of
-  dense peak a large GEMM reaches, the fraction of peak bandwidth a skinny GEMM streams its weights at, a
-  GEMM's fixed cost; prefill attention's fraction of peak math and of bandwidth for its per-token traffic,
-  decode attention's fraction of bandwidth for the KV cache, and each attention kernel's fixed cost;
+- **kernels** (per GPU and engine, from kernel timings: ``roofline.calibration.kernels``): the fractions of
+  peak math and bandwidth the GEMMs, prefill attention and decode attention reach, and each one's fixed cost;
 - **the engine** (per engine, fitted on measured runs: ``data/calibration.toml``): its CPU time per step
-  (scheduling, sampling), per sequence in a step, and its small kernels per layer (norms, rotary,
-  activations, cache writes);
-- **the link** (per GPU, from NCCL's tuning model and measured hops: ``roofline.physics.parallel``): the
-  start-up of one all-reduce and the latency of each ring hop, to which an engine adds its own per
-  all-reduce cost (fitted: launches and synchronization beyond NCCL's model).
+  and per sequence in a step, and its small kernels per layer (norms, rotary, activations, cache writes);
+- **the link** (per GPU, from NCCL's tuning model and measured hops: ``roofline.physics.parallel``): an
+  all-reduce's start-up and each ring hop's latency, plus the engine's own fitted cost per all-reduce.
 
 An engine whose kernels were not timed (an older vintage: ``kernels = ""`` in ``data/engines.toml``) has
-the bandwidth fractions of its GEMMs and of its decode attention fitted too, per GPU family, starting from
-the timed kernels of its family; its compute fractions are the family's timed ones. The ideal
-engine is the roofline: fractions 1, no costs (``roofline`` True).
-
-The calibration file is read through ``roofline.data`` and checked: a fraction outside (0, 1], a negative
-cost, a missing key or a syntax error is a ``DataTableError`` naming the file and the entry.
+the bandwidth fractions of its GEMMs and decode attention fitted per GPU family (``FITTED_FRACTIONS``). The
+ideal engine is the roofline: fractions 1, no costs (``roofline`` True). The calibration file is checked
+on reading: a fraction outside (0, 1], a negative cost, a missing key or a syntax error is a
+``DataTableError`` naming the file and the entry.
 
 >>> p = engine_params("vllm", "h100-sxm")
 >>> 0.6 < p.gemm_compute_fraction < 0.9, p.kernels_from
@@ -43,9 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.data import DataTableError, get_gpu, gpus, read_toml, table_path, user_data_dir
+from roofline.assumptions import assumption
+from roofline.data import get_gpu, get_model, gpus, load_gpus, read_toml, table_path, user_data_dir
 from roofline.engines.registry import get_engine
-from roofline.errors import InvalidConfigurationError
+from roofline.errors import DataTableError, InvalidConfigurationError
 from roofline.physics.parallel import hop_latency_s as link_hop_latency_s
 
 CALIBRATION_FILE = "calibration.toml"
@@ -78,6 +73,18 @@ GEMM_DTYPES = {"fp8": "fp8", "fp8-block128": "fp8-block128"}
 # Without MoE timings for a GPU's family, an MoE layer costs like this many GEMM kernels (router, gate-up,
 # down): its grouped GEMMs stream their experts at the GEMMs' fractions.
 MOE_KERNELS_PER_LAYER = 3
+
+
+# The fractions ``EngineParams.replace`` sets at once under one name.
+FRACTION_GROUPS = {
+    "bandwidth_fraction": (
+        "gemm_bandwidth_fraction",
+        "kv_bandwidth_fraction",
+        "attention_token_fraction",
+        "moe_bandwidth_fraction",
+    ),
+    "compute_fraction": ("gemm_compute_fraction", "attention_compute_fraction", "moe_compute_fraction"),
+}
 
 
 @dataclass(frozen=True)
@@ -128,21 +135,7 @@ class EngineParams:
         >>> engine_params("ideal", "h100-sxm").replace(bandwidth_fraction=0.8).kv_bandwidth_fraction
         0.8
         """
-        for short, names in (
-            (
-                "bandwidth_fraction",
-                (
-                    "gemm_bandwidth_fraction",
-                    "kv_bandwidth_fraction",
-                    "attention_token_fraction",
-                    "moe_bandwidth_fraction",
-                ),
-            ),
-            (
-                "compute_fraction",
-                ("gemm_compute_fraction", "attention_compute_fraction", "moe_compute_fraction"),
-            ),
-        ):
+        for short, names in FRACTION_GROUPS.items():
             if short in changes:
                 value = changes.pop(short)
                 changes.update({n: value for n in names})
@@ -154,12 +147,11 @@ class EngineParams:
 def _check_params(p: EngineParams) -> None:
     for f in dataclasses.fields(p):
         v = getattr(p, f.name)
-        if f.name.endswith("_fraction"):
-            if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1):
-                raise InvalidConfigurationError(f"{f.name} must be in (0, 1], got {v!r}")
-        elif f.name.endswith("_s"):
-            if not (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-                raise InvalidConfigurationError(f"{f.name} must be a time >= 0 s, got {v!r}")
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        if f.name.endswith("_fraction") and not (number and 0 < v <= 1):
+            raise InvalidConfigurationError(f"{f.name} must be in (0, 1], got {v!r}")
+        if f.name.endswith("_s") and not (number and math.isfinite(v) and v >= 0):
+            raise InvalidConfigurationError(f"{f.name} must be a time >= 0 s, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -319,17 +311,18 @@ MEASURED_MACHINE = (
 @functools.cache
 def project_gpu_ids() -> frozenset:
     """The ids of the project's GPU rows (``data/gpus.toml``), without a learner's measured machines."""
-    from roofline.data import load_gpus
-
     return frozenset(load_gpus())
 
 
-def measured_machine_numbers() -> dict:
-    """Kernel numbers of a machine ``roofline measure`` measured: fractions 1 of its measured rates, no
-    fixed kernel cost (its measurements already include it)."""
-    numbers = {name: 1.0 for name in (*KERNEL_NAMES.values(), *MOE_NAMES) if name.endswith("_fraction")}
-    numbers.update({name: 0.0 for name in (*KERNEL_NAMES.values(), *MOE_NAMES) if name.endswith("_s")})
-    return numbers
+def roofline_numbers() -> dict:
+    """Every fraction of ``EngineParams`` 1 and every cost 0 s: the roofline's numbers, and the kernels of
+    a machine ``roofline measure`` measured (its row holds the rates it reached, costs included).
+
+    >>> roofline_numbers()["kv_bandwidth_fraction"], roofline_numbers()["gemm_kernel_s"]
+    (1.0, 0.0)
+    """
+    names = [f.name for f in dataclasses.fields(EngineParams)]
+    return {n: 1.0 if n.endswith("_fraction") else 0.0 for n in names if n.endswith(("_fraction", "_s"))}
 
 
 def architecture_of(model) -> str:
@@ -338,20 +331,12 @@ def architecture_of(model) -> str:
     >>> architecture_of("llama-3-8b"), architecture_of("mixtral-8x7b"), architecture_of("deepseek-v3")
     ('dense', 'moe', 'mla-moe')
     """
-    from roofline.data import get_model
-
     m = get_model(model)
-    return ("mla-moe" if m.is_mla else "moe") if m.is_moe else ("mla-moe" if m.is_mla else "dense")
+    return "mla-moe" if m.is_mla else ("moe" if m.is_moe else "dense")
 
 
 def engine_params(
-    engine,
-    gpu,
-    calibration: Calibration | None = None,
-    *,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    model=None,
+    engine, gpu, *, weight_precision: str = "bf16", kv_precision: str = "bf16", model=None
 ) -> EngineParams:
     """The numbers ``engine`` (an id, alias or ``Engine``) runs at on ``gpu`` with weights in
     ``weight_precision`` (FP8 GEMMs reach less of their peak than BF16 ones) and a ``kv_precision`` cache;
@@ -365,44 +350,18 @@ def engine_params(
     """
     e, g = get_engine(engine), get_gpu(gpu)
     if e.kind == "ideal":
-        ones = {
-            n: 1.0
-            for n in (
-                "gemm_compute_fraction",
-                "gemm_bandwidth_fraction",
-                "attention_compute_fraction",
-                "attention_token_fraction",
-                "kv_bandwidth_fraction",
-                "moe_compute_fraction",
-                "moe_bandwidth_fraction",
-            )
-        }
-        zeros = {
-            n: 0.0
-            for n in (
-                "gemm_kernel_s",
-                "prefill_attention_kernel_s",
-                "decode_attention_kernel_s",
-                "moe_kernel_s",
-                "step_overhead_s",
-                "layer_overhead_s",
-                "sequence_overhead_s",
-            )
-        }
         return EngineParams(
             engine=e.id,
             gpu_family=gpu_families().get(g.id, "unknown"),
-            **ones,
-            **zeros,
-            **link_latencies(g),
+            **{**roofline_numbers(), **link_latencies(g)},
             kernels_from="the roofline (no fit)",
             overheads_from="the roofline (no fit)",
             roofline=True,
         )
-    cal = calibration or load_calibration()
+    cal = load_calibration()
     arch = architecture_of(model) if model is not None else "dense"
     if g.id not in project_gpu_ids():  # a machine the learner measured: its row holds measured rates
-        kernels, kernels_from = measured_machine_numbers(), MEASURED_MACHINE
+        kernels, kernels_from = roofline_numbers(), MEASURED_MACHINE
     else:
         kernels, kernels_from = kernel_numbers(e.kernels, g.id, weight_precision, kv_precision, arch)
         kernels = dict(kernels)  # the cached dict stays as computed
@@ -417,9 +376,7 @@ def engine_params(
     return EngineParams(
         engine=e.id,
         gpu_family=fam,
-        **kernels,
-        **oh,
-        **link,
+        **{**kernels, **oh, **link},
         kernels_from=kernels_from,
         overheads_from=how_oh,
     )
@@ -434,8 +391,6 @@ def card_server_params(gpu) -> EngineParams:
     >>> p.kv_bandwidth_fraction, p.gemm_compute_fraction, p.step_overhead_s
     (0.8, 1.0, 0.0)
     """
-    from roofline.assumptions import assumption
-
     return engine_params("ideal", gpu).replace(bandwidth_fraction=assumption("achieved_bandwidth_fraction"))
 
 
@@ -446,8 +401,6 @@ def link_latencies(gpu) -> dict:
     >>> {k: round(v * 1e6, 1) for k, v in link_latencies("h100-sxm").items()}
     {'hop_latency_s': 0.6, 'collective_latency_s': 6.6}
     """
-    from roofline.assumptions import assumption
-
     g = get_gpu(gpu)
     return {
         "hop_latency_s": link_hop_latency_s(g.interconnect),
@@ -460,26 +413,17 @@ def link_latencies(gpu) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def load_calibration() -> Calibration:
-    """The stored fit (``data/calibration.toml``), checked (see the module docstring).
+    """The stored fit (``data/calibration.toml``), checked (see the module docstring), with a learner's own
+    calibrated engines (``user_data_dir()/calibration.toml``, written by ``roofline calibrate``).
 
     >>> load_calibration().overheads_for("vllm")[1]
     'fitted'
     """
-    return _load_cached(CALIBRATION_FILE)
-
-
-def forget_frozen_tables() -> None:
-    """Re-read the calibration and the kernel numbers on next use (after a fit or a save)."""
-    for cached in (_load_cached, _frozen_kernels, kernel_numbers):
-        cached.cache_clear()
-
-
-@functools.lru_cache(maxsize=4)
-def _load_cached(name: str) -> Calibration:
-    path, raw = read_toml(name)
+    path, raw = read_toml(CALIBRATION_FILE)
     cal = parse_calibration(raw, path)
-    user = user_data_dir() / name
+    user = user_data_dir() / CALIBRATION_FILE
     if not user.is_file():
         return cal
     try:
@@ -491,6 +435,12 @@ def _load_cached(name: str) -> Calibration:
     if clash:
         raise DataTableError(f"{user}: {', '.join(clash)} is a project engine; calibrate under another name")
     return dataclasses.replace(cal, overheads={**cal.overheads, **yours.overheads})
+
+
+def forget_frozen_tables() -> None:
+    """Re-read the calibration and the kernel numbers on next use (after a fit or a save)."""
+    for cached in (load_calibration, _frozen_kernels, kernel_numbers):
+        cached.cache_clear()
 
 
 def _number(raw, path: str, where: str, *, fraction: bool) -> float:

@@ -30,13 +30,10 @@ def get_engine(name: str | Engine) -> Engine:
     if isinstance(name, Engine):
         return name
     key = str(name).strip().lower()
-    table = engines()
-    if key in table:
-        return table[key]
-    for engine in table.values():
-        if key in (a.lower() for a in engine.aliases):
+    for engine in engines().values():  # an alias never names another engine's id (roofline.data checks)
+        if key == engine.id or key in (a.lower() for a in engine.aliases):
             return engine
-    raise UnknownNameError("engine", name, list(table))
+    raise UnknownNameError("engine", name, list(engines()))
 
 
 def engine_ids(kind: str | None = None) -> list[str]:

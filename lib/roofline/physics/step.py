@@ -96,28 +96,15 @@ class Step(Result):
     tokens_per_s_per_user: Number  # n ÷ step: what each of the B sequences sees
     tokens_per_s_total: Number  # tokens ÷ step: what the GPUs produce
 
-    # Names older results used, kept in ``to_dict`` (the CLI's JSON promises them to users' scripts).
-    exported_properties = ("time_s", "bytes_read", "prompt_tokens")
-
     @property
     def arithmetic_intensity_flop_per_byte(self) -> Number:
         """FLOPs per byte moved in this step (FLOP/byte); about B for BF16 decode at short context."""
         return out(np.asarray(self.flops) / np.asarray(self.bytes_moved))
 
     @property
-    def time_s(self) -> Number:
-        """The step time (s); the name prefill results have always used."""
-        return self.step_time_s
-
-    @property
     def bytes_read(self) -> Number:
         """Bytes read from memory this step: weights plus the KV the step attends to."""
         return out(np.asarray(self.weight_bytes_read) + np.asarray(self.kv_bytes_read))
-
-    @property
-    def prompt_tokens(self) -> Number:
-        """Prompt tokens of a prefill step (n, the new tokens per sequence)."""
-        return self.new_tokens
 
 
 @dataclass(frozen=True)

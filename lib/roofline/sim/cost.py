@@ -122,7 +122,7 @@ class StepCostModel:
         >>> from roofline.physics.step import prefill
         >>> c = StepCostModel("llama-3-8b", "h100-sxm")
         >>> t = c.time_s(500, 1, 0, 500 * 499 / 2, 500)     # one 500-token prompt, unchunked
-        >>> abs(t - prefill("llama-3-8b", "h100-sxm", 500).time_s) < 1e-15
+        >>> abs(t - prefill("llama-3-8b", "h100-sxm", 500).step_time_s) < 1e-15
         True
         """
         # Each sequence gets one row of logits: a decoder's new token, or a prompt's last token.

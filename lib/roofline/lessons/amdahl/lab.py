@@ -30,35 +30,17 @@ PART_COLORS = ["#999999", "#D55E00", "#0072B2", "#E69F00", "#009E73", "#CC79A7"]
 
 def _draw_bars(ax, b: AmdahlBreakdown, artist=lambda a: a):
     """Stacked horizontal bars, before (top) and after (bottom), one colour per part."""
+    in_bar = dict(ha="center", va="center", color="white", fontsize=11, fontweight="bold")
     for row, parts in ((0, b.old_parts), (1, b.new_parts)):
         left = 0.0
         for i, width in enumerate(parts):
             color = PART_COLORS[i % len(PART_COLORS)]
             artist(ax.barh(row, width, left=left, color=color, height=0.6, edgecolor="white")[0])
             if width > 0.06:
-                artist(
-                    ax.text(
-                        left + width / 2,
-                        row,
-                        f"{width:.2f}",
-                        ha="center",
-                        va="center",
-                        color="white",
-                        fontsize=11,
-                        fontweight="bold",
-                    )
-                )
+                artist(ax.text(left + width / 2, row, f"{width:.2f}", **in_bar))
             left += width
-    artist(
-        ax.text(
-            b.new_time_fraction + 0.01,
-            1,
-            f" {b.speedup:.2f}x faster (ceiling {fmt_ceiling(b.ceiling)})",
-            va="center",
-            fontsize=12,
-            fontweight="bold",
-        )
-    )
+    text = f" {b.speedup:.2f}x faster (ceiling {fmt_ceiling(b.ceiling)})"
+    artist(ax.text(b.new_time_fraction + 0.01, 1, text, va="center", fontsize=12, fontweight="bold"))
 
 
 def amdahl_bars_figure(fractions, speedups, names=None, title=None):

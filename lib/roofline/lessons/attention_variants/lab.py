@@ -7,13 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits
+from roofline.course.figures import COLORS, PALETTE, LiveFigure, new_figure, nice_limits
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_model, models
 from roofline.errors import RooflineError
 from roofline.lessons.kv_cache.numbers import CONTEXT_SWEEP
-from roofline.lessons.quantization.lab import PALETTE
 from roofline.physics.architecture import kv_bytes_per_token, kv_bytes_per_token_mha, sequence_kv_bytes
 from roofline.physics.memory import max_batch
 from roofline.scenario import Scenario
@@ -56,18 +55,16 @@ class KvPerUserVsContext(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
         self.lines = {
-            mid: m(ax.plot([], [], color=c, label=f"{mid} ({attention_kind(mid)})")[0])
+            mid: self._line(ax, color=c, label=f"{mid} ({attention_kind(mid)})")
             for mid, c in zip([m for m in ATTENTION_MODELS if m in models()], PALETTE, strict=False)
         }
-        self.marker = m(ax.plot([], [], "o", color="black", ms=9, zorder=6)[0])
+        self.marker = self._line(ax, "o", color="black", ms=9, zorder=6)
         ax.set(xscale="log", yscale="log", xlabel="context per user, T (tokens)", ylabel="KV per user (GB)",
                xlim=(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1]))  # fmt: skip
         ax.legend(loc="upper left", fontsize=10)
 
     def _draw(self, s):
-        tr = self._transient_artist
         ax = self.axes[0]
         values = []
         for mid, line in self.lines.items():
@@ -78,7 +75,7 @@ class KvPerUserVsContext(LiveFigure):
         here = float(sequence_kv_bytes(s.model, s.context_tokens, s.kv_precision)) / GB
         self.marker.set_data([s.context_tokens], [here])
         text, at = f"{s.model}, T={s.context_tokens:,}: {here:.3g} GB", (s.context_tokens, here)
-        tr(ax.annotate(text, at, xytext=(-10, -22), textcoords="offset points", ha="right", fontsize=11))
+        self._note(ax, text, at, (-10, -22), ha="right", fontsize=11)
         ax.set_title(f"KV cache per user, {s.kv_precision}", fontsize=12)
 
 
@@ -114,8 +111,7 @@ def attention_readout(s: Scenario) -> str:
         ("KV of the batch", f"{s.batch * per_user / GB:,.1f} GB"),
     ]
     try:
-        most = max_batch(m, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
-                            weight_precision=s.weight_precision, kv_precision=s.kv_precision)  # fmt: skip
+        most = max_batch(m, s.gpu, max(s.context_tokens, 1), **s.deployment)
         rows.append(("largest batch that fits", f"{most:,} users"))
     except RooflineError as err:
         rows.append(("largest batch that fits", str(err)))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import ipywidgets as W
 import numpy as np
 
 from roofline import sim
-from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits, show
+from roofline.course.figures import COLORS, LOG_LOG, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import (
     StepCase,
     case_readout_for,
@@ -17,7 +16,7 @@ from roofline.course.readouts import (
     decode_case,
     table_html,
 )
-from roofline.course.widgets import Explorer, mark_axis
+from roofline.course.widgets import Explorer, mark_axis, stops_slider
 from roofline.lessons.batching.numbers import (
     OUTPUT_TOKEN_OPTIONS,
     USER_OPTIONS,
@@ -45,24 +44,16 @@ class QueueVsBatching(LiveFigure):
 
     def _build(self):
         left, right = self.axes
-        m = self._moving
         seq, bat = COLORS["prefill"], COLORS["decode"]
-        self.seq_last = m(left.plot([], [], color=seq, label="one at a time: last user done")[0])
-        self.seq_wait = m(
-            left.plot([], [], color=seq, ls=":", label="one at a time: mean wait, 1st token")[0]
-        )
-        self.bat_last = m(left.plot([], [], color=bat, label="batched: everyone done")[0])
-        self.bat_wait = m(left.plot([], [], color=bat, ls=":", label="batched: wait for 1st token")[0])
-        self.seq_tps = m(right.plot([], [], color=seq, label="one at a time")[0])
-        self.bat_tps = m(right.plot([], [], color=bat, label="continuous batching")[0])
-        self.markers = [m(ax.plot([], [], "o", color="black", zorder=6, ls="none")[0]) for ax in self.axes]
+        self.seq_last = self._line(left, color=seq, label="one at a time: last user done")
+        self.seq_wait = self._line(left, color=seq, ls=":", label="one at a time: mean wait, 1st token")
+        self.bat_last = self._line(left, color=bat, label="batched: everyone done")
+        self.bat_wait = self._line(left, color=bat, ls=":", label="batched: wait for 1st token")
+        self.seq_tps = self._line(right, color=seq, label="one at a time")
+        self.bat_tps = self._line(right, color=bat, label="continuous batching")
+        self.markers = [self._line(ax, "o", color="black", zorder=6, ls="none") for ax in self.axes]
         for ax in self.axes:
-            ax.set(
-                xscale="log",
-                yscale="log",
-                xlabel="users arriving together, U",
-                xlim=(1, USERS_SWEEP[-1] * 1.05),
-            )
+            ax.set(**LOG_LOG, xlabel="users arriving together, U", xlim=(1, USERS_SWEEP[-1] * 1.05))
         left.set(ylabel="seconds", title="How long users wait")
         right.set(ylabel="tokens/s, all users", title="What the GPU produces")
         left.legend(loc="upper left", fontsize=10)
@@ -72,9 +63,8 @@ class QueueVsBatching(LiveFigure):
         left, right = self.axes
         users = int(self.options.get("users", 20))
         n = int(self.options.get("output_tokens", 400))
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-        q = serve_one_at_a_time(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **kw)
-        b = serve_continuous_batching(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **kw)
+        q = serve_one_at_a_time(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **s.deployment)
+        b = serve_continuous_batching(s.model, s.gpu, USERS_SWEEP, n, s.context_tokens, **s.deployment)
         self.seq_last.set_data(USERS_SWEEP, q.finish_last_s)
         self.seq_wait.set_data(USERS_SWEEP, q.wait_mean_s)
         self.bat_last.set_data(USERS_SWEEP, b.finish_last_s)
@@ -85,8 +75,8 @@ class QueueVsBatching(LiveFigure):
         left.set_ylim(lo, hi * 1000)  # room for the legend above the curves
         lo, hi = nice_limits(np.concatenate([q.tokens_per_s_total, b.tokens_per_s_total]), log=True)
         right.set_ylim(lo, hi * 10)
-        qu = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **kw)
-        bu = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **kw)
+        qu = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **s.deployment)
+        bu = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **s.deployment)
         self.markers[0].set_data([users, users], [qu.finish_last_s, bu.finish_last_s])
         self.markers[1].set_data([users, users], [qu.tokens_per_s_total, bu.tokens_per_s_total])
         note = f"U={users}, {n} tokens each:\none at a time {qu.finish_last_s:.1f} s\n" + (
@@ -110,9 +100,8 @@ def serving_readout(s: Scenario, options: dict) -> str:
     True
     """
     users, n = int(options.get("users", 20)), int(options.get("output_tokens", 400))
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    q = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **kw)
-    b = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **kw)
+    q = serve_one_at_a_time(s.model, s.gpu, users, n, s.context_tokens, **s.deployment)
+    b = serve_continuous_batching(s.model, s.gpu, users, n, s.context_tokens, **s.deployment)
     rows = [
         ("one at a time: last user done", f"{q.finish_last_s:.1f} s"),
         ("one at a time: mean wait, 1st token", f"{q.wait_mean_s:.1f} s"),
@@ -183,21 +172,8 @@ def serving_explorer(scenario: Scenario | None = None):
     """
     scenario = scenario or Scenario()
     knobs = {
-        "users": mark_axis(
-            W.SelectionSlider(
-                options=USER_OPTIONS,
-                value=20,
-                description="users U = batch B",
-                continuous_update=False,
-            ),
-            "batch",
-        ),
-        "output_tokens": W.SelectionSlider(
-            options=OUTPUT_TOKEN_OPTIONS,
-            value=400,
-            description="output tokens n",
-            continuous_update=False,
-        ),
+        "users": mark_axis(stops_slider(USER_OPTIONS, 20, "users U = batch B"), "batch"),
+        "output_tokens": stops_slider(OUTPUT_TOKEN_OPTIONS, 400, "output tokens n"),
     }
     # the lesson's table, then one decode step of the batched server (all U users): floor, engine, cost
     readout = combine_readouts(serving_readout, case_readout_for(serving_case))

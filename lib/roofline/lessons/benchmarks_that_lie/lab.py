@@ -10,6 +10,7 @@ from roofline.checks import checked
 from roofline.course.figures import (
     BATCH_SWEEP,
     COLORS,
+    LOG_LOG,
     STYLE_PATH,
     LiveFigure,
     describe,
@@ -32,17 +33,11 @@ class CeilingVsBatch(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
-        self.ceiling = m(ax.plot([], [], color=COLORS["step"], label="ceiling: B ÷ roofline step time")[0])
-        self.claim = m(ax.plot([], [], "X", ms=14, color=COLORS["prefill"], label="the claim", zorder=6)[0])
+        self.ceiling = self._line(ax, color=COLORS["step"], label="ceiling: B ÷ roofline step time")
+        self.claim = self._line(ax, "X", ms=14, color=COLORS["prefill"], label="the claim", zorder=6)
         ax.fill_between([], [], color=COLORS["prefill"], alpha=0.12, label="impossible for plain decoding")
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="batch B (users decoding together)",
-            ylabel="tokens/s, all users",
-            xlim=(0.8, BATCH_SWEEP[-1] * 1.05),
-        )
+        batch = "batch B (users decoding together)"
+        ax.set(**LOG_LOG, xlabel=batch, ylabel="tokens/s, all users", xlim=(0.8, BATCH_SWEEP[-1] * 1.05))
         ax.legend(loc="upper left")
 
     def _draw(self, s):
@@ -59,19 +54,10 @@ class CeilingVsBatch(LiveFigure):
         )
         p = plausibility(s, claimed)
         self.claim.set_data([s.batch], [claimed])
-        self._transient_artist(
-            ax.annotate(
-                p.verdict,
-                (s.batch, claimed),
-                xytext=(10, 10),
-                textcoords="offset points",
-                fontsize=11,
-                ha="right" if s.batch > 32 else "left",
-                color="#b00020" if not p.plausible else "black",
-                bbox={"fc": "white", "alpha": 0.85, "lw": 0},
-            )
-        )
-        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        look = dict(ha="right" if s.batch > 32 else "left", color="#b00020" if not p.plausible else "black")
+        box = {"fc": "white", "alpha": 0.85, "lw": 0}
+        self._note(ax, p.verdict, (s.batch, claimed), (10, 10), fontsize=11, bbox=box, **look)
+        self._shade_overflow(ax, s.users_that_fit() + 1)
         ax.set_title(f"Decode ceiling: {describe(s)}, T={s.context_tokens:,}", fontsize=12)
 
 

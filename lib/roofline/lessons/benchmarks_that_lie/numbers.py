@@ -137,7 +137,7 @@ def request_time_s(s: Scenario, output_tokens) -> float:
     checked(s.prompt_tokens, "prompt_tokens", minimum=1, whole=True)
     checked(output_tokens, "output_tokens", minimum=1, whole=True)
     p, n = int(s.prompt_tokens), int(output_tokens)
-    pre = s.prefill(on_overflow="raise").time_s
+    pre = s.prefill(on_overflow="raise").step_time_s
     steps = s.decode(batch=1, context_tokens=np.arange(p, p + n), on_overflow="raise").step_time_s
     return float(pre + np.sum(steps))
 

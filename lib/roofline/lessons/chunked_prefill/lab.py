@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits, show
+from roofline.course.figures import COLORS, LOG_LOG, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, table_html
-from roofline.course.widgets import STEP, Explorer
+from roofline.course.widgets import STEP, Explorer, stops_slider
 from roofline.errors import DoesNotFitError
 from roofline.lessons.chunked_prefill.numbers import (
     CHUNK_OPTIONS,
@@ -27,18 +26,15 @@ from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
 
-def _no_fit_message(live: LiveFigure, ax, s: Scenario) -> None:
+def _no_fit_text(s: Scenario) -> str:
     need = memory_needed_bytes(
         s.model, s.batch, s.context_tokens + s.prompt_tokens / s.batch, s.weight_precision, s.kv_precision
     )
     cap = memory_available_bytes(s.gpu, s.num_gpus)
-    live._transient_artist(ax.axvspan(*ax.get_xlim(), color=COLORS["overflow"], alpha=0.25, lw=0))
-    text = (
+    return (
         f"does not fit in memory:\n{s.batch} users x {s.context_tokens:,} tokens + "
         f"{s.prompt_tokens:,}-token prompt\nneed {need / GB:.0f} GB of {cap / GB:.0f} GB"
     )
-    style = dict(transform=ax.transAxes, ha="center", va="center", fontsize=12, color="#444444")
-    live._transient_artist(ax.text(0.5, 0.5, text, **style))
 
 
 class PrefillTimeline(LiveFigure):
@@ -48,11 +44,10 @@ class PrefillTimeline(LiveFigure):
 
     def _build(self):
         self.fig.set_size_inches(11, 4.8)
-        m = self._moving
-        self.lines = [
-            m(ax.plot([], [], color="black", lw=1.2, drawstyle="steps-post")[0]) for ax in self.axes
+        self.lines = [self._line(ax, color="black", lw=1.2, drawstyle="steps-post") for ax in self.axes]
+        self.ttft = [
+            self._moving(ax.axvline(0, color=COLORS["prefill"], ls="--", lw=1.5)) for ax in self.axes
         ]
-        self.ttft = [m(ax.axvline(0, color=COLORS["prefill"], ls="--", lw=1.5)) for ax in self.axes]
         for ax in self.axes:
             ax.set(yscale="log", xlabel="time since the prompt arrived (ms)")
         self.axes[0].set_ylabel("duration of each step (ms)")
@@ -69,7 +64,7 @@ class PrefillTimeline(LiveFigure):
             for ax, line, v in zip(self.axes, self.lines, self.ttft, strict=True):
                 line.set_data([], [])
                 v.set_xdata([np.nan, np.nan])
-                _no_fit_message(self, ax, s)
+                self._no_fit(ax, _no_fit_text(s))
             self.fig.suptitle("Prompt arrival: does not fit in memory", fontsize=12)
             return
         runs = [prompt_arrival_timeline(s, chunk) for chunk in (None, s.chunk_tokens)]
@@ -115,9 +110,9 @@ class ChunkTradeoffChart(LiveFigure):
     def _build(self):
         ax = self.axes[0]
         m = self._moving
-        self.curve = m(ax.plot([], [], color=COLORS["prefill"], label="chunked, C from 16 to 32k")[0])
-        self.unchunked = m(ax.plot([], [], "s", color="black", label="no chunking (prompt alone)")[0])
-        self.marker = m(ax.plot([], [], "o", color=COLORS["decode"], zorder=5, label="chosen C")[0])
+        self.curve = self._line(ax, color=COLORS["prefill"], label="chunked, C from 16 to 32k")
+        self.unchunked = self._line(ax, "s", color="black", label="no chunking (prompt alone)")
+        self.marker = self._line(ax, "o", color=COLORS["decode"], zorder=5, label="chosen C")
         self.labels = [
             m(
                 ax.annotate(
@@ -126,12 +121,7 @@ class ChunkTradeoffChart(LiveFigure):
             )
             for _ in LABELLED_CHUNKS
         ]
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="decoders' worst inter-token gap (ms)",
-            ylabel="new prompt's TTFT (ms)",
-        )
+        ax.set(**LOG_LOG, xlabel="decoders' worst inter-token gap (ms)", ylabel="new prompt's TTFT (ms)")
         ax.legend(loc="upper right")
 
     def _draw(self, s):
@@ -143,7 +133,7 @@ class ChunkTradeoffChart(LiveFigure):
                 a.set_data([], [])
             for lab in self.labels:
                 lab.set_text("")
-            _no_fit_message(self, ax, s)
+            self._no_fit(ax, _no_fit_text(s))
             ax.set_title("Chunk size trade-off: does not fit in memory", fontsize=12)
             return
         gap, ttft = r.worst_gap_s / MS, r.ttft_s / MS
@@ -159,8 +149,8 @@ class ChunkTradeoffChart(LiveFigure):
             lab.xy = (x, y)
             lab.set_text(f"C={c:,}" if c < s.prompt_tokens else "")
         text = f"C={s.chunk_tokens:,}: TTFT {here.ttft_s / MS:.0f} ms, gap {here.worst_gap_s / MS:.1f} ms"
-        style = dict(xytext=(10, 18), textcoords="offset points", fontsize=11, color=COLORS["decode"])
-        self._transient_artist(ax.annotate(text, (here.worst_gap_s / MS, here.ttft_s / MS), **style))
+        at = (here.worst_gap_s / MS, here.ttft_s / MS)
+        self._note(ax, text, at, (10, 18), fontsize=11, color=COLORS["decode"])
         xs = np.concatenate([gap, [base.worst_gap_s / MS]])
         ys = np.concatenate([ttft, [base.ttft_s / MS]])
         ax.set_xlim(nice_limits(xs, log=True))
@@ -206,10 +196,7 @@ def chunk_case(s: Scenario, options: dict | None = None) -> StepCase:
     """
     s = chunk_scenario(s)
     chunk = min(s.chunk_tokens, s.prompt_tokens) if s.chunk_tokens else s.prompt_tokens
-    step = mixed_step(
-        s.model, s.gpu, s.batch, s.context_tokens, chunk, num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-    )  # fmt: skip
+    step = mixed_step(s.model, s.gpu, s.batch, s.context_tokens, chunk, **s.deployment)
     title = (
         f"the mixed step: {s.batch:,} users decoding at {s.context_tokens:,} tokens each + a "
         f"{chunk:,}-token prompt chunk"
@@ -249,11 +236,8 @@ def chunk_explorer(scenario: Scenario | None = None):
     256
     """
     s = chunk_scenario(scenario or ChunkScenario(batch=30, prompt_tokens=8000))
-    slider = W.SelectionSlider(
-        options=sorted(set(CHUNK_OPTIONS) | {s.chunk_tokens}),
-        value=s.chunk_tokens,
-        description="chunk size C (tokens)",
-        continuous_update=False,
+    slider = stops_slider(
+        sorted(set(CHUNK_OPTIONS) | {s.chunk_tokens}), s.chunk_tokens, "chunk size C (tokens)"
     )
     # the lesson's table, then the mixed step (the decoders plus one chunk): floor, engine, cost
     readout = combine_readouts(chunk_readout, case_readout_for(chunk_case))

@@ -54,16 +54,11 @@ class Timeline(Result):
     prefill_steps: int  # steps the prompt was spread over
 
 
-def _deployment(s: Scenario) -> dict:
-    """The scenario's GPU count and precisions, as the step functions take them."""
-    return dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-
-
 def prompt_fits(s: Scenario) -> bool:
     """True if the scenario's B users × T tokens plus the new prompt's P tokens of KV fit beside the
     weights."""
     kv_tokens_per_user = s.context_tokens + s.prompt_tokens / max(s.batch, 1)  # same total KV: B × T + P
-    return bool(fits(s.model, s.gpu, s.batch, kv_tokens_per_user, **_deployment(s)))
+    return bool(fits(s.model, s.gpu, s.batch, kv_tokens_per_user, **s.deployment))
 
 
 def prompt_arrival_timeline(
@@ -111,7 +106,7 @@ def prompt_arrival_timeline(
     )
     prompt = np.concatenate([np.zeros(before), chunks, np.zeros(after)]).astype(int)
     prefixes = np.concatenate([np.zeros(before), prefix, np.zeros(after)])
-    opts = dict(include_attention=include_attention, **_deployment(s))
+    opts = dict(include_attention=include_attention, **s.deployment)
     steps = np.asarray(mixed_step(s.model, s.gpu, decoders, t, prompt, prefixes, **opts).step_time_s, float)
     end = np.cumsum(steps)
     arrival = end[before - 1] if before else 0.0
@@ -172,7 +167,7 @@ def chunk_size_tradeoff(s: Scenario, chunk_tokens) -> ChunkTradeoff:
         )
     j = np.arange(depth).reshape((depth,) + (1,) * c.ndim)
     chunk = np.clip(p - j * c, 0, c)
-    opts = _deployment(s)
+    opts = s.deployment
     step = np.asarray(mixed_step(s.model, s.gpu, b, t, chunk, np.minimum(j * c, p), **opts).step_time_s)
     normal = float(mixed_step(s.model, s.gpu, b, t, 0, **opts).step_time_s)
     ok = prompt_fits(s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from roofline.course.figures import COLORS, LiveFigure, new_figure, nice_limits, show
+from roofline.course.figures import COLORS, LOG_LOG, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
@@ -34,16 +34,14 @@ class ThroughputVsLatency(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
-        self.mem = m(ax.plot([], [], color=COLORS["decode"], label="memory-bound")[0])
-        self.comp = m(ax.plot([], [], color=COLORS["compute"], label="compute-bound")[0])
-        self.points = m(ax.plot([], [], "o", color="black", ms=6, zorder=5)[0])
-        self.ceiling = m(ax.axhline(1, color=COLORS["compute"], ls="--", lw=1.5, label="compute ceiling"))
+        self.mem = self._line(ax, color=COLORS["decode"], label="memory-bound")
+        self.comp = self._line(ax, color=COLORS["compute"], label="compute-bound")
+        self.points = self._line(ax, "o", color="black", ms=6, zorder=5)
+        ceiling = dict(color=COLORS["compute"], ls="--", lw=1.5, label="compute ceiling")
+        self.ceiling = self._moving(ax.axhline(1, **ceiling))
         star = dict(color=COLORS["compute"], ms=18, mec="black", zorder=6, label="first compute-bound batch")
-        self.flip = m(ax.plot([], [], "*", **star)[0])
-        ax.set(
-            xscale="log", yscale="log", xlabel="each user's time per token (ms)", ylabel="tokens/s, all users"
-        )
+        self.flip = self._line(ax, "*", **star)
+        ax.set(**LOG_LOG, xlabel="each user's time per token (ms)", ylabel="tokens/s, all users")
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.legend(loc="lower right")
@@ -67,8 +65,7 @@ class ThroughputVsLatency(LiveFigure):
         labelled = np.isin(SATURATION_BATCHES, LABELLED_BATCHES) & np.isfinite(x)
         self.points.set_data(x[labelled], y[labelled])
         for b, xi, yi in zip(SATURATION_BATCHES[labelled], x[labelled], y[labelled], strict=True):
-            label = ax.annotate(f"B={b}", (xi, yi), xytext=(8, -4), textcoords="offset points", fontsize=11)
-            self._transient_artist(label)
+            self._note(ax, f"B={b}", (xi, yi), (8, -4), fontsize=11)
         self._mark_flip(ax, s)
         xs = x[np.isfinite(x)]
         lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
@@ -89,8 +86,8 @@ class ThroughputVsLatency(LiveFigure):
         if here is not None and here.fits:
             self.flip.set_data([here.step_time_s / MS], [here.tokens_per_s_total])
             xy = (here.step_time_s / MS, here.tokens_per_s_total)
-            style = dict(xytext=(10, -22), textcoords="offset points", fontsize=12, color=COLORS["compute"])
-            self._transient_artist(ax.annotate(f"compute-bound from B={flip:,}", xy, **style))
+            label = f"compute-bound from B={flip:,}"
+            self._note(ax, label, xy, (10, -22), fontsize=12, color=COLORS["compute"])
         else:
             self.flip.set_data([], [])
             why = "never, at any batch" if flip is None else f"only at B={flip:,}, past the memory limit"
@@ -101,10 +98,7 @@ class ThroughputVsLatency(LiveFigure):
         """Shade the latencies past the largest batch that fits in memory."""
         limit = s.users_that_fit()
         if limit < SATURATION_BATCHES[-1] and xs.size:
-            edge = xs.max()
-            self._transient_artist(ax.axvspan(edge, hi, color=COLORS["overflow"], alpha=0.25, lw=0))
-            style = dict(transform=ax.get_xaxis_transform(), fontsize=11, color="#444444")
-            self._transient_artist(ax.text(edge * 1.05, 0.5, f"memory full\nat B={limit:,}", **style))
+            self._shade(ax, xs.max(), hi, f"memory full\nat B={limit:,}", xs.max() * 1.05)
 
 
 class FlipBatchVsContext(LiveFigure):
@@ -114,21 +108,11 @@ class FlipBatchVsContext(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
-        self.flip = m(
-            ax.plot([], [], color=COLORS["compute"], label="batch where decode turns compute-bound")[0]
-        )
-        self.memory = m(
-            ax.plot([], [], color=COLORS["capacity"], label="largest batch that fits in memory")[0]
-        )
-        self.limit = m(ax.axvline(1, color=COLORS["compute"], ls=":", lw=1.5))
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="context per user, T (tokens)",
-            ylabel="batch B (users)",
-            xlim=(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1]),
-        )
+        self.flip = self._line(ax, color=COLORS["compute"], label="batch where decode turns compute-bound")
+        self.memory = self._line(ax, color=COLORS["capacity"], label="largest batch that fits in memory")
+        self.limit = self._moving(ax.axvline(1, color=COLORS["compute"], ls=":", lw=1.5))
+        ax.set(**LOG_LOG, xlabel="context per user, T (tokens)", ylabel="batch B (users)")
+        ax.set_xlim(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1])
         ax.legend(loc="lower left")
 
     def _draw(self, s):
@@ -153,15 +137,12 @@ class FlipBatchVsContext(LiveFigure):
         reachable = np.isfinite(flip) & (flip <= np.nan_to_num(fit, nan=0))
         if reachable.any() and not reachable.all():
             t_cross = CONTEXT_SWEEP[np.argmin(reachable)]
-            self._transient_artist(
-                ax.annotate(
-                    f"past T≈{t_cross:,}, memory\nruns out first",
-                    (t_cross, fit[np.argmin(reachable)]),
-                    xytext=(-140, -50),
-                    textcoords="offset points",
-                    fontsize=11,
-                    arrowprops=dict(arrowstyle="->", color="#444444"),
-                )
+            text, arrow = (
+                f"past T≈{t_cross:,}, memory\nruns out first",
+                dict(arrowstyle="->", color="#444444"),
+            )
+            self._note(
+                ax, text, (t_cross, fit[np.argmin(reachable)]), (-140, -50), fontsize=11, arrowprops=arrow
             )
         ax.set_title(
             f"When decode turns compute-bound: {s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}",

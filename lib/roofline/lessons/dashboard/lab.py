@@ -87,29 +87,16 @@ class DashboardFigure(LiveFigure):
         if not d.fits:
             need = weight_bytes(s.model, s.weight_precision)
             cap = memory_available_bytes(s.gpu, s.num_gpus)
-            self._transient_artist(
-                self.fig.text(
-                    0.5,
-                    0.66,
-                    f"does not fit in memory: weights alone need {need / GB:.0f} GB of {cap / GB:.0f} GB",
-                    ha="center",
-                    va="center",
-                    fontsize=15,
-                    color="#444444",
-                    bbox=dict(facecolor=COLORS["overflow"], alpha=0.3, lw=0),
-                )
-            )
+            text = f"does not fit in memory: weights alone need {need / GB:.0f} GB of {cap / GB:.0f} GB"
+            grey = dict(facecolor=COLORS["overflow"], alpha=0.3, lw=0)
+            # across the top row of panels, in figure coordinates; on the last panel, so drawn after them all
+            at = dict(at=(0.5, 0.66), transform=self.fig.transFigure)
+            self._no_fit(self.axes[-1], text, shade=False, fontsize=15, bbox=grey, **at)
         self.fig.suptitle(
             f"{s.batch} user{'' if s.batch == 1 else 's'}, T={s.context_tokens:,}, P={s.prompt_tokens:,}, "
             f"O={ANSWER_TOKENS}: {s.model} on {s.num_gpus}x {s.gpu}",
             fontsize=13,
         )
-
-    def render(self) -> None:
-        super().render()
-        for artist in self._transient:  # figure-level artists are not in any axes
-            if artist.axes is None:
-                self.fig.draw_artist(artist)
 
 
 def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:

@@ -64,8 +64,7 @@ def _free_bytes(s: Scenario) -> float:
 
 def _batch_limit(s: Scenario, context_tokens) -> np.ndarray:
     """Users whose KV at ``context_tokens`` fits beside the weights (``roofline.max_batch``)."""
-    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    limit = max_batch(s.model, s.gpu, context_tokens, num_gpus=s.num_gpus, **precisions)
+    limit = max_batch(s.model, s.gpu, context_tokens, **s.deployment)
     return np.asarray(limit)
 
 
@@ -112,8 +111,7 @@ def steady_state(
     limit = _batch_limit(s, t)
     ok = limit >= 1
     running = np.minimum(u, limit)
-    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    step = mixed_step(m, g, running, t, running * p / ANSWER_TOKENS, t, num_gpus=s.num_gpus, **precisions)
+    step = mixed_step(m, g, running, t, running * p / ANSWER_TOKENS, t, **s.deployment)
     time = np.asarray(_timer(s, engine, params).of_step(step).total_s)
     safe = np.where(ok & (time > 0), time, np.nan)
     per_user_kv = np.asarray(sequence_kv_bytes(m, t, s.kv_precision))  # T tokens, sliding windows included
@@ -201,8 +199,7 @@ def dashboard(s: Scenario, *, engine=DEFAULT_ENGINE, params=None, steps=1200, se
     turns = 20 * o / min(u, limit)
     steps = int(min(max(steps, warmup + 3 * expected_wait + 200, warmup + turns), 20_000))
     trace = _closed_loop_steps(u, limit, p, o, c, steps, seed)
-    precisions = dict(weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, num_gpus=n, **precisions)
+    run = mixed_step(m, g, trace.decoders, t, trace.prompt_tokens, t, **s.deployment)
     step_s = np.asarray(_timer(s, eng, params).of_step(run).total_s, float)
     end = np.cumsum(step_s)
     window = slice(warmup, steps)

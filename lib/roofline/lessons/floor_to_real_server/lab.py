@@ -16,6 +16,7 @@ import numpy as np
 from roofline import engines
 from roofline.calibration import measurements
 from roofline.course.figures import (
+    BATCH_AXIS,
     BATCH_SWEEP,
     COLORS,
     LiveFigure,
@@ -25,7 +26,6 @@ from roofline.course.figures import (
     nice_limits,
 )
 from roofline.course.readouts import extrapolation_note
-from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.scenario import Scenario
 from roofline.units import MS
 
@@ -54,10 +54,9 @@ class AchievableVsBatch(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
-        self.floor = m(ax.plot([], [], color=COLORS["step"], ls="--", label="ideal floor")[0])
-        self.real = m(ax.plot([], [], color=COLORS["prefill"], label="achievable (calibrated)")[0])
-        self.marks = m(ax.plot([], [], "o", color=COLORS["prefill"], zorder=5)[0])
+        self.floor = self._line(ax, color=COLORS["step"], ls="--", label="ideal floor")
+        self.real = self._line(ax, color=COLORS["prefill"], label="achievable (calibrated)")
+        self.marks = self._line(ax, "o", color=COLORS["prefill"], zorder=5)
         batch = "batch B (users decoding together)"
         ax.set(yscale="log", xlabel=batch, ylabel="time per step (ms)", **BATCH_AXIS)
         ax.legend(loc="upper left")
@@ -73,15 +72,12 @@ class AchievableVsBatch(LiveFigure):
         ax.legend(loc="upper left")
         ax.set_ylim(nice_limits(np.concatenate([t["floor"], t["total"]]) / MS, log=True))
         here = engines.decode_step_times(timer, s.batch, s.context_tokens)
-        if bool(here["fits"]):
-            lo, hi = float(here["floor"]), float(here["total"])
-            self.marks.set_data([s.batch, s.batch], [lo / MS, hi / MS])
+        lo, hi = float(here["floor"]), float(here["total"])
+        if self._mark(self.marks, here["fits"], [s.batch, s.batch], [lo / MS, hi / MS]):
             text = f"B={s.batch}: floor {lo / MS:.2f} ms, achievable {hi / MS:.2f} ms ({hi / lo:.2f}x)"
             box = {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85}
             self._transient_artist(ax.text(0.02, 0.74, text, transform=ax.transAxes, fontsize=12, bbox=box))
-        else:
-            self.marks.set_data([], [])
-        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        self._shade_overflow(ax, s.users_that_fit() + 1)
         ax.set_title(describe(s), fontsize=11)
         self.background_key = engine
 

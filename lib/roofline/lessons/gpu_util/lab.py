@@ -8,7 +8,7 @@ from matplotlib.patches import Patch
 
 from roofline.course.figures import COLORS, LiveFigure, describe
 from roofline.course.readouts import decode_readout, table_html
-from roofline.course.widgets import STEP, Explorer
+from roofline.course.widgets import STEP, Explorer, stops_slider
 from roofline.lessons.gpu_util.numbers import decode_timeline, sample_busy, timeline_metrics
 from roofline.physics.cost import cost_per_million_tokens_usd
 from roofline.scenario import Scenario
@@ -91,9 +91,7 @@ def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
         "gap_ms": W.FloatSlider(
             value=0.0, min=0.0, max=12.0, step=0.5, description="idle gap after each step (ms)", **lazy
         ),
-        "window_ms": W.SelectionSlider(
-            options=[0.5, 1.0, 2.0, 5.0], value=1.0, description="sampler window (ms)", **lazy
-        ),
+        "window_ms": stops_slider([0.5, 1.0, 2.0, 5.0], 1.0, "sampler window (ms)"),
     }
 
     def to_options(v):

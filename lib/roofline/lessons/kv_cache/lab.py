@@ -56,13 +56,12 @@ class MaxBatchVsContext(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
         self.by = self.options.get("by", "kv_precision")
         keys = COMPARE_GPUS if self.by == "gpu" else COMPARE_KV_PRECISIONS
         palette = [COLORS["weights"], COLORS["kv"], COLORS["compute"], COLORS["prefill"], COLORS["capacity"]]
-        self.lines = {k: m(ax.plot([], [], color=c, label=k)[0]) for k, c in zip(keys, palette, strict=False)}
-        self.marker = m(ax.plot([], [], "o", color="black", zorder=6)[0])
-        self.window = m(ax.axvspan(1, 2, color=COLORS["overflow"], alpha=0.2, lw=0))
+        self.lines = {k: self._line(ax, color=c, label=k) for k, c in zip(keys, palette, strict=False)}
+        self.marker = self._line(ax, "o", color="black", zorder=6)
+        self.window = self._moving(ax.axvspan(1, 2, color=COLORS["overflow"], alpha=0.2, lw=0))
         ax.set(xscale="log", yscale="log", xlim=(CONTEXT_SWEEP[0], CONTEXT_SWEEP[-1]))
         ax.set(xlabel="context per user, T (tokens)", ylabel="largest batch that fits (users)")
         ax.legend(loc="upper right", title="KV precision" if self.by != "gpu" else "GPU")
@@ -70,7 +69,7 @@ class MaxBatchVsContext(LiveFigure):
     def _draw(self, s):
         tr = self._transient_artist
         ax = self.axes[0]
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        kw = s.deployment
         texts = {t.get_text().split(":")[0]: t for t in ax.get_legend().get_texts()}
         values = []
         for key, line in self.lines.items():
@@ -84,13 +83,11 @@ class MaxBatchVsContext(LiveFigure):
             values.append(b)
         ax.set_ylim(nice_limits(np.concatenate(values + [[1.0]]), log=True))
         here = max_batch(s.model, s.gpu, s.context_tokens, **kw)
-        if here >= 1:
-            self.marker.set_data([s.context_tokens], [here])
+        if self._mark(self.marker, here >= 1, [s.context_tokens], [here]):
             side = "right" if s.context_tokens > 2000 else "left"
             at, text = (s.context_tokens, here), f"T={s.context_tokens:,}: {here:,} users"
-            tr(ax.annotate(text, at, xytext=(-8, -22), textcoords="offset points", fontsize=12, ha=side))
+            self._note(ax, text, at, (-8, -22), fontsize=12, ha=side)
         else:
-            self.marker.set_data([], [])
             text = f"{s.gpu}: the weights alone do not fit, no user fits"
             tr(ax.text(0.03, 0.05, text, transform=ax.transAxes, fontsize=12, color="#444"))
         window = get_model(s.model).max_context_tokens
@@ -117,8 +114,7 @@ def kv_readout(s: Scenario) -> str:
     need = memory_needed_bytes(s.model, s.batch, s.context_tokens, s.weight_precision, s.kv_precision)
     total = memory_capacity_bytes(s.gpu, s.num_gpus)
     have = memory_available_bytes(s.gpu, s.num_gpus)  # what an engine leaves weights and KV (max_batch's)
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
-    limit = max_batch(s.model, s.gpu, max(s.context_tokens, 1), **kw)
+    limit = max_batch(s.model, s.gpu, max(s.context_tokens, 1), **s.deployment)
     memory = f"{need / GB:.1f} GB of {have / GB:.0f} GB usable ({total / GB:.0f} GB on the GPUs)"
     rows = [
         ("KV per token", f"{per_token / KiB:,.0f} KiB ({s.kv_precision})"),

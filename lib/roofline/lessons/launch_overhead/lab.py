@@ -106,17 +106,7 @@ class LaunchBars(LiveFigure):
         if not budgets[0].fits:
             for bar in self.roof_bars + self.over_bars:
                 bar.set_width(0)
-            self._transient_artist(
-                ax.text(
-                    0.5,
-                    0.5,
-                    "does not fit in memory: no step time",
-                    transform=ax.transAxes,
-                    ha="center",
-                    fontsize=14,
-                    color="#444444",
-                )
-            )
+            self._no_fit(ax, "does not fit in memory: no step time", shade=False, fontsize=14, va="baseline")
             ax.set_title(f"{s.model} on {s.num_gpus}x {s.gpu}", fontsize=12)
             return
         widths = []
@@ -129,16 +119,8 @@ class LaunchBars(LiveFigure):
             widths.append(b.step_time_s / MS)
             pct = f"{b.share * 100:.0f}" if b.share >= 0.01 else f"{b.share * 100:.1f}"
             label = f" {b.step_time_s / MS:.2f} ms, {pct}% launching, {b.tokens_per_s_per_user:.0f} tok/s"
-            self._transient_artist(
-                ax.text(
-                    b.step_time_s / MS,
-                    i,
-                    label,
-                    va="center",
-                    fontsize=11,
-                    fontweight="bold" if i == chosen else "normal",
-                )
-            )
+            style = dict(va="center", fontsize=11, fontweight="bold" if i == chosen else "normal")
+            self._transient_artist(ax.text(b.step_time_s / MS, i, label, **style))
         ax.set_xlim(nice_limits([max(widths) * 1.3], log=False))
         ax.set_title(
             f"{s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}, B={s.batch}: "

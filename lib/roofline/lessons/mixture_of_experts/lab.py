@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, nice_limits
+from roofline.course.figures import BATCH_AXIS, BATCH_SWEEP, COLORS, PALETTE, LiveFigure, nice_limits
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_model, models
-from roofline.lessons.quantization.lab import PALETTE
-from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.physics.architecture import expected_experts_touched, weight_bytes, weight_bytes_read
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
@@ -26,17 +24,14 @@ class MoEReadVsBatch(LiveFigure):
 
     def _build(self):
         left, right = self.axes
-        m = self._moving
         self.touched = {
-            mid: m(left.plot([], [], color=c, label=mid)[0])
+            mid: self._line(left, color=c, label=mid)
             for mid, c in zip([m for m in MOE_MODELS if m in models()], PALETTE[1:], strict=False)
         }
-        self.read = m(right.plot([], [], color=COLORS["weights"], lw=2.4, label="weights read per step")[0])
-        self.per_token = m(right.plot([], [], color=COLORS["kv"], ls="--", label="weights read per token")[0])
-        self.resident = m(
-            right.plot([], [], color=COLORS["capacity"], ls=":", label="resident (all experts)")[0]
-        )
-        self.marker = m(right.plot([], [], "o", color="black", zorder=6)[0])
+        self.read = self._line(right, color=COLORS["weights"], lw=2.4, label="weights read per step")
+        self.per_token = self._line(right, color=COLORS["kv"], ls="--", label="weights read per token")
+        self.resident = self._line(right, color=COLORS["capacity"], ls=":", label="resident (all experts)")
+        self.marker = self._line(right, "o", color="black", zorder=6)
         touched = dict(
             xlabel="tokens in the step (batch × new tokens)", ylabel="routed experts touched (fraction)"
         )
@@ -46,7 +41,6 @@ class MoEReadVsBatch(LiveFigure):
         right.legend(loc="lower left", fontsize=11)
 
     def _draw(self, s):
-        tr = self._transient_artist
         left, right = self.axes
         for mid, line in self.touched.items():
             m = get_model(mid)
@@ -57,12 +51,12 @@ class MoEReadVsBatch(LiveFigure):
         resident = weight_bytes(s.model, s.weight_precision) / GB
         self.read.set_data(BATCH_SWEEP, read)
         self.per_token.set_data(BATCH_SWEEP, read / BATCH_SWEEP)
-        self.resident.set_data([1, BATCH_SWEEP[-1] * 1.05], [resident, resident])
+        self.resident.set_data(BATCH_AXIS["xlim"], [resident, resident])
         right.set_ylim(nice_limits(np.concatenate([read / BATCH_SWEEP, [resident]]), log=True))
         here = float(weight_bytes_read(s.model, s.weight_precision, s.batch)) / GB
         self.marker.set_data([s.batch], [here])
         text = f"B={s.batch}: {here:,.1f} GB read"
-        tr(right.annotate(text, (s.batch, here), xytext=(8, -20), textcoords="offset points", fontsize=11))
+        self._note(right, text, (s.batch, here), (8, -20), fontsize=11)
         right.set_title(f"{s.model}, {s.weight_precision} weights", fontsize=12)
         left.set_title("E·(1 − (1 − k/E)^n) ÷ E", fontsize=12)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.course.figures import COLORS, LiveFigure, describe, nice_limits
+from roofline.course.figures import COLORS, LOG_LOG, LiveFigure, describe, nice_limits
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, decode_readout, table_html
 from roofline.course.widgets import Explorer
 from roofline.lessons.prefill_vs_decode.numbers import PROMPT_SWEEP, card_prefill_s, paste_fits, prefill_stall
@@ -31,37 +31,30 @@ class PrefillVsPrompt(LiveFigure):
         ax = self.axes[0]
         m = self._moving
         self.lines = {
-            "memory": m(
-                ax.plot([], [], color=COLORS["weights"], ls="--", label="memory time (weights + KV writes)")[
-                    0
-                ]
+            "memory": self._line(
+                ax, color=COLORS["weights"], ls="--", label="memory time (weights + KV writes)"
             ),
-            "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute time")[0]),
-            "prefill": m(ax.plot([], [], color=COLORS["prefill"], label="prefill = max(compute, memory)")[0]),
+            "compute": self._line(ax, color=COLORS["compute"], ls=":", label="compute time"),
+            "prefill": self._line(ax, color=COLORS["prefill"], label="prefill = max(compute, memory)"),
         }
         self.decode = m(
             ax.axhline(1, color=COLORS["decode"], lw=1.5, ls="-.", label="one decode step, batch 1")
         )
         self.crossover = m(ax.axvline(1, color="grey", lw=1.5, ls="--"))
-        self.marker = m(ax.plot([], [], "o", color="black", zorder=5)[0])
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel="prompt length P (tokens)",
-            ylabel="time (ms)",
-            xlim=(1, PROMPT_SWEEP[-1] * 1.05),
-        )
+        self.marker = self._line(ax, "o", color="black", zorder=5)
+        ax.set(**LOG_LOG, xlabel="prompt length P (tokens)", ylabel="time (ms)")
+        ax.set_xlim(1, PROMPT_SWEEP[-1] * 1.05)
         ax.legend(loc="upper left")
 
     def _draw(self, s: Scenario):
         ax = self.axes[0]
-        kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+        kw = s.deployment
         p = s.prefill(PROMPT_SWEEP)
         ok = np.asarray(fits(s.model, s.gpu, 1, PROMPT_SWEEP, **kw))
         masked = lambda x: np.where(ok, np.asarray(x) / MS, np.nan)  # noqa: E731
         self.lines["memory"].set_data(PROMPT_SWEEP, masked(p.memory_time_s))
         self.lines["compute"].set_data(PROMPT_SWEEP, masked(p.compute_time_s))
-        self.lines["prefill"].set_data(PROMPT_SWEEP, masked(p.time_s))
+        self.lines["prefill"].set_data(PROMPT_SWEEP, masked(p.step_time_s))
         d = s.decode(batch=1)
         self.decode.set_visible(bool(d.fits))
         if d.fits:
@@ -72,33 +65,21 @@ class PrefillVsPrompt(LiveFigure):
         if ok.any():
             style = dict(transform=ax.get_xaxis_transform(), fontsize=11, color="#444444")
             self._transient_artist(ax.text(cross * 1.12, 0.04, f"compute-bound from P ≈ {cross:,}", **style))
-        y_all = np.concatenate([masked(p.time_s), masked(p.memory_time_s)])
+        y_all = np.concatenate([masked(p.step_time_s), masked(p.memory_time_s)])
         ax.set_ylim(nice_limits(y_all if np.isfinite(y_all).any() else [1, 10], log=True))
         here = s.prefill()
-        here_ok = bool(fits(s.model, s.gpu, 1, s.prompt_tokens, **kw))
-        if here_ok:
-            y = here.time_s / MS
-            self.marker.set_data([s.prompt_tokens], [y])
+        y = here.step_time_s / MS
+        if self._mark(self.marker, fits(s.model, s.gpu, 1, s.prompt_tokens, **kw), [s.prompt_tokens], [y]):
             text = f"P={s.prompt_tokens:,}: {y:.1f} ms ({here.binding}-bound)"
             if d.fits:
-                text += f"\n= {stalled_decode_steps(here.time_s, d.step_time_s):.1f} decode steps"
+                text += f"\n= {stalled_decode_steps(here.step_time_s, d.step_time_s):.1f} decode steps"
             left = s.prompt_tokens >= 100  # the curve climbs to the right: write above-left of the point
-            style = dict(textcoords="offset points", fontsize=12, ha="right" if left else "left", va="bottom")
-            self._transient_artist(
-                ax.annotate(text, (s.prompt_tokens, y), xytext=(-12 if left else 10, 8), **style)
-            )
-        else:
-            self.marker.set_data([], [])
-        bad = PROMPT_SWEEP[~ok]
+            style = dict(fontsize=12, ha="right" if left else "left", va="bottom")
+            self._note(ax, text, (s.prompt_tokens, y), (-12 if left else 10, 8), **style)
         if not ok.any():
-            self._transient_artist(
-                ax.axvspan(1, PROMPT_SWEEP[-1] * 1.05, color=COLORS["overflow"], alpha=0.25, lw=0)
-            )
-            style = dict(transform=ax.transAxes, ha="center", va="center", fontsize=14, color="#444444")
-            text = "the weights alone do not fit in memory:\nno prefill time"
-            self._transient_artist(ax.text(0.5, 0.5, text, **style))
-        elif bad.size:
-            self._shade_overflow(ax, max(int(bad[0]), 1), PROMPT_SWEEP[-1], label="does not fit in memory")
+            self._no_fit(ax, "the weights alone do not fit in memory:\nno prefill time", fontsize=14)
+        elif not ok.all():
+            self._shade_overflow(ax, max(int(PROMPT_SWEEP[~ok][0]), 1), PROMPT_SWEEP[-1])
         ax.set_title(f"Prefill vs prompt length: {describe(s)}", fontsize=12)
 
 
@@ -135,12 +116,7 @@ class StallTimeline(LiveFigure):
         )
         if not ok:
             ax.set_xlim(0, 1)
-            self._transient_artist(ax.axvspan(0, 1, color=COLORS["overflow"], alpha=0.25, lw=0))
-            self._transient_artist(
-                ax.text(
-                    0.5, 0.4, "does not fit in memory: no timeline", ha="center", fontsize=13, color="#444444"
-                )
-            )
+            self._no_fit(ax, "does not fit in memory: no timeline", fontsize=13, va="baseline")
             return
         step, pre = st.decode_step_time_s / MS, st.prefill_time_s / MS
         before = [(i * step, step) for i in range(around)]
@@ -172,7 +148,7 @@ def prefill_readout(s: Scenario) -> str:
     >>> "8.12 ms" in text and "7.06 ms" in text and "7.12 ms" in text   # 2·N·P, 2·N′·P, the full prefill
     True
     """
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision)
+    kw = s.deployment
     ok = fits(s.model, s.gpu, 1, max(s.prompt_tokens, s.context_tokens), **kw)
     crossover = (
         f"P ≈ {compute_bound_prompt_tokens(s.model, s.gpu, s.weight_precision):,.0f} (rule); "
@@ -186,10 +162,13 @@ def prefill_readout(s: Scenario) -> str:
     p = f"{s.prompt_tokens:,}"
     rows = [
         (f"the card's 2·N·P (all N × {p} tokens)", f"{card / MS:.2f} ms"),
-        (f"the layers' matmuls (2·N′·P, P = {p})", f"{rough.time_s / MS:.2f} ms ({rough.binding}-bound)"),
-        ("+ attention's P² term: the prefill", f"{exact.time_s / MS:.2f} ms ({exact.binding}-bound)"),
+        (
+            f"the layers' matmuls (2·N′·P, P = {p})",
+            f"{rough.step_time_s / MS:.2f} ms ({rough.binding}-bound)",
+        ),
+        ("+ attention's P² term: the prefill", f"{exact.step_time_s / MS:.2f} ms ({exact.binding}-bound)"),
         (f"one decode step, B=1, T={s.context_tokens:,}", f"{d.step_time_s / MS:.2f} ms ({d.binding}-bound)"),
-        ("the prefill in decode steps", f"{stalled_decode_steps(exact.time_s, d.step_time_s):,.1f}"),
+        ("the prefill in decode steps", f"{stalled_decode_steps(exact.step_time_s, d.step_time_s):,.1f}"),
         ("compute-bound from", crossover),
     ]
     return table_html(rows)

@@ -49,7 +49,7 @@ def prefill_stall(s: Scenario, *, include_attention: bool = True) -> PrefillStal
     """
     checked(s.prompt_tokens, "prompt_tokens", minimum=1)
     # the freeze is drawn even where the prompt would not fit; the decode step is masked
-    prefill_s = float(s.prefill(on_overflow="ignore", include_attention=include_attention).time_s)
+    prefill_s = float(s.prefill(on_overflow="ignore", include_attention=include_attention).step_time_s)
     step_s = float(s.decode().step_time_s)
     steps = stalled_decode_steps(prefill_s, step_s) if np.isfinite(step_s) else np.nan
     return PrefillStall(prefill_time_s=prefill_s, decode_step_time_s=step_s, stalled_steps=float(steps))
@@ -122,7 +122,7 @@ def paste_freeze(model="llama-3-8b", gpu="h100-sxm") -> PasteFreeze:
     stall = prefill_stall(s)
     one = decode_step(model, gpu, 1, 0)
     card = card_prefill_s(s)
-    freeze = float(full.time_s)
+    freeze = float(full.step_time_s)
     return PasteFreeze(
         prompt_tokens=s.prompt_tokens,
         batch=s.batch,

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.course.figures import BATCH_SWEEP, LiveFigure, nice_limits
+from roofline.course.figures import BATCH_AXIS, BATCH_SWEEP, PALETTE, LiveFigure, nice_limits
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
-from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.physics.architecture import weight_bytes
-from roofline.physics.memory import max_batch
 from roofline.physics.precision import get_precision
-from roofline.physics.step import decode_step
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
 
-PALETTE = ["#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"]
 # Weight precisions the quantization lesson compares (those the GPU has no math for are left out).
 QUANT_PRECISIONS = ("bf16", "fp8", "int8", "int4", "fp4")
 
@@ -37,10 +33,7 @@ def supported_precisions(gpu) -> list[str]:
 
 
 def _decode_sweep(s: Scenario, precision: str, batch=BATCH_SWEEP):
-    return decode_step(
-        s.model, s.gpu, batch, s.context_tokens, num_gpus=s.num_gpus, weight_precision=precision,
-        kv_precision=s.kv_precision, on_overflow="mask",
-    )  # fmt: skip
+    return s.with_(weight_precision=precision).decode(batch=batch)
 
 
 class QuantizationVsBatch(LiveFigure):
@@ -51,16 +44,15 @@ class QuantizationVsBatch(LiveFigure):
 
     def _build(self):
         left, right = self.axes
-        m = self._moving
         styles = {"int8": "--"}  # int8 and fp8 coincide on GPUs that run both at the same rate
         self.lines = {
             p: (
-                m(left.plot([], [], color=c, ls=styles.get(p, "-"), label=p)[0]),
-                m(right.plot([], [], color=c, ls=styles.get(p, "-"), label=p)[0]),
+                self._line(left, color=c, ls=styles.get(p, "-"), label=p),
+                self._line(right, color=c, ls=styles.get(p, "-"), label=p),
             )
             for p, c in zip(QUANT_PRECISIONS, PALETTE, strict=False)
         }
-        self.marker = m(left.plot([], [], "o", color="black", zorder=6)[0])
+        self.marker = self._line(left, "o", color="black", zorder=6)
         left.set(yscale="log", xlabel="batch B (users)", ylabel="decode step (ms)", **BATCH_AXIS)
         right.set(xlabel="batch B (users)", ylabel="speed-up per user over BF16 (×)", **BATCH_AXIS)
         right.axhline(1.0, color="#777777", lw=1)
@@ -87,10 +79,7 @@ class QuantizationVsBatch(LiveFigure):
         right.set_ylim(0, 4.5)
         if s.weight_precision in have:
             here = _decode_sweep(s, s.weight_precision, s.batch)
-            if here.fits:
-                self.marker.set_data([s.batch], [here.step_time_s / MS])
-            else:
-                self.marker.set_data([], [])
+            self._mark(self.marker, here.fits, [s.batch], [here.step_time_s / MS])
         texts = {t.get_text().split(" ")[0]: t for t in left.get_legend().get_texts()}
         for p, t in texts.items():
             t.set_text(p if p in have else f"{p} (no math on this GPU)")
@@ -106,8 +95,7 @@ def quantization_readout(s: Scenario) -> str:
     for p in supported_precisions(s.gpu):
         step = _decode_sweep(s, p, s.batch)
         w = weight_bytes(s.model, p)
-        most = max_batch(s.model, s.gpu, max(s.context_tokens, 1), num_gpus=s.num_gpus,
-                            weight_precision=p, kv_precision=s.kv_precision)  # fmt: skip
+        most = s.with_(weight_precision=p, context_tokens=max(s.context_tokens, 1)).users_that_fit()
         if not step.fits:
             rows.append((p, f"{w / GB:.1f} GB of weights; B={s.batch} does not fit (at most {most})"))
             continue

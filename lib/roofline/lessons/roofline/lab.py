@@ -32,10 +32,10 @@ class LessonRooflineChart(LiveFigure):
     def _build(self):
         ax = self.axes[0]
         m = self._moving
-        self.roof = m(ax.plot([], [], color="black", label="roofline: min(peak, intensity x bandwidth)")[0])
+        self.roof = self._line(ax, color="black", label="roofline: min(peak, intensity x bandwidth)")
         self.ridge = m(ax.axvline(1, color="grey", ls="--", lw=1.5))
-        self.decode_pts = m(ax.plot([], [], "o", color=COLORS["decode"], label="decode at batch B")[0])
-        self.prefill_pts = m(ax.plot([], [], "s", color=COLORS["prefill"], label="prefill of P tokens")[0])
+        self.decode_pts = self._line(ax, "o", color=COLORS["decode"], label="decode at batch B")
+        self.prefill_pts = self._line(ax, "s", color=COLORS["prefill"], label="prefill of P tokens")
         span = (self.intensities[0], self.intensities[-1])
         ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)", xlim=span)
         ax.set_ylabel("achieved TFLOP/s")
@@ -58,16 +58,13 @@ class LessonRooflineChart(LiveFigure):
         self.decode_pts.set_data(d_int, d_perf)
         p = s.prefill(prompt_tokens=np.array(self.prefill_prompts))
         p_int = p.flops / p.bytes_moved
-        p_perf = p.flops / p.time_s / TFLOPS
+        p_perf = p.flops / p.step_time_s / TFLOPS
         self.prefill_pts.set_data(p_int, p_perf)
-        label = dict(textcoords="offset points", fontsize=10)
         for x, y, b in zip(d_int, d_perf, self.decode_batches, strict=True):
             if np.isfinite(y):
-                where = dict(xytext=(-6, 8), color=COLORS["decode"], ha="right")
-                self._transient_artist(ax.annotate(f"B={b}", (x, y), **where, **label))
+                self._note(ax, f"B={b}", (x, y), (-6, 8), color=COLORS["decode"], ha="right", fontsize=10)
         for x, y, n in zip(p_int, p_perf, self.prefill_prompts, strict=True):
-            where = dict(xytext=(4, -14), color=COLORS["prefill"])
-            self._transient_artist(ax.annotate(f"P={n}", (x, y), **where, **label))
+            self._note(ax, f"P={n}", (x, y), (4, -14), color=COLORS["prefill"], fontsize=10)
         ax.set_ylim(nice_limits([peak / TFLOPS / 3000, peak / TFLOPS * 3], log=True))
         ax.set_title(
             f"Roofline: {s.num_gpus}x {s.gpu} ({s.weight_precision} math), {s.model}, "
@@ -123,7 +120,7 @@ def roofline_readout(s: Scenario) -> str:
     d, p = s.decode(), s.prefill()
     d_int, p_int = d.arithmetic_intensity_flop_per_byte, p.flops / p.bytes_moved
     decode = f"{d_int:,.1f} FLOP/byte, {d.step_time_s / MS:.2f} ms ({d.binding}-bound)"
-    prefill = f"{p_int:,.0f} FLOP/byte, {p.time_s / MS:.2f} ms ({p.binding}-bound)"
+    prefill = f"{p_int:,.0f} FLOP/byte, {p.step_time_s / MS:.2f} ms ({p.binding}-bound)"
     no_room = "does not fit in memory: no"
     return table_html(
         [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 
-import ipywidgets as W
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
@@ -17,7 +16,7 @@ from matplotlib.lines import Line2D
 from roofline import sim
 from roofline.course.figures import COLORS, LiveFigure, describe, nice_limits
 from roofline.course.readouts import cost_text, table_html
-from roofline.course.widgets import Explorer, mark_axis
+from roofline.course.widgets import Explorer, mark_axis, stops_slider
 from roofline.units import MS
 
 
@@ -36,11 +35,9 @@ def _cached_run(s, items: tuple) -> sim.SimResult:
         requests=int(o.get("requests", 150)),
         input_tokens=int(o.get("input_tokens", 2000)),
         output_tokens=int(o.get("output_tokens", 200)),
-        num_gpus=s.num_gpus,
-        weight_precision=s.weight_precision,
-        kv_precision=s.kv_precision,
         chunk_tokens=int(o.get("chunk_tokens", 0)) or None,
         priority="decode-first",
+        **s.deployment,
     )
     # the load is a fraction of the closed-form sustainable rate, which any run reports
     probe = sim.simulate(config.with_(requests=1, record_timeline=False))
@@ -76,9 +73,9 @@ class BatchTimeline(LiveFigure):
         )
         handles = [Line2D([], [], color=color, lw=3, label=label) for _, color, label in phases]
         left.legend(handles=handles, loc="lower left", fontsize=10)  # below the diagonal of bars
-        self.kv_line = m(right.plot([], [], color=COLORS["kv"], lw=1.5, label="KV cache used (%)")[0])
-        self.pf_line = m(right.plot([], [], color=COLORS["prefill"], lw=1, label="sequences in prefill")[0])
-        self.dec_line = m(right.plot([], [], color=COLORS["decode"], lw=1, label="sequences decoding")[0])
+        self.kv_line = self._line(right, color=COLORS["kv"], lw=1.5, label="KV cache used (%)")
+        self.pf_line = self._line(right, color=COLORS["prefill"], lw=1, label="sequences in prefill")
+        self.dec_line = self._line(right, color=COLORS["decode"], lw=1, label="sequences decoding")
         right.set(xlabel="time (s)", ylabel="% of KV cache, or sequences", title="The batch and the KV cache")
         right.legend(loc="upper left", fontsize=10)
 
@@ -153,17 +150,15 @@ def timeline_explorer(scenario=None) -> Explorer:
     >>> ex.set(load=0.5); ex.live.options["load"]
     0.5
     """
-
-    def slider(options, value, description):
-        return W.SelectionSlider(
-            options=options, value=value, description=description, continuous_update=False
-        )
-
     knobs = {
-        "load": slider([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], 0.9, "load (× sustainable)"),
-        "chunk_tokens": slider([0, 256, 512, 1024, 2048, 4096], 512, "chunk (0 = off)"),
-        "input_tokens": mark_axis(slider([256, 512, 1000, 2000, 4000, 8000], 2000, "prompt T (tokens)"), "T"),
-        "output_tokens": slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
+        "load": stops_slider(
+            [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.3], 0.9, "load (× sustainable)"
+        ),
+        "chunk_tokens": stops_slider([0, 256, 512, 1024, 2048, 4096], 512, "chunk (0 = off)"),
+        "input_tokens": mark_axis(
+            stops_slider([256, 512, 1000, 2000, 4000, 8000], 2000, "prompt T (tokens)"), "T"
+        ),
+        "output_tokens": stops_slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
     }
     return Explorer(
         BatchTimeline,

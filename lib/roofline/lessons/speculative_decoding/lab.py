@@ -10,11 +10,9 @@ from __future__ import annotations
 import ipywidgets as W
 import numpy as np
 
-from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, nice_limits
+from roofline.course.figures import BATCH_AXIS, BATCH_SWEEP, COLORS, PALETTE, LiveFigure, nice_limits
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, table_html
 from roofline.course.widgets import STEP, Explorer
-from roofline.lessons.quantization.lab import PALETTE
-from roofline.lessons.step_time.lab import BATCH_AXIS
 from roofline.physics.speculative import (
     expected_tokens_per_step,
     speculative_collapse_batch,
@@ -30,10 +28,8 @@ SPECULATIVE_DEFAULTS = {"draft_tokens": 4, "acceptance": 0.7, "draft_cost_ratio"
 def _options(s: Scenario, options: dict | None, **changes) -> dict:
     """The keywords of ``speculative_step`` for the scenario and the explorer's k, α and r."""
     o = {**SPECULATIVE_DEFAULTS, **(options or {}), **changes}
-    return dict(
-        draft_tokens=o["draft_tokens"], acceptance=o["acceptance"], draft_cost_ratio=o["draft_cost_ratio"],
-        num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-    )  # fmt: skip
+    keys = ("draft_tokens", "acceptance", "draft_cost_ratio")
+    return {k: o[k] for k in keys} | s.deployment
 
 
 def _spec(s: Scenario, batch, options, **changes):
@@ -70,15 +66,14 @@ class SpeculativeSpeedupVsBatch(LiveFigure):
 
     def _build(self):
         left, right = self.axes
-        m = self._moving
-        self.plain = m(left.plot([], [], color=COLORS["decode"], label="plain decode")[0])
-        self.spec = m(left.plot([], [], color=COLORS["prefill"], label="speculative")[0])
-        self.marker = m(right.plot([], [], "o", color="black", zorder=6)[0])
+        self.plain = self._line(left, color=COLORS["decode"], label="plain decode")
+        self.spec = self._line(left, color=COLORS["prefill"], label="speculative")
+        self.marker = self._line(right, "o", color="black", zorder=6)
         self.others = {
-            a: m(right.plot([], [], color=c, lw=1.2, label=f"α = {a}")[0])
+            a: self._line(right, color=c, lw=1.2, label=f"α = {a}")
             for a, c in zip((0.5, 0.7, 0.9), PALETTE[1:], strict=False)
         }
-        self.mine = m(right.plot([], [], color="black", lw=2.6, label="your α")[0])
+        self.mine = self._line(right, color="black", lw=2.6, label="your α")
         left.set(yscale="log", xlabel="batch B (users)", ylabel="tokens/s per user", **BATCH_AXIS)
         right.set(xlabel="batch B (users)", ylabel="speed-up per user (×)", **BATCH_AXIS)
         right.axhline(1.0, color="#777777", lw=1)
@@ -102,17 +97,14 @@ class SpeculativeSpeedupVsBatch(LiveFigure):
         self.mine.set_data(BATCH_SWEEP, sweep.speedup)
         right.set_ylim(nice_limits(tops, log=False))
         here = _spec(s, s.batch, o)
-        if here.fits:
-            self.marker.set_data([s.batch], [here.speedup])
-        else:
-            self.marker.set_data([], [])
+        self._mark(self.marker, here.fits, [s.batch], [here.speedup])
         below = np.asarray(sweep.speedup) < 1
         if below.any():
             b = BATCH_SWEEP[np.argmax(below)]
             text, color, where = f"< 1× from B ≈ {b}", COLORS["prefill"], right.get_xaxis_transform()
             self._transient_artist(right.axvline(b, color=color, ls="--", lw=1))
             tr(right.text(b * 1.08, 0.05, text, transform=where, fontsize=11, color=color))
-        self._shade_overflow(right, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+        self._shade_overflow(right, s.users_that_fit() + 1)
         left.set_title(f"{s.model} on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}", fontsize=12)
         right.set_title(
             f"k = {o['draft_tokens']}, draft cost r = {o['draft_cost_ratio']:g}, "
@@ -154,8 +146,7 @@ def speculative_case(s: Scenario, options: dict | None = None) -> StepCase:
     """
     o = {**SPECULATIVE_DEFAULTS, **(options or {})}
     k, a, r = int(o["draft_tokens"]), float(o["acceptance"]), float(o["draft_cost_ratio"])
-    kw = dict(num_gpus=s.num_gpus, weight_precision=s.weight_precision, kv_precision=s.kv_precision,
-              on_overflow="mask")  # fmt: skip
+    kw = dict(s.deployment, on_overflow="mask")
     verify = forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=k + 1, **kw)
     plain = forward_step(s.model, s.gpu, s.batch, s.context_tokens, new_tokens=1, **kw)
     who = "one user" if s.batch == 1 else f"{s.batch:,} users"

@@ -9,16 +9,22 @@ from __future__ import annotations
 import numpy as np
 
 from roofline import engines
-from roofline.course.figures import BATCH_SWEEP, COLORS, LiveFigure, TwoPanelsVsBatch, describe, nice_limits
+from roofline.course.figures import (
+    BATCH_AXIS,
+    BATCH_SWEEP,
+    COLORS,
+    LiveFigure,
+    TwoPanelsVsBatch,
+    describe,
+    engine_sweep_s,
+    nice_limits,
+)
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
-from roofline.errors import RooflineError
 from roofline.physics.architecture import kv_bytes_per_token, weight_bytes
 from roofline.physics.memory import kv_cache_bytes
 from roofline.scenario import Scenario
 from roofline.units import GB, MS
-
-BATCH_AXIS = dict(xscale="log", xlim=(1, BATCH_SWEEP[-1] * 1.05))  # an x axis of every batch a sweep has
 
 
 class StepTimeVsBatch(LiveFigure):
@@ -27,24 +33,22 @@ class StepTimeVsBatch(LiveFigure):
 
     def _build(self):
         ax = self.axes[0]
-        m = self._moving
         engine = engines.get_engine(engines.DEFAULT_ENGINE).id
         self.lines = {
-            "weights": m(ax.plot([], [], color=COLORS["weights"], ls="--", label="weight read")[0]),
-            "kv": m(ax.plot([], [], color=COLORS["kv"], ls="--", label="KV read")[0]),
-            "compute": m(ax.plot([], [], color=COLORS["compute"], ls=":", label="compute")[0]),
-            "step": m(ax.plot([], [], color=COLORS["step"], label="step = max(memory, compute)")[0]),
-            "achievable": m(
-                ax.plot([], [], color=COLORS["prefill"], ls="-.", lw=2, label=f"a good engine ({engine})")[0]
+            "weights": self._line(ax, color=COLORS["weights"], ls="--", label="weight read"),
+            "kv": self._line(ax, color=COLORS["kv"], ls="--", label="KV read"),
+            "compute": self._line(ax, color=COLORS["compute"], ls=":", label="compute"),
+            "step": self._line(ax, color=COLORS["step"], label="step = max(memory, compute)"),
+            "achievable": self._line(
+                ax, color=COLORS["prefill"], ls="-.", lw=2, label=f"a good engine ({engine})"
             ),
         }
-        self.marker = m(ax.plot([], [], "o", color=COLORS["step"], zorder=5)[0])
+        self.marker = self._line(ax, "o", color=COLORS["step"], zorder=5)
         batch = "batch B (users decoding together)"
         ax.set(yscale="log", xlabel=batch, ylabel="time per step (ms)", **BATCH_AXIS)
         ax.legend(loc="upper left")
 
     def _draw(self, s):
-        tr = self._transient_artist
         ax = self.axes[0]
         sweep = s.decode(batch=BATCH_SWEEP)
         seconds_per_byte = 1 / (s.num_gpus * get_gpu(s.gpu).memory_bandwidth_bytes_per_s)
@@ -57,25 +61,18 @@ class StepTimeVsBatch(LiveFigure):
         self.lines["kv"].set_data(BATCH_SWEEP, kv_ms)
         self.lines["compute"].set_data(BATCH_SWEEP, np.where(sweep.fits, sweep.compute_time_s / MS, np.nan))
         self.lines["step"].set_data(BATCH_SWEEP, sweep.step_time_s / MS)
-        try:
-            timer = engines.StepTimer.of(s)
-            real_ms = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"] / MS
-        except RooflineError:
-            real_ms = np.full(BATCH_SWEEP.shape, np.nan)  # no calibration for this case: the ideal alone
+        real_ms = engine_sweep_s(s) / MS  # NaN without a calibration for this case: the ideal alone
         self.lines["achievable"].set_data(BATCH_SWEEP, real_ms)
         ax.set_ylim(nice_limits(np.concatenate([weights_ms, sweep.step_time_s / MS, real_ms]), log=True))
         here = s.decode()
-        if here.fits:
-            y = here.step_time_s / MS
-            self.marker.set_data([s.batch], [y])
+        y = here.step_time_s / MS
+        if self._mark(self.marker, here.fits, [s.batch], [y]):
             text = f"B={s.batch}, T={s.context_tokens:,}: {y:.2f} ms ({here.binding}-bound)"
             # above the point, on the side where the curve is flatter and lower
-            side = dict(xytext=(10, 12), ha="left") if s.batch < 16 else dict(xytext=(-10, 10), ha="right")
+            offset, ha = ((10, 12), "left") if s.batch < 16 else ((-10, 10), "right")
             box = {"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85}
-            tr(ax.annotate(text, (s.batch, y), textcoords="offset points", fontsize=12, bbox=box, **side))
-        else:
-            self.marker.set_data([], [])
-        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1])
+            self._note(ax, text, (s.batch, y), offset, ha=ha, fontsize=12, bbox=box)
+        self._shade_overflow(ax, s.users_that_fit() + 1)
         ax.set_title(f"Decode step time: {describe(s)}", fontsize=12)
 
 
@@ -126,7 +123,7 @@ class MemoryUse(LiveFigure):
         self.marker.set_xdata([s.batch, s.batch])
         text = f" {s.num_gpus} x {get_gpu(s.gpu).memory_bytes / GB:.0f} GB"
         tr(ax.text(1.2, cap / GB, text, va="bottom", fontsize=11, color=COLORS["capacity"]))
-        self._shade_overflow(ax, self._first_overflow_batch(s), BATCH_SWEEP[-1], label="KV does not fit")
+        self._shade_overflow(ax, s.users_that_fit() + 1, label="KV does not fit")
         ax.set_ylim(nice_limits([cap / GB * 1.3, w / GB * 1.3], log=False))
         ax.set_title(f"Memory: {describe(s)}, T={s.context_tokens:,}", fontsize=12)
 

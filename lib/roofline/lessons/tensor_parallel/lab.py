@@ -7,10 +7,8 @@ from dataclasses import replace
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from roofline.course.figures import COLORS, STYLE_PATH, LiveFigure, nice_limits, show
+from roofline.course.figures import COLORS, STYLE_PATH, LiveFigure, new_figure, nice_limits, show
 from roofline.course.readouts import StepCase, case_readout_for, combine_readouts, decode_case, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu, get_model
@@ -41,14 +39,13 @@ class SpeedupVsGPUs(LiveFigure):
 
     def _build(self):
         left, right = self.axes
-        m = self._moving
-        self.ideal_t = m(left.plot([], [], "o--", color=COLORS["weights"], label="ideal: floor ÷ G")[0])
-        self.real_t = m(left.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
-        self.comm_t = m(left.plot([], [], "s:", color=COLORS["prefill"], label="all-reduce time")[0])
-        self.ideal_s = m(right.plot([], [], "o--", color=COLORS["weights"], label="ideal (= G)")[0])
-        self.real_s = m(right.plot([], [], "o-", color=COLORS["step"], label="with all-reduces")[0])
+        self.ideal_t = self._line(left, "o--", color=COLORS["weights"], label="ideal: floor ÷ G")
+        self.real_t = self._line(left, "o-", color=COLORS["step"], label="with all-reduces")
+        self.comm_t = self._line(left, "s:", color=COLORS["prefill"], label="all-reduce time")
+        self.ideal_s = self._line(right, "o--", color=COLORS["weights"], label="ideal (= G)")
+        self.real_s = self._line(right, "o-", color=COLORS["step"], label="with all-reduces")
         self.markers = [
-            m(ax.plot([], [], "o", ms=14, mfc="none", mec="red", mew=2.5, zorder=6)[0]) for ax in self.axes
+            self._line(ax, "o", ms=14, mfc="none", mec="red", mew=2.5, zorder=6) for ax in self.axes
         ]
         for ax in self.axes:
             _gpu_axis(ax, 10)
@@ -89,24 +86,20 @@ class SpeedupVsGPUs(LiveFigure):
             (np.isfinite(speedup), speedup, 0.04, f"G={g}: {speedup:.2f}x ({speedup / g:.0%} of ideal)"),
         )
         for ax, marker, (shown, y, y_text, text) in zip(self.axes, self.markers, marks, strict=True):
-            marker.set_data([g] if shown else [], [y] if shown else [])
-            if shown:
+            if self._mark(marker, shown, [g], [y]):
                 red = dict(transform=ax.transAxes, ha="right", fontsize=12, color="red")
                 self._transient_artist(ax.text(0.97, y_text, text, **red))
 
     def _shade_what_does_not_fit(self, sc):
         """Shade the GPU counts whose memory cannot hold the model, and say when one GPU cannot."""
-        tr = self._transient_artist
         bad = GPU_COUNTS[~np.asarray(sc.fits)]
-        grey = dict(fontsize=11, color="#444444")
         for ax in self.axes if bad.size else ():
-            tr(ax.axvspan(0.8, bad.max() * 1.3, color=COLORS["overflow"], alpha=0.25, lw=0))
-            where = ax.get_xaxis_transform()
-            tr(ax.text(0.85, 0.5, "does not fit\nin memory", transform=where, va="center", **grey))
+            self._shade(ax, 0.8, bad.max() * 1.3, "does not fit\nin memory", 0.85, va="center")
         if not sc.fits_one_gpu[0]:
             right = self.axes[1]
             text = "one GPU cannot hold it:\nno 1-GPU time to compare with"
-            tr(right.text(0.97, 0.12, text, transform=right.transAxes, ha="right", **grey))
+            grey = dict(transform=right.transAxes, ha="right", fontsize=11, color="#444444")
+            self._transient_artist(right.text(0.97, 0.12, text, **grey))
 
 
 def scaling_comparison_figure(
@@ -119,10 +112,9 @@ def scaling_comparison_figure(
     gpus = ("h100-sxm", "h100-pcie")
     colors = [COLORS["weights"], COLORS["prefill"], COLORS["compute"], COLORS["capacity"]]
     styles = ["o-", "s:", "^-.", "d--"]
+    fig, axes = new_figure(2, figsize=(9, 8), nrows=2)
+    top, bottom = axes[:2], axes[2:]
     with plt.style.context(STYLE_PATH):
-        fig = Figure(figsize=(9, 8), dpi=100, layout="constrained")
-        FigureCanvasAgg(fig)
-        top, bottom = [[fig.add_subplot(2, 2, row * 2 + i + 1) for i in range(2)] for row in range(2)]
         times = []
         for ax, low, gpu in zip(top, bottom, gpus, strict=True):
             ax.plot(GPU_COUNTS, GPU_COUNTS, "--", color="grey", lw=2, label="ideal (= G)")
