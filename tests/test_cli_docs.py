@@ -149,6 +149,7 @@ JSON_COMMANDS = [
     ["speculate", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft-tokens", "2", "--acceptance", "0.5"],
     ["diagnose", "--model", "llama-3-8b", "--gpu", "a10g", "--tokens-per-s", "90"],
     ["diagnose", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--ttft-ms", "300", "--prompt", "1000"],
+    ["diagnose", "--from", "data/benchmark_examples/vllm_bench_serve.json", "--gpu", "h100-sxm"],
     ["step", "--model", "llama-3-8b", "--gpu", "h100"],  # an error with suggestions
 ]  # fmt: skip
 

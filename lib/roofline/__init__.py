@@ -21,12 +21,13 @@ True
 
 from roofline import engines  # "a good engine": the same step at real kernels' efficiencies, frozen tables
 from roofline.assumptions import ASSUMPTIONS, Assumption, assumption
-from roofline.data import GPU, Model, Price, get_gpu, get_model, gpus, models
+from roofline.data import GPU, Model, Price, add_model, get_gpu, get_model, gpus, model_from_config, models
 from roofline.errors import (
     ContextTooLongError,
     DataTableError,
     DoesNotFitError,
     InvalidConfigurationError,
+    ModelConfigError,
     RooflineError,
     UnknownNameError,
     UnsupportedPrecisionError,
@@ -132,10 +133,11 @@ from roofline.scenario import Scenario
 __all__ = [
     # data tables and assumptions
     "GPU", "Model", "Price", "get_gpu", "get_model", "get_price", "gpus", "models", "prices",
+    "add_model", "model_from_config",
     "Assumption", "ASSUMPTIONS", "assumption",
     # errors
     "RooflineError", "InvalidConfigurationError", "UnknownNameError", "UnsupportedPrecisionError",
-    "DoesNotFitError", "ContextTooLongError", "DataTableError",
+    "DoesNotFitError", "ContextTooLongError", "DataTableError", "ModelConfigError",
     # precision and weight formats
     "PRECISIONS", "bytes_per_element", "get_precision", "peak_flops_per_s",
     "WeightFormat", "WEIGHT_FORMATS", "weight_format", "CHECKPOINT_ELEMENTS", "TENSOR_GROUPS",

@@ -48,6 +48,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from roofline import model_config
 from roofline.errors import DataTableError, RooflineError, UnknownNameError
 from roofline.units import GB, TB, TFLOPS, GiB
 
@@ -388,7 +389,7 @@ class Model:
     experts: int = count(most=100_000, default=1)
     experts_per_token: int = count(most=100_000, default=1)
     max_context_tokens: int = count(most=10**9)
-    published_parameters: float = number("parameters", most=1e15)
+    published_parameters: float | None = number("parameters", most=1e15, default=None)  # None: not published
     published_active_parameters: float | None = number("parameters", most=1e15, default=None)
     source: str = column(parse_url)
     parameter_source: str = column(parse_url)
@@ -551,25 +552,39 @@ def read_rows(directory: Traversable, table: Table, env_var: str | None = None) 
     rows = doc.get(table.array)
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise table_error(label, None, table.array, f"expected one or more [[{table.array}]] tables")
-    by_key = {f.metadata["key"] or f.name: f for f in dataclasses.fields(table.cls)}
     out, seen = [], {}
     for number, row in enumerate(rows, start=1):
         raw_id = row.get("id")
         row_id = repr(raw_id) if isinstance(raw_id, str) else f"#{number} (no valid id)"
-        for key in row:
-            if key not in by_key:
-                raise table_error(label, row_id, key, f"unknown key{did_you_mean(key, by_key)}")
-        values = {f.name: _field_value(table, f, key, row, label, row_id) for key, f in by_key.items()}
-        if values["id"] in seen:
-            problem = f"duplicate id: rows #{seen[values['id']]} and #{number} both use it"
+        item = check_row(table, row, label, row_id)
+        if item.id in seen:
+            problem = f"duplicate id: rows #{seen[item.id]} and #{number} both use it"
             raise table_error(label, row_id, "id", problem)
-        seen[values["id"]] = number
-        item = table.cls(**values)
-        broken = table.rules(item)
-        if broken:
-            raise table_error(label, row_id, *broken)
+        seen[item.id] = number
         out.append(item)
     return out
+
+
+def check_row(table: Table, row: Mapping, label: str, row_id: str):
+    """One row of ``table`` (a mapping of its TOML keys) checked and built: unknown keys, every field's type,
+    unit and range, then the rules that span fields. ``label`` and ``row_id`` name it in the
+    ``DataTableError``.
+
+    >>> check_row(GPU_TABLE, {"id": "x"}, "my.toml", "'x'")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.DataTableError: my.toml, row 'x', field 'name': missing: every GPU row needs it
+    """
+    by_key = {f.metadata["key"] or f.name: f for f in dataclasses.fields(table.cls)}
+    for key in row:
+        if key not in by_key:
+            raise table_error(label, row_id, key, f"unknown key{did_you_mean(key, by_key)}")
+    values = {f.name: _field_value(table, f, key, row, label, row_id) for key, f in by_key.items()}
+    item = table.cls(**values)
+    broken = table.rules(item)
+    if broken:
+        raise table_error(label, row_id, *broken)
+    return item
 
 
 def _field_value(table: Table, f: dataclasses.Field, key: str, row: dict, label: str, row_id: str) -> Any:
@@ -579,7 +594,7 @@ def _field_value(table: Table, f: dataclasses.Field, key: str, row: dict, label:
             unit = f" (in {f.metadata['unit']})" if f.metadata["unit"] else ""
             raise table_error(label, row_id, key, f"missing: every {table.kind} row needs it{unit}")
         return f.default
-    sentence = table.sentence_sources and f.name in ("source", "scheduler_source")
+    sentence = table.sentence_sources and f.name in ("source", "scheduler_source", "parameter_source")
     try:
         return convert(f, row[key], parse_text if sentence else None)
     except BadValue as exc:
@@ -627,7 +642,17 @@ def _assumption_rules(row: Assumption) -> tuple[str, str] | None:
 
 
 GPU_TABLE = Table("gpus.toml", "gpu", "GPU", GPU)
-MODEL_TABLE = Table("models.toml", "model", "model", Model, rules=_model_rules)
+
+
+def _published_model_rules(row: Model) -> tuple[str, str] | None:
+    """A row of the project's table also states its publisher's parameter count (a test compares them)."""
+    if row.published_parameters is None:
+        return "published_parameters", "missing: every model row of the table needs it (in parameters)"
+    return _model_rules(row)
+
+
+MODEL_TABLE = Table("models.toml", "model", "model", Model, rules=_published_model_rules)
+CONFIG_MODEL_TABLE = Table("config.json", "model", "model", Model, rules=_model_rules, sentence_sources=True)
 PRICE_TABLE = Table("prices.toml", "price", "price", Price, top_level=("as_of",), rules=_price_rules)
 ASSUMPTION_TABLE = Table("assumptions.toml", "assumption", "assumption", Assumption, rules=_assumption_rules)
 ENGINE_TABLE = Table("engines.toml", "engine", "engine", Engine)
@@ -826,8 +851,94 @@ def gpus() -> dict[str, GPU]:
 
 @functools.cache
 def models() -> dict[str, Model]:
-    """All models by id, in file order."""
-    return load_models()
+    """All models by id: the table's, in file order, then the user's own config.json files
+    (``user_data_dir()/models/``: ``NAME.json`` or ``NAME/config.json``), then those added this session
+    (``add_model``)."""
+    table = load_models()
+    for path in user_model_configs():
+        model = model_from_config(path)
+        if model.id in table:
+            raise DataTableError(f"{path}: the model id {model.id!r} is the table's too; rename the file")
+        table[model.id] = model
+    return table | ADDED_MODELS
+
+
+# Models read from config.json files this session, by id (``add_model``); ``clear_cache`` keeps them.
+ADDED_MODELS: dict[str, Model] = {}
+
+
+def user_model_configs() -> list[Path]:
+    """The learner's own config.json files: ``user_data_dir()/models/*.json`` and ``*/config.json``."""
+    folder = user_data_dir() / "models"
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.glob("*.json") if p.is_file()]
+    return sorted(files + [p for p in folder.glob("*/config.json") if p.is_file()])
+
+
+def model_from_config(source: str | os.PathLike | Mapping, model_id: str | None = None) -> Model:
+    """A model from a Hugging Face ``config.json``: a path to the file, a folder holding one, or its parsed
+    contents (then give ``model_id``). The id defaults to the file's name (``model_config.model_id_for``);
+    the fields are checked as a table row is. An architecture it cannot read raises ``ModelConfigError``
+    naming the field; a shape the table's checks refuse raises ``DataTableError``.
+
+    >>> m = model_from_config(table_path("model_configs") / "qwen2.5-14b.json")
+    >>> m.id, m.layers, m.kv_heads, m.checkpoint_format
+    ('qwen2.5-14b', 48, 8, 'bf16')
+    """
+    if isinstance(source, Mapping):
+        config, where = source, "config.json"
+        model_id = model_id or model_config.model_id_for(where, source)
+    else:
+        config, where = model_config.read_config(source), str(model_config.config_path(source))
+        model_id = model_id or model_config.model_id_for(source, config)
+    row = model_config.row_from_config(config, where)
+    name = config.get("_name_or_path")
+    row |= {
+        "id": model_id,
+        "name": name if isinstance(name, str) and name.strip() else model_id,
+        "source": where,
+        "parameter_source": where,
+        "note": f"read from {where} (model_type {config.get('model_type')})",
+    }
+    return check_row(CONFIG_MODEL_TABLE, row, where, repr(model_id))
+
+
+def add_model(source: str | os.PathLike) -> Model:
+    """Read a config.json (a file, or a folder holding one) and add its model to ``models()`` for this
+    session, so every model menu and ``get_model`` offers it. A config that is a table model's shape under
+    the table's id or alias gives that row; another shape under a table id is refused (rename it).
+
+    >>> add_model(table_path("model_configs") / "mistral-small-24b.json").id in models()
+    True
+    """
+    model = model_from_config(source)
+    known = models().get(model.id) or model_for_alias(model.id)
+    if known is not None:
+        if same_architecture(known, model):
+            return known
+        raise DataTableError(
+            f"{model.source}: the id {model.id!r} names the table's {known.id!r}, whose shape differs; "
+            "put the config in a folder of another name"
+        )
+    ADDED_MODELS[model.id] = model
+    models.cache_clear()
+    return model
+
+
+ROW_TEXT_FIELDS = ("id", "name", "source", "parameter_source", "note", "layer_pattern", "hf_ids")
+
+
+def same_architecture(a: Model, b: Model) -> bool:
+    """Whether two rows describe the same network and release format (ids, names, sources and published
+    counts aside).
+
+    >>> same_architecture(get_model("llama-3-70b"), get_model("llama-3.1-70b"))
+    False
+    """
+    fields = [f.name for f in dataclasses.fields(Model)]
+    shape = [f for f in fields if f not in ROW_TEXT_FIELDS and not f.startswith("published")]
+    return all(getattr(a, f) == getattr(b, f) for f in shape)
 
 
 @functools.cache
@@ -862,8 +973,37 @@ def engines() -> dict[str, Engine]:
 
 
 @functools.cache
-def _hf_ids() -> dict[str, str]:
-    return {hf.lower(): m.id for m in models().values() for hf in m.hf_ids}
+def model_aliases() -> dict[str, str]:
+    """Every other name a model row answers to, lowercased, mapped to its id: each Hugging Face repository
+    in its ``hf_ids`` (``deepseek-ai/DeepSeek-R1``), that repository's own name (``deepseek-r1``,
+    ``llama-3.1-8b-instruct``) and, for Meta's, the name without ``meta-`` (``llama-3-8b-instruct``). A
+    name two rows would share is an error in the table.
+
+    >>> model_aliases()["deepseek-r1"], model_aliases()["llama-3-8b-instruct"]
+    ('deepseek-v3', 'llama-3-8b')
+    """
+    table, owner = models(), {}
+    for m in table.values():
+        for hf in m.hf_ids:
+            repo = hf.strip().lower().rsplit("/", 1)[-1]
+            names = {hf.strip().lower(), repo, repo.removeprefix("meta-")} - {m.id}
+            for name in names:
+                if owner.get(name, m.id) != m.id or (name in table and name != m.id):
+                    clash = owner.get(name, name)
+                    raise table_error(str(table_path(MODEL_TABLE.file)), repr(m.id), "hf_ids",
+                                      f"{name!r} would also name {clash!r}")  # fmt: skip
+                owner[name] = m.id
+    return owner
+
+
+def model_for_alias(name: str) -> Model | None:
+    """The model row ``name`` is another name of (``model_aliases``), or None.
+
+    >>> model_for_alias("DeepSeek-R1").id
+    'deepseek-v3'
+    """
+    key = model_aliases().get(str(name).strip().lower())
+    return models()[key] if key else None
 
 
 def model_for_hf_id(hf_id: str) -> Model | None:
@@ -873,13 +1013,12 @@ def model_for_hf_id(hf_id: str) -> Model | None:
     >>> model_for_hf_id("meta-llama/Llama-3.1-8B-Instruct").id
     'llama-3.1-8b'
     """
-    key = _hf_ids().get(str(hf_id).strip().lower())
-    return models()[key] if key else None
+    return model_for_alias(hf_id) if "/" in str(hf_id) else None
 
 
 def clear_cache() -> None:
     """Forget the loaded tables, so the next lookup re-reads them (e.g. after setting ROOFLINE_DATA_DIR)."""
-    for loader in (gpus, models, price_rows, assumptions, engines, _hf_ids):
+    for loader in (gpus, models, price_rows, assumptions, engines, model_aliases):
         loader.cache_clear()
 
 
@@ -907,12 +1046,25 @@ def get_gpu(gpu: str | GPU) -> GPU:
     return gpu if isinstance(gpu, GPU) else lookup("GPU", gpus(), gpu)
 
 
-def get_model(model: str | Model) -> Model:
-    """Look a model up by id (objects pass through); an unknown id raises with the closest ids.
+def get_model(model: str | os.PathLike | Model) -> Model:
+    """Look a model up (objects pass through): by id, by another name (``model_aliases``: a Hugging Face
+    repository, ``deepseek-r1``), or by the path of a config.json (or its folder), which ``add_model``
+    reads. An unknown name raises with the closest ids.
 
+    >>> get_model("deepseek-ai/DeepSeek-R1").id
+    'deepseek-v3'
     >>> get_model("llama3-8b")
     Traceback (most recent call last):
     ...
     roofline.errors.UnknownNameError: Unknown model 'llama3-8b'. Did you mean 'llama-3-8b'...
     """
-    return model if isinstance(model, Model) else lookup("model", models(), model)
+    if isinstance(model, Model):
+        return model
+    key = os.fspath(model) if isinstance(model, os.PathLike) else str(model)
+    table = models()
+    found = table.get(key.strip().lower()) or model_for_alias(key)
+    if found is not None:
+        return found
+    if model_config.is_config_path(key):
+        return add_model(key)  # a path that holds no config.json says so, naming it
+    return lookup("model", table, key)

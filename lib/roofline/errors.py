@@ -38,5 +38,9 @@ class ContextTooLongError(InvalidConfigurationError):
     """A context longer than the model's window (``max_context_tokens``): the model cannot read it."""
 
 
+class ModelConfigError(RooflineError):
+    """A model's config.json the library cannot read: the message names the file and the field."""
+
+
 class DataTableError(RooflineError):
     """A row of a data table is malformed: the message names the file, the row id and the field."""

@@ -48,6 +48,13 @@ def build_parser(command_modules: Iterable[str] = COMMAND_MODULES) -> Parser:
     return parser
 
 
+def _resolve_model(args) -> None:
+    """``--model`` as an alias or a config.json path: the model it names, by its id (a config's model is
+    added to the tables for this run, so every later lookup finds it)."""
+    if getattr(args, "model", None):
+        args.model = rl.get_model(args.model).id
+
+
 def _default_weights(args) -> None:
     """``--weights`` left out: the model's release format (``default_weight_precision``), said in output."""
     args.weights_defaulted = ""
@@ -72,6 +79,7 @@ def main(argv: list[str] | None = None, command_modules: Iterable[str] | None = 
         if extra:  # reported by the subcommand's parser, so the error names the command and its usage
             parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         command, json_mode = args.command, bool(getattr(args, "json", json_mode))
+        _resolve_model(args)
         _default_weights(args)
         with np.errstate(divide="raise", over="raise", invalid="raise", under="ignore"):
             return args.handler(args)

@@ -15,9 +15,11 @@ explorer. A measurement below the floor, or two of one configuration more than 2
 from __future__ import annotations
 
 from roofline import engines
+from roofline.apps import cli_from_file as from_file
 from roofline.apps import cli_options as opt
 from roofline.apps import cli_output as out
 from roofline.calibration import calibrate
+from roofline.measure import benchmark_diagnosis as bd
 
 KEYS = {"batch": "batch", "context": "input_tokens", "prompt": "input_tokens", "output": "output_tokens"}
 
@@ -30,17 +32,19 @@ def add_parser(subparsers) -> None:
         description="Fit your engine's per-step, per-layer and per-sequence costs to your measurements; "
         "the kernels keep their measured efficiencies.",
     )
-    opt.add_common_arguments(p)
+    opt.add_common_arguments(p, required=False)
     p.add_argument("--name", type=opt.lower, required=True, help="your engine's id (e.g. my-vllm)")
-    p.add_argument("--base", default="vllm", metavar="ENGINE", help="the engine you measured (default vllm)")
-    p.add_argument(
+    p.add_argument("--base", default=None, metavar="ENGINE",
+                   help="the engine you measured (default vllm; with --from, its tool's engine)")  # fmt: skip
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--point",
         action="append",
-        required=True,
         metavar="KIND=MS[,key=value]",
         help="one measurement: tpot=MS (with batch=, context=), ttft=MS (batch=, prompt=) or latency=MS "
         "(batch=, prompt=, output=); repeat for several",
     )
+    from_file.add_from_arguments(p, source)
     p.add_argument("--dry-run", action="store_true", help="fit and show, but save nothing")
 
 
@@ -86,10 +90,34 @@ def parse_point(text: str, args) -> calibrate.Point:
     )
 
 
+def file_points(runs: list, args) -> list[calibrate.Point]:
+    """``--from``: each run's measurements as points on the user's deployment. A TTFT measured under load
+    is left out (it holds other prompts' prefill and the wait for them, not one prefill)."""
+    points = []
+    for run in runs:
+        timer = bd.deployment(run, **from_file.deployment_options(args, args.base))
+        for m in bd.measurements(run):
+            if m.kind == "ttft" and not m.alone:
+                continue
+            lengths = ({"input_tokens": m.context_tokens, "output_tokens": 1} if m.kind == "tpot" else
+                       {"input_tokens": m.prompt_tokens, "output_tokens": m.output_tokens})  # fmt: skip
+            points.append(calibrate.Point(model=timer.model.id, gpu=timer.gpu.id, kind=m.kind,
+                                          num_gpus=timer.num_gpus, weight_precision=timer.weight_precision,
+                                          kv_precision=timer.kv_precision, measured_s=m.measured_s,
+                                          batch=m.batch, **lengths))  # fmt: skip
+    return points
+
+
 def run(args) -> int:
     """Fit, report, and save unless ``--dry-run``."""
-    base = engines.get_engine(args.base)
-    points = [parse_point(t, args) for t in args.point]
+    if args.from_file:
+        runs = from_file.read_runs(args)
+        args.base = args.base or bd.TOOL_ENGINES[runs[0].tool]
+        points = file_points(runs, args)
+    else:
+        opt.require_model_and_gpu(args, "calibrate")
+        points = [parse_point(t, args) for t in args.point]
+    base = engines.get_engine(args.base or "vllm")
     cal = calibrate.fit_points(points, args.name, base.id)
     costs = cal.overheads[args.name]
     saved = [] if args.dry_run else calibrate.save(cal, args.name, base.id, points)

@@ -23,8 +23,10 @@ import numpy as np
 import roofline as rl
 from roofline import engines
 from roofline.apps import cli_figures as fig
+from roofline.apps import cli_from_file as from_file
 from roofline.apps import cli_options as opt
 from roofline.apps import cli_output as out
+from roofline.measure import benchmark_plot
 from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 
 # What each part of the gap budget is, for the verdict (roofline.engines.BUDGET_PARTS).
@@ -44,7 +46,7 @@ def add_parser(subparsers) -> None:
         description="Your measurement against the ideal floor and the engine's achievable time, itemised; "
         "which part of the gap it sits in.",
     )
-    opt.add_common_arguments(p)
+    opt.add_common_arguments(p, required=False)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--tokens-per-s", type=opt.real_number(0, 1e9, "tokens/s", above=True), metavar="X",
                       help="one user's decode rate (1 ÷ time per output token), tokens/s")  # fmt: skip
@@ -60,7 +62,13 @@ def add_parser(subparsers) -> None:
                    help="tokens of KV each user held, decode (default 0)")  # fmt: skip
     p.add_argument("--prompt", type=opt.TOKENS, default=None, metavar="P",
                    help="prompt tokens, with --ttft-ms")  # fmt: skip
+    from_file.add_from_arguments(p, what)
+    p.add_argument(
+        "--plot", metavar="FILE", default=None,
+        help="with --from: draw the runs against the floor and the engine (.png, .svg, .pdf)",
+    )  # fmt: skip
     opt.add_engine_argument(p, "the achievable time")
+    p.set_defaults(engine=None)  # with --from, the file's tool's engine; else the default engine
 
 
 def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
@@ -83,8 +91,28 @@ def precisions_within(args, measured_s: float, phase: str) -> list[dict]:
     return within
 
 
+def run_file(args) -> int:
+    """``--from FILE``: every run of a benchmark's result file placed on the roofline."""
+    if args.plot and not str(args.plot).lower().endswith(benchmark_plot.PLOT_SUFFIXES):
+        raise opt.usage_error("diagnose", f"--plot {args.plot!r}: give a .png, .svg or .pdf file name")
+    result = from_file.diagnosed(args)
+    if args.plot:
+        result["plot"] = benchmark_plot.save_figure(result, args.plot)
+    if args.json:
+        out.print_json(result)
+    else:
+        print(from_file.diagnose_text(result) + (f"\n\nplot: {result['plot']}" if args.plot else ""))
+    return out.EXIT_OK
+
+
 def run(args) -> int:
-    """Diagnose one measurement; print the verdict."""
+    """Diagnose one measurement, or a result file's runs; print the verdict."""
+    if args.from_file:
+        return run_file(args)
+    if args.plot:
+        raise opt.usage_error("diagnose", "--plot draws the runs of a result file: it goes with --from FILE")
+    opt.require_model_and_gpu(args, "diagnose")
+    args.engine = args.engine or engines.DEFAULT_ENGINE
     opt.check_tensor_parallel(args.model, args.gpus, args.engine)
     decode = args.ttft_ms is None
     if decode:

@@ -13,6 +13,7 @@ import math
 
 import roofline as rl
 from roofline.engines import DEFAULT_ENGINE, get_engine
+from roofline.model_config import is_config_path
 from roofline.physics.precision import PRECISIONS, WEIGHT_FORMATS
 
 # Sane ranges for the number options: beyond them the roofline numbers mean nothing (a 10^38-GPU step
@@ -43,6 +44,15 @@ class Parser(argparse.ArgumentParser):
 def usage_error(command: str, message: str) -> UsageError:
     """An argument error a command finds after parsing, reported like argparse's own (no usage line)."""
     return UsageError(message, f"roofline {command}")
+
+
+def require_model_and_gpu(args, command: str) -> None:
+    """``--model`` and ``--gpu``, which a command taking ``--from FILE`` leaves optional, are needed here."""
+    missing = [f"--{name}" for name in ("model", "gpu") if not getattr(args, name)]
+    if missing:
+        raise usage_error(
+            command, f"the following arguments are required: {', '.join(missing)} (or --from FILE)"
+        )
 
 
 def _shown(text: str) -> str:
@@ -115,6 +125,12 @@ def lower(text: str) -> str:
     return text.strip().lower()
 
 
+def model_name(text: str) -> str:
+    """A ``--model`` value: an id or alias, lowercased; a config.json path is kept as typed."""
+    text = text.strip()
+    return text if is_config_path(text) else text.lower()
+
+
 BATCH = whole_number(1, MAX_BATCH, "users")
 GPUS = whole_number(1, MAX_GPUS, "GPUs")
 CONTEXT = whole_number(0, MAX_TOKENS, "tokens")
@@ -131,8 +147,9 @@ def add_common_arguments(p, *, required: bool = True, kv_default: str | None = "
     """--model, --gpu, --gpus, --weights, --kv and --json. ``--weights`` left out is the model's release
     format (``main`` fills it in and sets ``args.weights_defaulted``)."""
     p.add_argument(
-        "--model", type=lower, required=required, default=None, help="model id (see `roofline list models`)"
-    )
+        "--model", type=model_name, required=required, default=None,
+        help="model id or alias (see `roofline list models`), or a model's config.json (or its folder)",
+    )  # fmt: skip
     p.add_argument(
         "--gpu", type=lower, required=required, default=None, help="GPU id (see `roofline list gpus`)"
     )

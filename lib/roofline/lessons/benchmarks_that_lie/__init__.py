@@ -1,7 +1,13 @@
 """Lesson 06 (notebooks/06_benchmarks_that_lie.ipynb): what its notebook imports as ``lesson``."""
 
 from roofline.course.widgets import Prediction
-from roofline.lessons.benchmarks_that_lie.lab import CeilingVsBatch, latency_figure, plausibility_explorer
+from roofline.lessons.benchmarks_that_lie.lab import (
+    CeilingVsBatch,
+    file_figure,
+    file_report,
+    latency_figure,
+    plausibility_explorer,
+)
 from roofline.lessons.benchmarks_that_lie.numbers import (
     latency_summary,
     plausibility,
@@ -10,3 +16,5 @@ from roofline.lessons.benchmarks_that_lie.numbers import (
     simulated_latencies_s,
     time_decode,
 )
+from roofline.measure.benchmark_diagnosis import diagnose_file
+from roofline.measure.benchmark_files import example_path

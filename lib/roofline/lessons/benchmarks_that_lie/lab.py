@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
+from IPython.display import HTML
 
 from roofline.checks import checked
 from roofline.course.figures import (
@@ -21,6 +24,7 @@ from roofline.course.figures import (
 from roofline.course.readouts import decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.lessons.benchmarks_that_lie.numbers import latency_summary, plausibility
+from roofline.measure.benchmark_plot import draw as draw_benchmark
 from roofline.scenario import Scenario
 from roofline.units import MS
 
@@ -133,3 +137,29 @@ def plausibility_explorer(scenario: Scenario | None = None) -> Explorer:
             "the card: the PM's 300 tok/s, one user": {"claimed_tokens_per_s": 300.0, "batch": 1},
         },
     )
+
+
+def file_report(result: dict) -> HTML:
+    """A diagnosed result file (``diagnose_file``) as a table: a row per measurement with its floor, the
+    engine's time, the ratio to the floor, MBU, where it sits, and the file's flags below."""
+    rows = [("", "measured", "floor", "engine", "÷ floor", "MBU", "sits in")]
+    flags = []
+    for run in result["runs"]:
+        for p in run["placements"]:
+            mbu = "—" if p["mbu"] is None else f"{p['mbu']:.0%}"
+            rows.append((f"record {run['record']}: {p['metric'].upper()}", f"{p['measured_s'] / MS:.2f} ms",
+                         f"{p['floor_s'] / MS:.2f} ms", f"{p['achievable_s'] / MS:.2f} ms",
+                         f"{p['measured_over_floor']:.2f}×", mbu, p["sits_in"].split(" (")[0]))  # fmt: skip
+        flags += [f"record {run['record']}: {f}" for f in run["flags"]]
+    notes = "".join(f"<li>{html.escape(f)}</li>" for f in flags) or "<li>no flags: nothing impossible</li>"
+    return HTML(table_html(rows) + f"<ul>{notes}</ul>")
+
+
+def file_figure(result: dict):
+    """``roofline.measure.benchmark_plot.draw`` in the course's style: each measurement of a diagnosed
+    result file against the floor and the engine. A Picture for a notebook."""
+    measured = sum(len(run["placements"]) for run in result["runs"])
+    fig, (ax,) = new_figure(figsize=(9, 0.45 * measured + 2.4))
+    with plt.style.context(STYLE_PATH):
+        draw_benchmark(result, ax)
+    return show(fig, f"{measured} measurements of a benchmark file against the floor and a tuned engine")
