@@ -233,3 +233,15 @@ def test_a_mutated_config_is_read_or_refused_never_a_crash(base, key, value):
     except (ModelConfigError, DataTableError):
         return
     assert rl.parameter_count(model) > 0 and math.isfinite(rl.weight_bytes(model, "bf16"))
+
+
+def test_a_scenario_and_a_folder_of_configs_name_the_model_by_its_id(tmp_path):
+    folder = tmp_path / "configs"
+    (folder / "Qwen2.5-14B").mkdir(parents=True)
+    (folder / "Qwen2.5-14B" / "config.json").write_text((CONFIGS / "qwen2.5-14b.json").read_text())
+    (folder / "small.json").write_text((CONFIGS / "llama-3.2-3b.json").read_text())
+    assert [m.id for m in rl.add_models(folder)] == ["qwen2.5-14b", "small"]
+    scenario = rl.Scenario(model=str(folder / "small.json"))
+    assert scenario.model == "small" and rl.Scenario(model="deepseek-ai/DeepSeek-R1").model == "deepseek-v3"
+    with pytest.raises(ModelConfigError, match="no config.json"):
+        rl.add_models(tmp_path / "empty")

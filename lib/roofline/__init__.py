@@ -21,7 +21,18 @@ True
 
 from roofline import engines  # "a good engine": the same step at real kernels' efficiencies, frozen tables
 from roofline.assumptions import ASSUMPTIONS, Assumption, assumption
-from roofline.data import GPU, Model, Price, add_model, get_gpu, get_model, gpus, model_from_config, models
+from roofline.data import (
+    GPU,
+    Model,
+    Price,
+    add_model,
+    add_models,
+    get_gpu,
+    get_model,
+    gpus,
+    model_from_config,
+    models,
+)
 from roofline.errors import (
     ContextTooLongError,
     DataTableError,
@@ -133,7 +144,7 @@ from roofline.scenario import Scenario
 __all__ = [
     # data tables and assumptions
     "GPU", "Model", "Price", "get_gpu", "get_model", "get_price", "gpus", "models", "prices",
-    "add_model", "model_from_config",
+    "add_model", "add_models", "model_from_config",
     "Assumption", "ASSUMPTIONS", "assumption",
     # errors
     "RooflineError", "InvalidConfigurationError", "UnknownNameError", "UnsupportedPrecisionError",

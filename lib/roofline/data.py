@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline import model_config
-from roofline.errors import DataTableError, RooflineError, UnknownNameError
+from roofline.errors import DataTableError, ModelConfigError, RooflineError, UnknownNameError
 from roofline.units import GB, TB, TFLOPS, GiB
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
@@ -869,11 +869,7 @@ ADDED_MODELS: dict[str, Model] = {}
 
 def user_model_configs() -> list[Path]:
     """The learner's own config.json files: ``user_data_dir()/models/*.json`` and ``*/config.json``."""
-    folder = user_data_dir() / "models"
-    if not folder.is_dir():
-        return []
-    files = [p for p in folder.glob("*.json") if p.is_file()]
-    return sorted(files + [p for p in folder.glob("*/config.json") if p.is_file()])
+    return model_config.config_files(user_data_dir() / "models")
 
 
 def model_from_config(source: str | os.PathLike | Mapping, model_id: str | None = None) -> Model:
@@ -924,6 +920,19 @@ def add_model(source: str | os.PathLike) -> Model:
     ADDED_MODELS[model.id] = model
     models.cache_clear()
     return model
+
+
+def add_models(folder: str | os.PathLike) -> list[Model]:
+    """``add_model`` for every config in ``folder``: its ``*.json`` files and ``*/config.json`` files, in
+    name order (a folder of Hub downloads, or of hand-written configs).
+
+    >>> "llama-3.3-70b" in [m.id for m in add_models(table_path("model_configs"))]
+    True
+    """
+    configs = model_config.config_files(folder)
+    if not configs:
+        raise ModelConfigError(f"{folder}: no config.json files in this folder")
+    return [add_model(p) for p in configs]
 
 
 ROW_TEXT_FIELDS = ("id", "name", "source", "parameter_source", "note", "layer_pattern", "hf_ids")

@@ -277,6 +277,19 @@ def config_path(path: str | os.PathLike) -> Path:
     return p / "config.json" if p.is_dir() else p
 
 
+def config_files(folder: str | os.PathLike) -> list[Path]:
+    """The configs in ``folder``, in name order: its ``*.json`` files and its subfolders' ``config.json``
+    (none if it is not a folder).
+
+    >>> [p.name for p in config_files("no/such/folder")]
+    []
+    """
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        return []
+    return sorted(p for p in [*path.glob("*.json"), *path.glob("*/config.json")] if p.is_file())
+
+
 def read_config(path: str | os.PathLike) -> dict:
     """The parsed JSON object of a config.json (a file, or a folder holding one). Refuses what is not a
     regular file, a file over ``MAX_CONFIG_BYTES``, bytes that are not UTF-8 JSON, and JSON that is not an

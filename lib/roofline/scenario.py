@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.data import get_gpu
+from roofline.data import get_gpu, get_model
+from roofline.model_config import is_config_path
 from roofline.errors import UnsupportedPrecisionError
 from roofline.physics.memory import max_batch
 from roofline.physics.precision import peak_flops_per_s
@@ -73,7 +74,7 @@ class Scenario:
     """Model, hardware and load. Defaults: the card's Llama 3 8B in BF16 on one H100 at its listed
     $3/GPU-hour (the course's round example); the price follows the GPU (see the module docstring)."""
 
-    model: str = "llama-3-8b"
+    model: str = "llama-3-8b"  # an id, an alias, or a config.json path (read once: the id is kept)
     gpu: str = "h100-sxm"
     num_gpus: int = 1  # G, GPUs in tensor parallel
     weight_precision: str = "bf16"
@@ -85,6 +86,8 @@ class Scenario:
     price_id: str | None = None  # the price row used, when the price is the listed one
 
     def __post_init__(self):
+        if is_config_path(self.model):  # a user's model: read it once, then name it by its id everywhere
+            object.__setattr__(self, "model", get_model(self.model).id)
         if self.usd_per_gpu_hour is None:
             row = default_price(self.gpu)
             object.__setattr__(self, "usd_per_gpu_hour", None if row is None else row.usd_per_gpu_hour)
