@@ -44,7 +44,7 @@ from roofline.data import get_gpu, get_model
 from roofline.engines.params import EngineParams, engine_params
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.physics.architecture import routed_expert_bytes_read, routed_expert_parameters_per_token
-from roofline.physics.parallel import tensor_parallel_comm_time_s
+from roofline.physics.parallel import link_bytes_per_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import peak_flops_per_s
 
 # The gap budget's parts above the floor, in the order they stack (keys of ``TimeBudget.parts``).
@@ -270,7 +270,7 @@ class StepTimer:
         talks &= (self.engine.kind != "ideal") if communication is None else bool(communication)
         self.collectives = 2 * self.model.layers if talks else 0
         self.hops = self.collectives * 2 * (self.num_gpus - 1)
-        link = max(self.gpu.interconnect_bytes_per_s, 1.0)  # all-reduce bytes grow with the step's tokens
+        link = link_bytes_per_s(self.gpu, self.num_gpus)  # all-reduce bytes grow with the step's tokens
         self.comm_s_per_token = (
             float(tensor_parallel_comm_time_s(self.model, 1, self.num_gpus, link, latency_s=0.0))
             if talks
