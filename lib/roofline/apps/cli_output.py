@@ -203,6 +203,7 @@ def extrapolation_rows(a: dict) -> list[tuple[str, str]]:
     """The text row saying an engine's figure leaves its calibrated range, and why (none if it does not)."""
     return [("  extrapolated", "; ".join(a["extrapolation_reasons"]))] if a.get("extrapolated") else []
 
+
 PROGRESS_INTERVAL_S = 0.5  # wall time between two progress lines on a terminal
 
 
