@@ -47,7 +47,6 @@ INF = math.inf
 PROGRESS_EVENTS = 16384  # events between two calls of a run's progress report
 
 
-
 class EventKind(IntEnum):
     """What happens at an event; the subject is a request id or a worker index."""
 
