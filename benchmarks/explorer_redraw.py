@@ -1,6 +1,6 @@
 """How long one slider move takes in Python: recompute the physics + redraw + encode the picture.
 
-    uv run python benchmarks/explorer_redraw.py
+    uv run python benchmarks/explorer_redraw.py            (--smoke: three moves, that it runs; CI)
 
 Compares, in the same run and on the same moves (batch 1 → 1024 and back, at T = 1,000):
 - the course's Explorer (LiveFigure updated in place, cached background, JPEG), and
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import statistics
+import sys
 import time
 
 import matplotlib
@@ -60,9 +61,9 @@ def naive_step_figure(s: Scenario) -> bytes:
     return buf.getvalue()
 
 
-def time_moves(move) -> list[float]:
+def time_moves(move, moves=MOVES) -> list[float]:
     times = []
-    for batch in MOVES:
+    for batch in moves:
         start = time.perf_counter()
         move(batch)
         times.append(time.perf_counter() - start)
@@ -75,14 +76,15 @@ def summary(name: str, times: list[float]) -> str:
     return f"{name:<44} median {median:6.1f} ms   p95 {p95:6.1f} ms   n={len(ms)}"
 
 
-def main() -> None:
+def main(argv: list[str]) -> int:
+    moves = MOVES[:3] if "--smoke" in argv else MOVES  # --smoke: three moves, that it runs (CI)
     base = Scenario(context_tokens=1000)
     results = {}
     for cls in (StepTimeVsBatch, ThroughputVsBatch):
         explorer = Explorer(cls, controls=["batch", "context_tokens"], scenario=base)
-        results[f"course Explorer ({cls.__name__})"] = time_moves(lambda b, e=explorer: e.set(batch=b))
+        results[f"course Explorer ({cls.__name__})"] = time_moves(lambda b, e=explorer: e.set(batch=b), moves)
     results["naive interact + new figure (step time)"] = time_moves(
-        lambda b: naive_step_figure(base.with_(batch=b))
+        lambda b: naive_step_figure(base.with_(batch=b)), moves
     )
     for name, times in results.items():
         print(summary(name, times))
@@ -92,10 +94,11 @@ def main() -> None:
         f"speed-up of the in-place explorer over the naive pattern: {naive / ours:.1f}x "
         f"(goal: course median < 50 ms: {'met' if ours < 0.05 else 'NOT met'})"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.argv[1:]))
 
 
 def naive_step_figure_pyplot(batch: int) -> None:

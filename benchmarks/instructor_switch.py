@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import re
 import time
+import urllib.error
 import urllib.request
+from collections import Counter
 
 import numpy as np
 import psutil
@@ -124,26 +126,32 @@ class _Report(list):
         super().append(line)
 
 
-def load_page(url: str, deadline_s: float = 180) -> bool:
-    """Read a whole page over plain HTTP; False if it does not finish within ``deadline_s`` (a page whose
-    notebook never finishes keeps the connection open with Voilà's heartbeats: no read ever times out)."""
+def load_page(url: str, deadline_s: float = 180) -> str:
+    """Read a whole page over plain HTTP: "loaded", "unfinished" if it does not finish within
+    ``deadline_s`` (a page whose notebook never finishes keeps the connection open with Voilà's
+    heartbeats: no read ever times out), or "refused" for the kernel cap's 503 (every kernel in use)."""
     start = time.monotonic()
-    with urllib.request.urlopen(url, timeout=60) as response:
-        while response.read1(65536):
-            if time.monotonic() - start > deadline_s:
-                return False
-    return True
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            while response.read1(65536):
+                if time.monotonic() - start > deadline_s:
+                    return "unfinished"
+    except urllib.error.HTTPError as err:
+        if err.code != 503:
+            raise
+        return "refused"
+    return "loaded"
 
 
-def page_load_memory(lesson: str, loads: int, max_kernels: int) -> tuple[int, float, float, int]:
-    """Kernels, their RSS (MB), the wall time (s) and the loads that never finished, after ``loads``
-    plain-HTTP loads of ``lesson``."""
+def page_load_memory(lesson: str, loads: int, max_kernels: int) -> tuple[int, float, float, Counter]:
+    """Kernels, their RSS (MB), the wall time (s) and how the ``loads`` plain-HTTP loads of ``lesson``
+    ended (``load_page``'s answers counted)."""
     server = VoilaServer(ROOT / "notebooks", extra=(f"--max-kernels={max_kernels}",))
     try:
         start = time.monotonic()
-        unfinished = sum(not load_page(server.page_url(lesson)) for _ in range(loads))
+        ends = Counter(load_page(server.page_url(lesson)) for _ in range(loads))
         n, mb = kernel_memory_mb(server)
-        return n, mb, time.monotonic() - start, unfinished
+        return n, mb, time.monotonic() - start, ends
     finally:
         server.stop()
 
@@ -221,11 +229,12 @@ def main() -> None:
     if args.page_loads:
         lesson = "16_step_time.ipynb"
         for cap in (MAX_KERNELS, 0):
-            n, mb, wall, unfinished = page_load_memory(lesson, args.page_loads, cap)
+            n, mb, wall, ends = page_load_memory(lesson, args.page_loads, cap)
             label = f"--max-kernels {cap}" if cap else "no cap (--max-kernels 0)"
             report.append(
                 f"{args.page_loads} loads of {lesson}, {label}: {n} kernels, {mb:.0f} MB RSS "
-                f"({wall:.0f} s; {unfinished} loads never finished)"
+                f"({wall:.0f} s; {ends['loaded']} loaded, {ends['refused']} refused with 503 (every kernel "
+                f"in use), {ends['unfinished']} never finished)"
             )
 
 

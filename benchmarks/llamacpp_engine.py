@@ -1,6 +1,7 @@
 """The engine lab on this machine, as ``roofline measure --engine llama.cpp`` runs it, timed end to end.
 
     uv run --group engine python benchmarks/llamacpp_engine.py [--quick] [--wait-load L] [--out FILE]
+    uv run python benchmarks/llamacpp_engine.py --smoke     # no engine: the stored run placed (CI)
 
 Measures the machine's roofline (the full ``bench.measure``, or ``--quick``), runs llama.cpp on the lab's
 models (the 100M one only with ``--quick``) and prints the table with the wall time and the load average.
@@ -29,12 +30,29 @@ def wait_for_quiet(load: float, timeout_s: float = 1800.0) -> float:
     return bench.load_average()
 
 
+def smoke() -> int:
+    """The lab's last stage on the stored reference run (the notebook's), without llama.cpp: the record
+    loads and every point is placed on the roofline."""
+    from roofline.measure import engine_roofline
+
+    record = engine_lab.reference_run()
+    points = engine_roofline.place(record)
+    build = f"{record['engine']['package']} {record['engine']['version']}"
+    print(f"reference run of {build}: {len(points)} points placed (smoke run, no engine timed)")
+    return 0 if points else 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--wait-load", type=float, default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--smoke", action="store_true", help="place the stored reference run, run no engine: seconds (CI)"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        return smoke()
     if args.wait_load is not None:
         wait_for_quiet(args.wait_load)
     t0 = time.perf_counter()

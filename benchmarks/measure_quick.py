@@ -1,6 +1,6 @@
 """How long `roofline measure --quick` takes, end to end, in a fresh process (as a learner runs it).
 
-    uv run python benchmarks/measure_quick.py [RUNS]
+    uv run python benchmarks/measure_quick.py [RUNS]       (--smoke: one run; CI)
 
 Goal: well under 30 s on the 2-core reference machine (target ≤ 10 s). Prints each run's wall time, the
 min and median, and the load average (other work on a shared machine slows every run).
@@ -19,7 +19,7 @@ from roofline.measure.bench import load_average
 
 
 def main(argv: list[str]) -> int:
-    runs = int(argv[0]) if argv else 3
+    runs = 1 if argv == ["--smoke"] else int(argv[0]) if argv else 3  # --smoke: one run (CI)
     times = []
     with tempfile.TemporaryDirectory() as home:  # never touch the real user table
         env = {**os.environ, "SPEED_PHYSICS_HOME": home}

@@ -3,6 +3,7 @@
     uv run python benchmarks/serving_sim.py              # about 10 s on a quiet 2-core machine
     uv run python benchmarks/serving_sim.py --naive-requests 10000   # the naive loop on all of them (minutes)
     uv run python benchmarks/serving_sim.py --million    # also 10^6 requests: time and peak memory (~1 min)
+    uv run python benchmarks/serving_sim.py --smoke      # a few hundred requests: that it runs (CI)
 
 Workload: Llama 3 8B on one H100 SXM (ideal roofline), Poisson arrivals at 50 requests/s (about 70% of the
 closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first continuous batching, seed 0.
@@ -56,7 +57,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--naive-requests", type=int, default=1000)
     ap.add_argument("--million", action="store_true", help="also time 10^6 requests once")
+    ap.add_argument("--smoke", action="store_true", help="300 requests, 30 for the naive loop: seconds (CI)")
     args = ap.parse_args(argv)
+    global REQUESTS
+    if args.smoke:
+        REQUESTS, args.naive_requests = 300, 30
 
     fast_s, fast_cpu_s, r = timed(
         lambda: sim.simulate(

@@ -1,6 +1,6 @@
 """How long the story lessons' simulator-backed explorers and figures take (lessons 25, 44, 59, 61).
 
-    uv run python benchmarks/story_redraw.py
+    uv run python benchmarks/story_redraw.py               (--smoke: one move, that it runs; CI)
 
 - lesson 59: one move of the dashboard explorer (the step-by-step dashboard, the simulator's percentiles, the
   eight panels redrawn), over the explorer's batch stops at T = 4,096, and the simulator part alone;
@@ -13,6 +13,7 @@ Goal: a dashboard move under about 1 s on the 2-core reference machine (the expl
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import matplotlib
@@ -36,8 +37,13 @@ def timed(fn, *args, **kwargs) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+def main(argv: list[str]) -> int:
     ex = dashboard_explorer(Scenario(batch=64, context_tokens=4096))
+    if "--smoke" in argv:  # one move and one simulation: that it runs (CI)
+        print(f"lesson 59 dashboard move: {timed(ex.set, batch=8) * 1e3:6.0f} ms (smoke run)")
+        sim_s = timed(simulated_latency, Scenario(batch=8, context_tokens=4096))
+        print(f"  the simulator: {sim_s * 1e3:6.0f} ms")
+        return 0
     moves = [timed(ex.set, batch=u) for u in USERS]
     print(f"lesson 59 dashboard move: median {statistics.median(moves) * 1e3:6.0f} ms, "
           f"max {max(moves) * 1e3:6.0f} ms over users {USERS}")  # fmt: skip
@@ -47,7 +53,8 @@ def main() -> None:
     print(f"lesson 25 hockey stick:   {timed(latency_against_load, M, G) * 1e3:6.0f} ms")
     print(f"lesson 44 chunk sweep:    {timed(chunk_tradeoff_under_arrivals, M, G) * 1e3:6.0f} ms")
     print(f"lesson 61 saturation:     {timed(simulated_saturation, M, G) * 1e3:6.0f} ms")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.argv[1:]))

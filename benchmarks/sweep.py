@@ -3,6 +3,7 @@
     cd /work/main && uv run python benchmarks/sweep.py            # about 20 s on a 2-core machine
     uv run python benchmarks/sweep.py --quick                     # smaller loop subsets, a few seconds
     uv run python benchmarks/sweep.py --profile                   # also time decode_step line by line
+    uv run python benchmarks/sweep.py --smoke                     # tiny subsets: that it runs (CI)
 
 The grid is 100 batch sizes × 2,500 context lengths × 4 GPU counts = 1,000,000 configurations of one
 model on one GPU type. Three ways of evaluating it are timed in the same run:
@@ -39,6 +40,7 @@ from collections import defaultdict
 import numpy as np
 
 import roofline as rl
+from roofline.physics.parallel import kv_replicas
 
 TARGET_S = 0.1
 GPU_COUNTS = (1, 2, 4, 8)
@@ -88,7 +90,10 @@ def plain_loop(model, gpu, batch_values, context_values, gpu_values, precision):
     attention_per_context_token = rl.attention_flops_per_token(m, 1)
     bandwidth = g.memory_bandwidth_bytes_per_s
     peak = rl.peak_flops_per_s(g, precision)
-    memory_per_gpu = g.memory_bytes
+    # What an engine leaves for weights and KV on n GPUs (decode_step's memory="engine"), and the KV
+    # copies tensor parallelism keeps (a KV head is never split)
+    have = {n: float(rl.memory_available_bytes(g, n)) for n in gpu_values}
+    kv_copies = {n: float(kv_replicas(m, n)) for n in gpu_values}
     nan = math.nan
 
     step_out, rate_out = [], []
@@ -99,9 +104,8 @@ def plain_loop(model, gpu, batch_values, context_values, gpu_values, precision):
             kv = b * t * kv_per_token
             total_bytes = w + kv
             flops = b * (flops_per_token + attention_per_context_token * t)
-            need = weight_bytes + kv
             for n in gpu_values:
-                if need <= n * memory_per_gpu:  # fits: weights + KV within G GPUs' memory
+                if weight_bytes + kv * kv_copies[n] <= have[n]:  # fits in what the engine leaves
                     mem_t = total_bytes / (n * bandwidth)
                     comp_t = flops / (n * peak)
                     step = mem_t if mem_t >= comp_t else comp_t
@@ -191,10 +195,13 @@ def main(argv=None) -> int:
         "--quick", action="store_true", help="2,000-config library loop, 100,000-config plain loop"
     )
     parser.add_argument("--profile", action="store_true", help="time decode_step line by line")
+    parser.add_argument("--smoke", action="store_true", help="tiny loop subsets, one repeat: seconds (CI)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.quick:
         args.library_subset, args.plain_subset = 2_000, 100_000
+    if args.smoke:
+        args.library_subset, args.plain_subset, args.repeats = 200, 10_000, 1
 
     batch, context, gpus = build_grid(args.max_context)
     shape = (batch.size, context.size, gpus.size)

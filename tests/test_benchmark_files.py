@@ -397,7 +397,7 @@ def test_a_directory_a_missing_file_and_an_oversized_file_are_refused(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as f:  # sparse: 64 MiB + 1 byte on disk costs nothing
         f.truncate(bf.MAX_FILE_BYTES + 1)
-    assert "larger than 64 MiB" in str(error_of(big))
+    assert "larger than 67,108,864 bytes" in str(error_of(big))
 
 
 def refused_in_time(path: Path, timeout_s: float = 10.0) -> BenchmarkFileError:

@@ -15,14 +15,22 @@ import contextlib
 import functools
 import io
 import json
+import os
 import random
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from roofline import data as rl_data
 from roofline.apps import cli, cli_measure
 from roofline.apps.cli_output import EXIT_OK, print_json
 from roofline.measure.userdata import check_save_name
 
+ROOT = Path(__file__).resolve().parents[1]
 BAD_VALUES = ("-1", "0", "0.5", "1e30", "9" * 40, "inf", "nan", "-inf", "abc", "")
 
 # A small valid command line per subcommand (the fuzzed option replaces its value here or is added).
@@ -220,3 +228,109 @@ def test_the_error_contract_holds_for_every_subcommand(capsys):
         assert cli.main(argv) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err == f"error: {d['error']['message']}\n", name
+
+
+# ------------------------------------------------------------------ names, points and files users write
+
+NAME_CLASSES = {
+    "project-id": "vllm",
+    "project-id-capitals": "VLLM",
+    "the-ideal": "ideal",
+    "another-engines-alias": "trtllm",
+    "a-typo-of-a-project-id": "vllm2",
+    "empty": "",
+    "space": "a b",
+    "path": "../../evil",
+    "backslash": "x\\",
+    "newline-and-toml": 'a\n"]',
+}
+
+
+@pytest.mark.parametrize("name", NAME_CLASSES.values(), ids=NAME_CLASSES.keys())
+def test_calibrate_refuses_names_that_would_break_or_capture_engines(tmp_path, monkeypatch, capsys, name):
+    """A name that is not an id (a path, a space, a quote, a newline), or that is a project engine's id or
+    alias (or a typo of one), is refused before the fit: nothing is saved, and every command that loads
+    the engines still works afterwards."""
+    monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
+    rl_data.clear_cache()
+    try:
+        argv = ["calibrate", *with_value(BASE["calibrate"], "--name", name)]
+        argv.remove("--dry-run")
+        assert cli.main([*argv, "--json"]) == 2
+        d = json.loads(capsys.readouterr().out)
+        assert d["error"]["type"] == "InvalidConfigurationError" and "name" in d["error"]["message"], d
+        assert list(tmp_path.iterdir()) == []
+        assert cli.main(["list", "engines"]) == 0
+        assert cli.main(["step", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--engine", "trtllm"]) == 0
+        assert "tensorrt-llm" in capsys.readouterr().out
+    finally:
+        monkeypatch.undo()
+        rl_data.clear_cache()
+
+
+@pytest.mark.parametrize("field", ["tpot", "ttft", "latency", "batch", "context", "prompt", "output"])
+@pytest.mark.parametrize("value", ["nan", "-nan", "inf", "-inf"])
+def test_calibrate_refuses_a_non_finite_number_in_every_field_of_a_point(capsys, field, value):
+    parts = {"tpot": "tpot=9", "batch": "batch=1", "context": "context=100"}
+    if field in ("ttft", "latency"):
+        parts = {field: f"{field}=9", "batch": "batch=1", "prompt": "prompt=100", "output": "output=8"}
+    parts[field] = f"{field}={value}"
+    argv = with_value(BASE["calibrate"], "--point", ",".join(parts.values()))
+    assert cli.main(["calibrate", *argv, "--json"]) == 2
+    d = json.loads(capsys.readouterr().out)
+    assert d["error"]["type"] == "UsageError" and "not a finite number" in d["error"]["message"], d
+
+
+def test_a_csv_trace_with_a_field_over_the_csv_limit_is_refused(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0," + "9" * 200_000 + ",4\n")
+    argv = ["serve", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--trace", str(trace), "--json"]
+    assert cli.main(argv) == 2
+    d = json.loads(capsys.readouterr().out)
+    assert "field larger than field limit" in d["error"]["message"], d
+
+
+def _special_files(tmp_path: Path) -> dict[str, tuple[list[str], dict]]:
+    """Command lines that point a command at a device or a FIFO: as the trace, and as a table in
+    $ROOFLINE_DATA_DIR (the other tables copied beside it)."""
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    serve = ["serve", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--requests", "6", "--trace"]
+    found = {"trace-device": ([*serve, "/dev/zero"], {}), "trace-fifo": ([*serve, str(fifo)], {})}
+    for kind in ("device", "fifo"):
+        tables = tmp_path / kind
+        tables.mkdir()
+        for f in (ROOT / "data").glob("*.toml"):
+            shutil.copy(f, tables / f.name)
+        (tables / "gpus.toml").unlink()
+        os.symlink("/dev/zero", tables / "gpus.toml") if kind == "device" else os.mkfifo(tables / "gpus.toml")
+        found[f"table-{kind}"] = (["list", "gpus"], {"ROOFLINE_DATA_DIR": str(tables)})
+    return found
+
+
+def _limit_memory() -> None:  # a read of /dev/zero stops at 3 GB instead of the machine's memory
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+
+def test_devices_and_fifos_are_refused_not_read_forever(tmp_path):
+    """A device or a FIFO has no size to check: as a trace or as a table it is refused at once (exit 2,
+    JSON error), never read until memory runs out nor waited on forever. Run as separate processes, with
+    a memory limit and a timeout, side by side."""
+    runs = {}
+    for label, (argv, env) in _special_files(tmp_path).items():
+        runs[label] = subprocess.Popen(
+            [sys.executable, "-m", "roofline.apps.cli", *argv, "--json"],
+            env={**os.environ, "SPEED_PHYSICS_HOME": str(tmp_path / "home"), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_limit_memory,
+        )
+    for label, proc in runs.items():
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{label}: still reading after 60 s")
+        assert proc.returncode == 2, f"{label}: exit {proc.returncode}\n{err[-800:]}"
+        assert "not a regular file" in json.loads(out)["error"]["message"], label

@@ -1,7 +1,9 @@
 """`roofline serve` (lib/roofline/apps/cli_serve.py): a real engine by default with the ideal beside it,
 each GPU at its own price, traces, bounded options, and the JSON contract."""
 
+import io
 import json
+import sys
 
 import pytest
 
@@ -241,3 +243,37 @@ def test_a_run_that_stopped_before_any_arrival_measured_its_whole_span(capsys):
     code, d = run_json(capsys, "--rate", "1e-9", "--input", "512", "--output", "128", base=BASE[:5])
     assert code == 0 and d["requests_completed"] == 0 and not d["unstable"]
     assert d["duration_s"] == 3600.0
+
+
+class _Terminal(io.StringIO):
+    """stderr as a terminal: a progress line is written only there."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("command", ["serve", "plan"])
+def test_a_long_run_shows_progress_on_a_terminal_and_nothing_under_json(monkeypatch, capsys, command):
+    """serve and plan report a long simulation on stderr when it is a terminal (rewritten in place, wiped
+    at the end); with --json, or when stderr is not a terminal, stderr stays empty."""
+    from roofline.apps import cli_output
+    from roofline.sim import loop
+
+    monkeypatch.setattr(loop, "PROGRESS_EVENTS", 64)  # a small run reports as a long one would
+    monkeypatch.setattr(cli_output, "PROGRESS_INTERVAL_S", 0.0)
+    argv = [command, "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--rate", "50", "--input", "64",
+            "--output", "16", "--requests", "300"]  # fmt: skip
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(argv) == 0
+    shown = terminal.getvalue()
+    assert f"\r{command}: simulating vllm" in shown and "steps so far" in shown, shown[:300]
+    assert f"{command}: simulating the floor" in shown and shown.endswith("\r\x1b[K")
+    printed = capsys.readouterr().out
+    assert "simulating" not in printed
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main([*argv, "--json"]) == 0 and terminal.getvalue() == ""
+    json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a pipe: no progress either
+    assert main(argv) == 0 and sys.stderr.getvalue() == ""

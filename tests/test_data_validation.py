@@ -177,3 +177,67 @@ def test_a_deep_but_parseable_value_is_described_not_a_recursion_error(tables):
     deep = "[" * 150 + "]" * 150
     err = _error(data.load_gpus, tables("gpus.toml", "memory_gb = 80", f"memory_gb = {deep}"))
     assert err.field == "memory_gb" and "expected a number" in err.problem
+
+
+# ------------------------------------------------------------------ values that break the physics
+
+
+def _tables_with(tmp_path, name, old, new):
+    """A copy of the shipped tables in ``tmp_path`` with ``old`` replaced by ``new`` in table ``name``."""
+    for f in (ROOT / "data").glob("*.toml"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (tmp_path / name).read_text()
+    assert old in text
+    (tmp_path / name).write_text(text.replace(old, new))
+    return tmp_path
+
+
+def test_a_calibration_table_with_an_overhead_of_seconds_is_refused(
+    tmp_path, monkeypatch, fresh_cache, capsys
+):
+    from roofline.apps.cli import main
+    from roofline.engines.params import forget_frozen_tables
+
+    step = rl.engines.load_calibration().overheads["vllm"]["step_overhead_s"]
+    tables = _tables_with(
+        tmp_path, "calibration.toml", f"step_overhead_s = {step:.6g}\n", "step_overhead_s = 1e300\n"
+    )
+    monkeypatch.setenv(data.ENV_VAR, str(tables))
+    data.clear_cache()
+    forget_frozen_tables()
+    try:
+        assert main(["cost", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--engine", "vllm"]) == 2
+        err = capsys.readouterr().err
+        assert 'engine."vllm"] step_overhead_s: must be a time from 0 to 0.1 s, got 1e+300' in err
+    finally:
+        monkeypatch.undo()
+        data.clear_cache()
+        forget_frozen_tables()
+
+
+def test_a_gpu_without_a_link_is_refused_on_several_gpus(tmp_path, monkeypatch, fresh_cache, capsys):
+    """interconnect_gb_per_s = 0 (a row with no GPU-to-GPU link) runs on one GPU; on two, a split over a
+    link that does not exist is refused (exit 2), never timed over a 1 byte/s stand-in or divided by 0."""
+    from roofline.apps.cli import main
+
+    text = (ROOT / "data" / "gpus.toml").read_text()
+    link = text.split('id = "h100-sxm"')[1].split("interconnect_gb_per_s = ")[1].split("\n")[0]
+    old = f"interconnect_gb_per_s = {link}\n"
+    tables = _tables_with(tmp_path, "gpus.toml", old, "interconnect_gb_per_s = 0\n")
+    monkeypatch.setenv(data.ENV_VAR, str(tables))
+    data.clear_cache()
+    serve = ["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "20",
+             "--input", "100", "--output", "10"]  # fmt: skip
+    try:
+        assert main([*serve, "--json"]) == 0  # one GPU needs no link
+        capsys.readouterr()
+        for more in (
+            ["--gpus", "2"],
+            ["--gpus", "2", "--engine", "ideal"],
+            ["--gpus", "2", "--pipeline-stages", "2"],
+        ):
+            assert main([*serve, *more]) == 2, more
+            assert "h100-sxm has no GPU-to-GPU link" in capsys.readouterr().err, more
+    finally:
+        monkeypatch.undo()
+        data.clear_cache()

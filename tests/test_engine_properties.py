@@ -88,3 +88,20 @@ def test_a_missing_time_always_comes_with_its_flag(config, batch, context):
     )
     assert np.isfinite(s.step_time_s) == bool(s.fits)
     assert (s.binding == "does not fit") == (not s.fits)
+
+
+def test_an_engines_prefill_and_ttft_never_fall_as_the_prompt_grows():
+    """Achievable prefill (and a batch's TTFT) for prompts of 1 to 24 tokens on every engine: a prompt of
+    one token is a prefill like a longer one (the prefill attention kernel), so time never falls as the
+    prompt grows, on GPUs whose decode attention kernel costs more than the prefill one (A100, L4) too."""
+    for engine in rl.engines.engine_ids():
+        for model, gpu, gpus in [
+            ("llama-3.2-1b", "a100-40gb", 8),
+            ("llama-3-8b", "l4", 1),
+            ("llama-3-8b", "h100-sxm", 2),
+        ]:
+            timer = rl.engines.StepTimer(engine, model, gpu, num_gpus=gpus)
+            prefill = [rl.engines.prefill_times(timer, p)["total"] for p in range(1, 25)]
+            ttft = [rl.engines.generate(timer, 4, p, 1).achievable.ttft_s for p in range(1, 25)]
+            for name, t in (("prefill", prefill), ("ttft", ttft)):
+                assert np.all(np.diff(t) >= -1e-12 * np.asarray(t[:-1])), (engine, model, gpu, name, t[:3])

@@ -152,3 +152,45 @@ def test_the_command_line(home):
     }
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["calibrate", "--name", "x", "--model", M, "--gpu", G, "--point", "speed=7"]) == 2
+
+
+def test_a_save_replaces_both_files_whole_or_neither(home, monkeypatch):
+    """Both tables are written to temporary files first and then moved into place: a write that fails
+    half-way leaves the earlier tables as they were, and no temporary file behind."""
+    points = _engine_points({"step_overhead_s": 2e-3})
+    calibrate.save(calibrate.fit_points(points, "mine-a"), "mine-a", "vllm", points)
+    before = {p.name: p.read_text() for p in home.iterdir()}
+    real, calls = calibrate.tempfile.mkstemp, []
+
+    def full_disk_on_the_second_file(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(calibrate.tempfile, "mkstemp", full_disk_on_the_second_file)
+    with pytest.raises(OSError, match="No space left"):
+        calibrate.save(calibrate.fit_points(points, "mine-b"), "mine-b", "vllm", points)
+    assert {p.name: p.read_text() for p in home.iterdir()} == before
+
+
+def test_measurements_that_need_an_engine_spending_seconds_a_step_are_refused():
+    """TPOT 9 s for Llama 3 8B on an H100 (a unit slip: 9 ms meant) would fit overheads of seconds; the fit
+    is refused with the reason instead of saving an engine that prices a step in seconds."""
+    p = calibrate.Point(M, G, "tpot", 9.0, batch=1, input_tokens=1000, output_tokens=1)
+    with pytest.raises(rl.InvalidConfigurationError, match="more than an engine spends.*check the units"):
+        calibrate.fit_points([p], "mine")
+
+
+def test_a_learners_calibration_with_an_implausible_cost_is_named(home, capsys):
+    """A user's calibration.toml (hand-edited, or from an older version) with a step overhead of 1e300 s is
+    a table error naming the file and the range, not a 1e300 s step at exit 0."""
+    points = _engine_points({"step_overhead_s": 2e-3})
+    calibrate.save(calibrate.fit_points(points, "mine"), "mine", "vllm", points)
+    text = (home / "calibration.toml").read_text()
+    costs = tomllib.loads(text)["engine"]["mine"]
+    (home / "calibration.toml").write_text(text.replace(repr(costs["step_overhead_s"]), "1e300"))
+    _reread()
+    assert main(["cost", "--model", M, "--gpu", G, "--engine", "mine", "--json"]) == 2
+    message = json.loads(capsys.readouterr().out)["error"]["message"]
+    assert "calibration.toml" in message and "step_overhead_s" in message and "0.1 s" in message

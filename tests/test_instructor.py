@@ -286,6 +286,25 @@ class FakeKernels(HasTraits):
         self.culled = kernel_id
 
 
+class Ready:
+    """A finished pool task, as Voilà keeps them."""
+
+    def __init__(self, kernel_id):
+        self.kernel_id = kernel_id
+
+    def done(self):
+        return True
+
+    def cancelled(self):
+        return False
+
+    def exception(self):
+        return None
+
+    def result(self):
+        return {"kernel_id": self.kernel_id}
+
+
 def _capped(max_kernels, base=FakeKernels):
     factory = instructor_server.course_kernel_manager_factory(lambda *a, **k: base)
     return factory(None, False, 0)(max_kernels=max_kernels)
@@ -351,22 +370,6 @@ def test_a_preheated_kernel_taken_by_a_page_starts_its_idle_time_afresh():
     websocket connecting (its idle time must not run from the end of preheating); and taking it (which
     starts the pool's refill) first makes room under the cap."""
 
-    class Ready:  # a finished pool task, as Voilà keeps them
-        def __init__(self, kernel_id):
-            self.kernel_id = kernel_id
-
-        def done(self):
-            return True
-
-        def cancelled(self):
-            return False
-
-        def exception(self):
-            return None
-
-        def result(self):
-            return {"kernel_id": self.kernel_id}
-
     class PoolManager(FakeKernels):  # stands in for Voilà's preheating kernel manager
         async def get_rendered_notebook(self, notebook_name):
             self._pools[notebook_name].remove(self.taken)
@@ -382,6 +385,31 @@ def test_a_preheated_kernel_taken_by_a_page_starts_its_idle_time_afresh():
     assert taken == ("render-task", ["<div>cell</div>"], "pooled")  # Voilà's answer, unchanged
     assert manager.kernels["pooled"].last_activity >= before
     assert "closed" not in manager.kernels  # room for the refill
+
+
+def test_a_pool_kernel_taken_by_another_page_while_room_was_made_is_a_503_not_a_500():
+    """Two pages of one lesson at once: the first waits while a kernel shuts down to make room, the second
+    takes the lesson's last waiting kernel meanwhile. The first then gets the cap's kind of answer (503,
+    reload), not Voilà's "Kernel pool is empty" exception (a 500)."""
+    from tornado import web
+
+    class PoolManager(FakeKernels):
+        async def shutdown_kernel(self, kernel_id):
+            await super().shutdown_kernel(kernel_id)
+            self._pools["16_step_time.ipynb"].clear()  # the other page took it while we waited
+
+        async def get_rendered_notebook(self, notebook_name):
+            if not self._pools.get(notebook_name):
+                raise Exception(f"Kernel pool for {notebook_name} is empty!")  # as Voilà does
+            return "render-task", [], self._pools[notebook_name].pop(0).kernel_id
+
+    manager = _capped(2, base=PoolManager)
+    manager.add("pooled", idle_minutes=0)
+    manager.add("closed", idle_minutes=5)
+    manager._pools = {"16_step_time.ipynb": [Ready("pooled")]}
+    with pytest.raises(web.HTTPError) as err:
+        _run(manager.get_rendered_notebook("16_step_time.ipynb"))
+    assert err.value.status_code == 503 and "Reload" in err.value.log_message
 
 
 # --- the start page ---------------------------------------------------------------------------------------
@@ -438,6 +466,13 @@ PIXEL = base64.b64decode(
 )
 
 
+# An SVG with a script, as anyone could drop into the notebooks' folder.
+SCRIPTED_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("/api/kernels")</script>'
+    '<rect width="1" height="1"/></svg>'
+)
+
+
 def _start_app(directory: Path, *args: str):
     port = _free_port()
     log = open(directory / "voila.log", "w+")  # noqa: SIM115
@@ -460,6 +495,7 @@ def app(tmp_path_factory):
     )
     nbformat.write(nb, directory / "lesson.ipynb")
     (directory / "pixel.png").write_bytes(PIXEL)
+    (directory / "drawing.svg").write_text(SCRIPTED_SVG)
     token = "secret-token"
     proc, port, log = _start_app(directory, str(directory / "lesson.ipynb"), f"--token={token}")
     yield f"http://127.0.0.1:{port}", port, token, log
@@ -655,3 +691,21 @@ def test_a_config_file_that_breaks_a_promise_stops_the_app(tmp_path):
     )
     assert run.returncode != 0
     assert "Voila.ip is '0.0.0.0'" in run.stderr and "instructor mode listens on 127.0.0.1 only" in run.stderr
+
+
+def test_a_notebooks_files_open_in_a_sandbox(app):
+    """A file opened on its own (an SVG with a script) runs no script in the app's origin: every file of
+    the notebooks' folder comes with a sandboxing Content-Security-Policy and no content sniffing."""
+    url, _, token, _ = app
+    for name in ("drawing.svg", "pixel.png"):
+        status, headers, _ = _get(f"{url}/voila/files/{name}?token={token}")
+        policy = headers["Content-Security-Policy"]
+        assert status == 200 and policy.startswith("sandbox;") and "default-src 'none'" in policy, name
+        assert "script-src" not in policy and headers["X-Content-Type-Options"] == "nosniff", name
+
+
+def test_logout_forgets_the_login_and_says_so(app):
+    url, _, token, _ = app
+    status, headers, body = _get(f"{url}/logout?token={token}")
+    assert status == 200 and "Logged out" in body
+    assert "Set-Cookie" in headers  # the login cookie cleared

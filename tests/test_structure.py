@@ -24,8 +24,8 @@ NOTEBOOKS = ROOT / "notebooks"
 
 # The layers, from the bottom: what each may import from the project besides itself and the layers below.
 CORE = ("roofline", "roofline.units", "roofline.errors", "roofline.checks", "roofline.results",
-        "roofline.data", "roofline.model_config", "roofline.assumptions", "roofline.pricing",
-        "roofline.scenario",
+        "roofline.files", "roofline.data", "roofline.model_config", "roofline.assumptions",
+        "roofline.pricing", "roofline.scenario",
         "roofline.physics", "roofline.engines")  # fmt: skip
 MACHINERY = ("roofline.calibration", "roofline.sim", "roofline.measure")
 COURSE = ("roofline.course",)
@@ -38,7 +38,7 @@ MAY_IMPORT = {
     "lessons": CORE + MACHINERY + COURSE + LESSONS,  # a lesson may use the machinery it teaches
     "apps": CORE + MACHINERY + APPS + ("roofline.course.course_map",),
 }
-CORE_LINES_MAX = 6_200
+CORE_LINES_MAX = 6_400
 FUNCTION_LINES_MAX, PARAMETERS_MAX = 80, 10
 
 

@@ -50,6 +50,7 @@ from typing import Any
 
 from roofline import model_config
 from roofline.errors import DataTableError, ModelConfigError, RooflineError, UnknownNameError
+from roofline.files import read_regular_file
 from roofline.units import GB, TB, TFLOPS, GiB
 
 ENV_VAR = "ROOFLINE_DATA_DIR"
@@ -519,12 +520,26 @@ class Table:
     sentence_sources: bool = False
 
 
+MAX_TABLE_BYTES = 64 * 10**6  # the largest table or measured CSV (the shipped ones are under 1 MB)
+
+
+def read_text_file(source: Traversable | str | os.PathLike, max_bytes: int = MAX_TABLE_BYTES) -> str:
+    """``read_regular_file`` decoded as UTF-8 (a leading byte-order mark dropped): the text of a table,
+    a measured CSV or a trace. Raises ``OSError`` or ``UnicodeDecodeError``.
+
+    >>> read_text_file(table_path("gpus.toml")).startswith("#")
+    True
+    """
+    return read_regular_file(source, max_bytes).decode("utf-8-sig")
+
+
 def _parse_toml(source: Traversable, env_var: str | None = None) -> tuple[str, dict]:
-    """The path of ``source`` for messages and its parsed TOML; a missing file or a syntax error is a
-    ``DataTableError`` naming the file (and ``env_var``, if that chose the directory)."""
+    """The path of ``source`` for messages and its parsed TOML; a missing file, a special file, a file over
+    ``MAX_TABLE_BYTES`` or a syntax error is a ``DataTableError`` naming the file (and ``env_var``, if that
+    chose the directory)."""
     label = str(source)
     try:
-        raw = source.read_bytes()
+        raw = read_regular_file(source, MAX_TABLE_BYTES)
     except OSError as exc:
         where = f" (set by {env_var})" if env_var else ""
         raise table_error(label, None, None, f"cannot read the table{where}: {exc.strerror or exc}") from None
@@ -829,13 +844,13 @@ def user_data_dir() -> Path:
     return Path.home() / ".config" / "speed-physics"
 
 
-def _with_user_rows(table: dict, user_table: Table, clash: str) -> dict:
+def _with_user_rows(table: dict, user_table: Table, clash: str, taken=()) -> dict:
     """``table``, then the learner's own rows of ``user_table`` (``user_data_dir()``, same checks); a user
-    id that repeats a project id is an error saying ``clash``."""
+    id that repeats a project id (or a name in ``taken``) is an error saying ``clash``."""
     path = user_data_dir() / user_table.file
     if path.is_file():
         for row in read_rows(user_data_dir(), user_table):
-            if row.id in table:
+            if row.id in table or row.id in taken:
                 raise DataTableError(f"{path}, row {row.id!r}: {clash}")
             table[row.id] = row
     return table
@@ -963,10 +978,13 @@ def assumptions() -> dict[str, Assumption]:
 
 
 @functools.cache
-def engines() -> dict[str, Engine]:
-    """All engines by id, in file order (``roofline.engines.get_engine`` looks one up by id or alias), then
-    the user's own calibrated engines (``user_data_dir()/engines.toml``, written by ``roofline
-    calibrate``). An alias must name one engine only and must not be another engine's id."""
+def project_engines() -> dict[str, Engine]:
+    """The project's engines by id, in file order (``engines.toml`` found by ``table_dir``), without the
+    user's own. An alias must name one engine only and must not be another engine's id.
+
+    >>> "trtllm" in project_engines()["tensorrt-llm"].aliases
+    True
+    """
     table = _load(ENGINE_TABLE, table_dir(ENGINE_TABLE.file))
     owner: dict[str, str] = {}
     for e in table.values():
@@ -977,8 +995,26 @@ def engines() -> dict[str, Engine]:
                 path = str(table_path(ENGINE_TABLE.file))
                 raise table_error(path, repr(e.id), "aliases", f"{alias!r} already names {clash!r}")
             owner[key] = e.id
-    clash = "the project's engines.toml has this id too; rename your engine"
-    return _with_user_rows(table, USER_ENGINE_TABLE, clash)
+    return table
+
+
+def project_engine_names() -> list[str]:
+    """Every name that picks a project engine: its ids and aliases, in lowercase (a learner's own engine
+    may take none of them).
+
+    >>> {"vllm", "ideal", "trtllm"} <= set(project_engine_names())
+    True
+    """
+    return [name.strip().lower() for e in project_engines().values() for name in (e.id, *e.aliases)]
+
+
+@functools.cache
+def engines() -> dict[str, Engine]:
+    """All engines by id, in file order (``roofline.engines.get_engine`` looks one up by id or alias): the
+    project's (``project_engines``), then the user's own calibrated engines (``user_data_dir()/engines.toml``,
+    written by ``roofline calibrate``), whose ids may be none of the project's ids or aliases."""
+    clash = "the project's engines.toml uses this name (an id or an alias); rename your engine"
+    return _with_user_rows(dict(project_engines()), USER_ENGINE_TABLE, clash, project_engine_names())
 
 
 @functools.cache
@@ -1027,7 +1063,7 @@ def model_for_hf_id(hf_id: str) -> Model | None:
 
 def clear_cache() -> None:
     """Forget the loaded tables, so the next lookup re-reads them (e.g. after setting ROOFLINE_DATA_DIR)."""
-    for loader in (gpus, models, price_rows, assumptions, engines, model_aliases):
+    for loader in (gpus, models, price_rows, assumptions, project_engines, engines, model_aliases):
         loader.cache_clear()
 
 

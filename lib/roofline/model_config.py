@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import ModelConfigError
+from roofline.files import read_regular_file
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB; anything this large is not one
 
@@ -302,14 +302,9 @@ def read_config(path: str | os.PathLike) -> dict:
     """
     p = config_path(path)
     try:
-        with open(p, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ModelConfigError(f"{p}: not a regular file")
-            raw = f.read(MAX_CONFIG_BYTES + 1)
+        raw = read_regular_file(p, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ModelConfigError(f"{path}: cannot read a config.json there: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ModelConfigError(f"{p}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, not a config.json")
     try:
         config = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

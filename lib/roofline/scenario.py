@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from roofline.data import get_gpu, get_model
-from roofline.model_config import is_config_path
 from roofline.errors import UnsupportedPrecisionError
+from roofline.model_config import is_config_path
 from roofline.physics.memory import max_batch
 from roofline.physics.precision import peak_flops_per_s
 from roofline.physics.step import Step, decode_step, prefill

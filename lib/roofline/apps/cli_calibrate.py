@@ -14,6 +14,8 @@ explorer. A measurement below the floor, or two of one configuration more than 2
 
 from __future__ import annotations
 
+import math
+
 from roofline import engines
 from roofline.apps import cli_from_file as from_file
 from roofline.apps import cli_options as opt
@@ -64,7 +66,9 @@ def parse_point(text: str, args) -> calibrate.Point:
         try:
             number = float(value)
         except ValueError:
-            raise opt.usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a number") from None
+            number = math.nan
+        if not math.isfinite(number):
+            raise opt.usage_error("calibrate", f"--point {text!r}: {key}={value!r} is not a finite number")
         if key in calibrate.KINDS and kind is None:
             kind, fields["measured_s"] = key, number / 1000
         elif key in KEYS and number == int(number) and number >= (0 if key == "context" else 1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 
 import roofline as rl
 from roofline.results import plain
@@ -201,3 +202,57 @@ def achievable_rows(a: dict, time_key: str = "step_time_s") -> list[tuple[str, s
 def extrapolation_rows(a: dict) -> list[tuple[str, str]]:
     """The text row saying an engine's figure leaves its calibrated range, and why (none if it does not)."""
     return [("  extrapolated", "; ".join(a["extrapolation_reasons"]))] if a.get("extrapolated") else []
+
+
+PROGRESS_INTERVAL_S = 0.5  # wall time between two progress lines on a terminal
+
+
+class Progress:
+    r"""A long run's one-line report on ``stream`` (a terminal), rewritten in place at most every
+    ``interval_s`` seconds of wall time and wiped by ``done()``; what the command prints is unchanged.
+
+    >>> import io
+    >>> buf = io.StringIO()
+    >>> p = Progress("serve", buf, interval_s=0.0)
+    >>> p.simulated(12.5, 3000, "vllm"); p.done(); buf.getvalue().split("\r")[1]
+    'serve: simulating vllm: 12.5 s of serving, 3,000 steps so far, 0 s elapsed\x1b[K'
+    """
+
+    def __init__(self, command: str, stream, interval_s: float = 0.5):
+        self.command, self.stream, self.interval_s = command, stream, interval_s
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def __call__(self, text: str) -> None:
+        """Show ``text`` if ``interval_s`` has passed since the last line."""
+        now = time.monotonic()
+        if now - self.last >= self.interval_s:
+            self.last, self.shown = now, True
+            elapsed = f"{now - self.start:.0f} s elapsed"
+            self.stream.write(f"\r{self.command}: {text}, {elapsed}\x1b[K")
+            self.stream.flush()
+
+    def simulated(self, clock_s: float, steps: int, what: str) -> None:
+        """A serving run's report: ``what`` is simulated, at ``clock_s`` (s) after ``steps`` steps."""
+        self(f"simulating {what}: {clock_s:.3g} s of serving, {steps:,} steps so far")
+
+    def done(self) -> None:
+        """Wipe the line, if one was shown."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def progress_for(command: str, args, stream=None) -> Progress | None:
+    """A ``Progress`` on ``stream`` (default stderr) when it is a terminal and ``args`` has no ``--json``,
+    else None: a script or a pipe sees only the result.
+
+    >>> import argparse, io
+    >>> progress_for("serve", argparse.Namespace(json=False), io.StringIO()) is None   # not a terminal
+    True
+    """
+    stream = sys.stderr if stream is None else stream
+    if getattr(args, "json", False) or not stream.isatty():
+        return None
+    return Progress(command, stream, PROGRESS_INTERVAL_S)

@@ -45,7 +45,9 @@ def add_parser(subparsers) -> None:
     serve.add_slo_arguments(p)
     replicas = opt.whole_number(1, serve.MAX_REPLICAS, "replicas")
     p.add_argument("--max-replicas", type=replicas, default=64, metavar="R",
-                   help="give up beyond this many replicas (default 64)")  # fmt: skip
+                   help="give up beyond this many replicas (default 64). Each count tried is one simulation "
+                   "of every request: with 10^6 requests and hundreds of replicas a plan runs for many "
+                   "minutes; a terminal shows a progress line")  # fmt: skip
     p.add_argument("--seed", type=serve.SEED, default=0, help="random seed (default 0)")
     opt.add_engine_argument(p, "the step times and the scheduler")
     opt.add_price_arguments(p)
@@ -58,11 +60,16 @@ def run(args) -> int:
     usd, price = fig.price_of(args.gpu, args.usd_per_hour, args.price)
     config = serve.sim_config(args, load, usd)
     engine = get_engine(args.engine)
-    p = _plan(args, config, engine.id)
-    try:  # the floor: the same search with every step at the roofline, the engine's scheduler kept
-        ideal = p if engine.kind == "ideal" else _plan(args, config, "ideal", engine.id)
-    except rl.InvalidConfigurationError:  # even max_replicas miss within the floor's error band
-        ideal = None
+    shown = out.progress_for("plan", args)
+    try:
+        p = _plan(args, config, engine.id, shown=shown)
+        try:  # the floor: the same search with every step at the roofline, the engine's scheduler kept
+            ideal = p if engine.kind == "ideal" else _plan(args, config, "ideal", engine.id, shown)
+        except rl.InvalidConfigurationError:  # even max_replicas miss within the floor's error band
+            ideal = None
+    finally:
+        if shown is not None:
+            shown.done()
     d = result_dict(args, p, ideal, usd, price, load)
     if args.json:
         out.print_json(d)
@@ -71,9 +78,11 @@ def run(args) -> int:
     return out.EXIT_OK
 
 
-def _plan(args, config: dict, engine: str, policy: str | None = None) -> sim.CapacityPlan:
+def _plan(args, config: dict, engine: str, policy: str | None = None, shown=None) -> sim.CapacityPlan:
     config = sim.SimConfig(args.model, args.gpu, engine=engine, policy=policy, **config)
-    return sim.plan_capacity(config, max_replicas=args.max_replicas)
+    what = "the floor" if engine == "ideal" and policy else engine
+    report = None if shown is None else (lambda k, t, n: shown.simulated(t, n, f"{what}, {k} replica(s)"))
+    return sim.plan_capacity(config, max_replicas=args.max_replicas, progress=report)
 
 
 def _plan_dict(p: sim.CapacityPlan, usd: float | None) -> dict:

@@ -23,7 +23,9 @@ from urllib.parse import quote, urlencode
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.authorizer import AllowAllAuthorizer
+from jupyter_server.auth.decorator import allow_unauthenticated
 from jupyter_server.auth.identity import PasswordIdentityProvider
+from jupyter_server.auth.logout import LogoutHandler
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
@@ -46,6 +48,8 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'self'; base-uri 'self'"
 )
+# A notebook folder's files: no script, no plugin, no form, no fetch, in a sandbox of their own origin.
+FILE_CONTENT_SECURITY_POLICY = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 # Host names the server answers to (an IP address is accepted when it is a loopback address).
 LOCAL_HOSTNAMES = ["localhost"]
 
@@ -96,7 +100,25 @@ class GuardedRequestInfoHandler(WebSocketMixin, RequestInfoSocketHandler, Jupyte
 
 
 class GuardedFileHandler(JupyterHandler, AllowListFileHandler):
-    """``/voila/files/*`` (a notebook's images) with the Host check and the token (or login cookie)."""
+    """``/voila/files/*`` (a notebook's images) with the Host check and the token (or login cookie), each
+    file in a CSP sandbox (``FILE_CONTENT_SECURITY_POLICY``): a file opened on its own (an SVG or HTML
+    file with a script, dropped into the notebooks' folder) runs no script in the app's origin; a page
+    showing it as an image is unaffected."""
+
+    @property
+    def content_security_policy(self) -> str:
+        return FILE_CONTENT_SECURITY_POLICY
+
+
+class CourseLogoutHandler(JupyterHandler):
+    """``/logout``: forget the login cookie and say so. (Jupyter's own handler renders a ``logout.html``
+    that Voilà's templates lack: an HTTP 500.)"""
+
+    @allow_unauthenticated
+    def get(self):
+        self.identity_provider.clear_login_cookie(self)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.write("Logged out. To come back, open the address instructor printed, with its token.\n")
 
 
 class LessonPageHandler(TornadoVoilaHandler):
@@ -235,6 +257,7 @@ REPLACEMENTS = {
     TemplateStaticFileHandler: LoopbackTemplateStaticHandler,
     MultiStaticFileHandler: LoopbackStaticHandler,
     TornadoVoilaHandler: LessonPageHandler,
+    LogoutHandler: CourseLogoutHandler,
 }
 
 
@@ -377,9 +400,15 @@ class _PoolTaking:
     kernel, and the taken kernel's idle time restarted: it ran from the end of preheating, and a culler
     pass before the page's websocket connected shut the kernel down under the page."""
 
-    async def get_rendered_notebook(self, *args, **kwargs):
+    async def get_rendered_notebook(self, notebook_name=None, *args, **kwargs):
         await self.make_room()  # taking a kernel starts the pool's refill
-        render_task, rendered, kernel_id = await super().get_rendered_notebook(*args, **kwargs)
+        if not getattr(self, "_pools", {}).get(notebook_name):  # another page took it while room was made
+            raise web.HTTPError(
+                503,
+                "The lesson's waiting kernel was just taken by another page loading at the same time. "
+                "Reload in a few seconds.",
+            )
+        render_task, rendered, kernel_id = await super().get_rendered_notebook(notebook_name, *args, **kwargs)
         self.get_kernel(kernel_id).last_activity = datetime.now(UTC)
         return render_task, rendered, kernel_id
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import os
+import tempfile
 import tomllib
 from dataclasses import dataclass
 
@@ -25,10 +27,24 @@ import tomli_w
 from roofline.calibration.fit import fit_terms
 from roofline.calibration.measurements import Measurements
 from roofline.calibration.terms import terms_for
-from roofline.data import clear_cache, get_gpu, get_model, user_data_dir
-from roofline.engines.params import OVERHEADS, Calibration, forget_frozen_tables, load_calibration
+from roofline.data import (
+    clear_cache,
+    get_gpu,
+    get_model,
+    project_engine_names,
+    read_text_file,
+    user_data_dir,
+)
+from roofline.engines.params import (
+    OVERHEAD_LIMITS_S,
+    OVERHEADS,
+    Calibration,
+    forget_frozen_tables,
+    load_calibration,
+)
 from roofline.engines.registry import get_engine
 from roofline.errors import DataTableError, InvalidConfigurationError
+from roofline.measure.userdata import check_own_id
 
 KINDS = ("tpot", "ttft", "latency")  # what a point measures
 # How hard the base engine's costs pull (the project's fit uses 0.3 over thousands of rows): a tenth of a
@@ -100,6 +116,21 @@ def _check(ms: Measurements, floors_s: np.ndarray) -> None:
             )
 
 
+def check_engine_name(name: str) -> str:
+    """``name`` as the id of a learner's own engine: 1-40 lowercase letters, digits, ``.``, ``_``, ``-``
+    (``roofline.measure.userdata.check_name``), and neither a project engine's id or alias (``vllm``,
+    ``ideal``, ``trtllm``) nor within a typo of one. Returned as is.
+
+    >>> check_engine_name("my-vllm")
+    'my-vllm'
+    >>> check_engine_name("trtllm")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: 'trtllm' already names an engine in the project's table; ...
+    """
+    return check_own_id(name, "engine", project_engine_names(), "my-vllm")
+
+
 def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibration:
     """Fit engine ``name`` (running ``base``'s kernels) to ``points``: its costs (s) start from ``base``'s
     fitted ones and move where the points say. Returns the calibration of that one engine.
@@ -109,6 +140,7 @@ def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibratio
     >>> 0 < cal.overheads["my-vllm"]["step_overhead_s"] < 10e-3
     True
     """
+    check_engine_name(name)
     if not points:
         raise InvalidConfigurationError("give at least one measurement")
     b = get_engine(base)
@@ -121,7 +153,15 @@ def fit_points(points: list[Point], name: str, base: str = "vllm") -> Calibratio
     _check(ms, terms.floor_s())
     base_costs, _ = load_calibration().overheads_for(b.id)
     train, prior = np.ones(len(ms), bool), {name: base_costs}
-    return fit_terms(ms, terms, train, cost_prior=prior, fitted_fractions=False, prior_weight=PRIOR_WEIGHT)
+    cal = fit_terms(ms, terms, train, cost_prior=prior, fitted_fractions=False, prior_weight=PRIOR_WEIGHT)
+    for key, most in OVERHEAD_LIMITS_S.items():
+        if not cal.overheads[name][key] <= most:
+            raise InvalidConfigurationError(
+                f"your measurements need a {key.removesuffix('_s').replace('_', ' ')} of "
+                f"{cal.overheads[name][key]:.3g} s, more than an engine spends ({most:g} s at most): "
+                f"check the units (ms), the model, the GPU and its count"
+            )
+    return cal
 
 
 def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[str]:
@@ -129,6 +169,7 @@ def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[st
     costs (s) from ``cal`` into the user's ``calibration.toml`` (``roofline.data.user_data_dir()``),
     replacing an earlier calibration of that name; ``points`` are recorded by number. Returns the two
     paths. The test suite saves into a temporary folder (``tests/test_engines_calibrate.py``)."""
+    check_engine_name(name)
     b = get_engine(base)
     today = datetime.date.today().isoformat()
     row = {
@@ -147,19 +188,46 @@ def save(cal: Calibration, name: str, base: str, points: list[Point]) -> list[st
     engines_path, cal_path = folder / "engines.toml", folder / "calibration.toml"
     mine = _read_user_toml(engines_path)
     mine["engine"] = [e for e in mine.get("engine", []) if e.get("id") != name] + [row]
-    engines_path.write_text(tomli_w.dumps(mine))
+    engines_text = tomli_w.dumps(mine)
     mine = _read_user_toml(cal_path)
     mine["engine"] = {**{e: v for e, v in mine.get("engine", {}).items() if e != name}, name: costs}
-    cal_path.write_text(tomli_w.dumps(mine))
+    write_atomically({engines_path: engines_text, cal_path: tomli_w.dumps(mine)})
     clear_cache()  # every table and engine is re-read with the new one
     forget_frozen_tables()
     return [str(engines_path), str(cal_path)]
 
 
+def write_atomically(texts: dict) -> None:
+    """Write each ``{path: text}`` (UTF-8) so a reader sees the old file or the new one, never half of
+    one: every text goes to a temporary file beside its path first, then each replaces its path
+    (``os.replace``). Nothing is replaced if any temporary write fails.
+
+    >>> import pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> write_atomically({d / "a.toml": "x = 1"}); (d / "a.toml").read_text(), sorted(os.listdir(d))
+    ('x = 1', ['a.toml'])
+    """
+    staged = []
+    try:
+        for path, text in texts.items():
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.")
+            staged.append((tmp, path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
 def _read_user_toml(path) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except tomllib.TOMLDecodeError as exc:
+        return tomllib.loads(read_text_file(path)) if path.is_file() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
         raise DataTableError(
             f"{path}: not valid TOML ({exc}); fix or remove it, then calibrate again"
         ) from None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.data import MEASURED_DIR, DataTableError, model_for_hf_id, table_path
+from roofline.data import MEASURED_DIR, DataTableError, model_for_hf_id, read_text_file, table_path
 from roofline.engines.registry import get_engine
 from roofline.physics.architecture import active_parameter_count
 
@@ -53,8 +53,8 @@ def read_csv(path, required=()) -> list[dict]:
     (True, True)
     """
     try:
-        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
-    except OSError as exc:
+        rows = list(csv.DictReader(io.StringIO(read_text_file(path))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataTableError(f"{path}: cannot read the table: {exc.strerror or exc}") from None
     for line, row in enumerate(rows, start=2):
         if bad := [c for c in required if not (row.get(c) or "").strip()]:

@@ -134,7 +134,8 @@ def prefill_times(timer: StepTimer, prompt_tokens, batch=1) -> dict:
     (0.13, True)
     """
     b, p = _count(batch, "batch"), _count(prompt_tokens, "prompt_tokens")
-    budget = timer.of_step(prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer)), extra_s=0.0)
+    work = prefill_work(timer.model, timer.gpu, b, p, **_deployment(timer))
+    budget = timer.of_step(work, extra_s=0.0, prompt=True)
     return {k: float(v) for k, v in budget.parts.items()}
 
 
@@ -173,7 +174,9 @@ def _batch_timing(timer: StepTimer, b, i, o, waves=1) -> Timing:
     """Prefill of ``b`` prompts of ``i`` tokens, then ``o`` decode steps, ``waves`` times over (the first
     token of the last wave comes after every earlier wave has finished)."""
     kw = _deployment(timer)
-    pre = float(timer.of_step(prefill_work(timer.model, timer.gpu, b, i, **kw), extra_s=0.0).total_s)
+    pre = float(
+        timer.of_step(prefill_work(timer.model, timer.gpu, b, i, **kw), extra_s=0.0, prompt=True).total_s
+    )
     contexts = np.arange(i, i + o, dtype=float)
     dec = timer.of_step(decode_work(timer.model, timer.gpu, b, contexts, **kw), extra_s=0.0).total_s
     decode_s = float(np.sum(dec))

@@ -44,7 +44,7 @@ from roofline.data import get_gpu, get_model
 from roofline.engines.params import EngineParams, engine_params
 from roofline.engines.registry import DEFAULT_ENGINE, get_engine
 from roofline.physics.architecture import routed_expert_bytes_read, routed_expert_parameters_per_token
-from roofline.physics.parallel import tensor_parallel_comm_time_s
+from roofline.physics.parallel import link_bytes_per_s, tensor_parallel_comm_time_s
 from roofline.physics.precision import peak_flops_per_s
 
 # The gap budget's parts above the floor, in the order they stack (keys of ``TimeBudget.parts``).
@@ -270,7 +270,7 @@ class StepTimer:
         talks &= (self.engine.kind != "ideal") if communication is None else bool(communication)
         self.collectives = 2 * self.model.layers if talks else 0
         self.hops = self.collectives * 2 * (self.num_gpus - 1)
-        link = max(self.gpu.interconnect_bytes_per_s, 1.0)  # all-reduce bytes grow with the step's tokens
+        link = link_bytes_per_s(self.gpu, self.num_gpus)  # all-reduce bytes grow with the step's tokens
         self.comm_s_per_token = (
             float(tensor_parallel_comm_time_s(self.model, 1, self.num_gpus, link, latency_s=0.0))
             if talks
@@ -352,9 +352,10 @@ class StepTimer:
         kernels, per_layer, per_step, comm = step_parts(self.params, self.work_of(load))
         return kernels + per_layer + per_step + comm + load.extra_s
 
-    def of_step(self, step, extra_s=None) -> TimeBudget:
+    def of_step(self, step, extra_s=None, *, prompt: bool = False) -> TimeBudget:
         """The budget of a physics ``Step`` (``roofline.forward_step`` and its wrappers); ``extra_s``
-        defaults to the step's own launch overhead.
+        defaults to the step's own launch overhead; ``prompt``: the step's new tokens are prompts being
+        prefilled (``step_load``).
 
         >>> from roofline.physics.step import decode_step
         >>> s = decode_step("llama-3-8b", "h100-sxm", batch=[1, 32], context_tokens=1000)
@@ -362,7 +363,7 @@ class StepTimer:
         >>> bool(np.allclose(b.total_s, s.step_time_s))
         True
         """
-        return assemble(self.work_of(StepLoad(**step_load(step, extra_s, self.model))), self.params)
+        return assemble(self.work_of(StepLoad(**step_load(step, extra_s, self.model, prompt))), self.params)
 
 
 def routed_expert_load(model, weight_precision: str, tokens):
@@ -380,11 +381,19 @@ def routed_expert_load(model, weight_precision: str, tokens):
     return flops, np.where(np.asarray(tokens) > 0, routed_expert_bytes_read(m, weight_precision, n), 0.0)
 
 
-def step_load(step, extra_s=None, model=None) -> dict:
+def step_load(step, extra_s=None, model=None, prompt: bool = False) -> dict:
     """The keywords of :meth:`StepTimer.work` for a physics ``Step``: its GEMM, routed-expert and attention
-    FLOPs, weight, routed-expert and KV bytes, prompt tokens (sequences computing more than one token, and
-    any prompt chunk), tokens and sequences (one more for a chunk). ``model`` is the step's model when it is
-    not a row of the tables (a shape built in code, as the measure lab's)."""
+    FLOPs, weight, routed-expert and KV bytes, prompt tokens (sequences computing more than one token, or
+    every new token with ``prompt``, and any prompt chunk), tokens and sequences (one more for a chunk).
+    ``model`` is the step's model when it is not a row of the tables (a shape built in code, as the measure
+    lab's). A one-token prompt is a prefill (``prompt=True``), timed by the prefill attention kernel like
+    every longer one, so a prefill's time never falls as its prompt grows.
+
+    >>> from roofline.physics.step import forward_step
+    >>> one = forward_step("llama-3-8b", "h100-sxm", 1, 0, new_tokens=1)
+    >>> float(step_load(one)["prompt_tokens"]), float(step_load(one, prompt=True)["prompt_tokens"])
+    (0.0, 1.0)
+    """
     f = lambda x: np.asarray(x, float)  # noqa: E731
     chunk, batch, new, tokens = f(step.chunk_tokens), f(step.batch), f(step.new_tokens), f(step.tokens)
     moe_flops, moe_bytes = routed_expert_load(model or step.model_id, step.weight_precision, tokens)
@@ -396,7 +405,7 @@ def step_load(step, extra_s=None, model=None) -> dict:
         attention_flops=f(step.attention_flops),
         kv_read_bytes=f(step.kv_bytes_read),
         kv_write_bytes=f(step.kv_bytes_written),
-        prompt_tokens=np.where(new > 1, batch * new, 0.0) + chunk,
+        prompt_tokens=np.where((new > 1) | prompt, batch * new, 0.0) + chunk,
         tokens=f(step.tokens),
         sequences=batch + (chunk > 0),
         extra_s=f(step.launch_overhead_s) if extra_s is None else extra_s,

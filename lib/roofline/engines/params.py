@@ -38,7 +38,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from roofline.assumptions import assumption
-from roofline.data import get_gpu, get_model, gpus, load_gpus, read_toml, table_path, user_data_dir
+from roofline.data import (
+    get_gpu,
+    get_model,
+    gpus,
+    load_gpus,
+    read_text_file,
+    read_toml,
+    table_path,
+    user_data_dir,
+)
 from roofline.engines.registry import get_engine
 from roofline.errors import DataTableError, InvalidConfigurationError
 from roofline.physics.parallel import hop_latency_s as link_hop_latency_s
@@ -50,6 +59,15 @@ OVERHEADS = {
     "layer_overhead_s": "per layer per step: the small kernels (norms, rotary, activations, cache writes)",
     "sequence_overhead_s": "per sequence per step: sampling and bookkeeping",
     "allreduce_overhead_s": "per all-reduce, beyond the link's NCCL latency: launches, synchronization",
+}
+# The most each cost may be (s) for an engine that is still an engine: the fitted ones are 0.3 ms per step,
+# 0.1 ms per layer and 0.15 ms per sequence at most; a table (or a learner's fit) past these describes a
+# unit slip or a stalled machine, and would price a step in seconds.
+OVERHEAD_LIMITS_S = {
+    "step_overhead_s": 0.1,
+    "layer_overhead_s": 0.01,
+    "sequence_overhead_s": 0.01,
+    "allreduce_overhead_s": 0.01,
 }
 # Fitted per GPU family for engines without kernel timings (fractions of peak bandwidth): how well their own
 # weight-streaming GEMMs and paged-attention kernels of the time read memory. Their compute fractions are the
@@ -211,8 +229,8 @@ def _frozen_kernels() -> dict:
     """{(kind, kernels, gpu, format, kv): (numbers, source, error)} from the frozen table."""
     path = table_path(KERNEL_TABLE_FILE)
     try:
-        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
-    except (OSError, UnicodeDecodeError) as exc:
+        rows = list(csv.DictReader(io.StringIO(read_text_file(path))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataTableError(f"{path}: cannot read the table: {exc}") from None
     table = {}
     for line, row in enumerate(rows, start=2):
@@ -427,9 +445,11 @@ def load_calibration() -> Calibration:
     if not user.is_file():
         return cal
     try:
-        mine = tomllib.loads(user.read_text(encoding="utf-8"))
+        mine = tomllib.loads(read_text_file(user))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise DataTableError(f"{user}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise DataTableError(f"{user}: cannot read the table: {exc.strerror or exc}") from None
     yours = parse_calibration(mine, str(user), fitted=False)
     clash = sorted(set(yours.overheads) & set(cal.overheads))
     if clash:
@@ -443,11 +463,11 @@ def forget_frozen_tables() -> None:
         cached.cache_clear()
 
 
-def _number(raw, path: str, where: str, *, fraction: bool) -> float:
+def _number(raw, path: str, where: str, *, fraction: bool, most_s: float = math.inf) -> float:
     ok = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
-    if ok and (0 < raw <= 1 if fraction else raw >= 0):
+    if ok and (0 < raw <= 1 if fraction else 0 <= raw <= most_s):
         return float(raw)
-    rule = "a fraction in (0, 1]" if fraction else "a time >= 0 s"
+    rule = "a fraction in (0, 1]" if fraction else f"a time from 0 to {most_s:g} s"
     raise DataTableError(f"{path}, {where}: must be {rule}, got {raw!r}")
 
 
@@ -473,7 +493,10 @@ def parse_calibration(raw: dict, path: str = CALIBRATION_FILE, fitted: bool = Tr
         missing = [k for k in OVERHEADS if not isinstance(v, dict) or k not in v]
         if missing:
             raise DataTableError(f"{path}, {where}: missing {', '.join(missing)} (seconds)")
-        overheads[eng] = {k: _number(v[k], path, f"{where} {k}", fraction=False) for k in OVERHEADS}
+        overheads[eng] = {
+            k: _number(v[k], path, f"{where} {k}", fraction=False, most_s=OVERHEAD_LIMITS_S[k])
+            for k in OVERHEADS
+        }
     if not overheads and fitted:
         raise DataTableError(f"{path}: needs [engine.*] tables (a fitted calibration)")
     fractions = {}

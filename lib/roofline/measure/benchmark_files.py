@@ -35,13 +35,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline import data
 from roofline.errors import RooflineError
+from roofline.files import read_regular_file
 
 FORMATS = ("vllm", "sglang", "llama-bench")
 TOOLS = {"vllm": "vllm-bench-serve", "sglang": "sglang-bench-serving", "llama-bench": "llama-bench"}
@@ -251,28 +251,13 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
     """At most ``MAX_FILE_BYTES`` of a regular file; anything else (directory, device, FIFO) is refused
     before a byte is read, so ``/dev/zero`` or a named pipe never hangs the reader."""
     file = os.fspath(path)
+    if os.path.isdir(file):
+        raise BenchmarkFileError(file, None, None, "is a directory; give the path of one result file")
     try:
-        is_dir = stat.S_ISDIR(os.stat(file).st_mode)
-        fd = None if is_dir else os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no wait
+        return read_regular_file(file, MAX_FILE_BYTES)
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = getattr(exc, "strerror", None) or str(exc)
         raise BenchmarkFileError(file, None, None, f"cannot be read: {reason}") from None
-    if fd is None:
-        raise BenchmarkFileError(file, None, None, "is a directory; give the path of one result file")
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise BenchmarkFileError(
-                file, None, None, "is not a regular file (a device, FIFO or socket); give a result file"
-            )
-        try:
-            raw = f.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise BenchmarkFileError(file, None, None, f"cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise BenchmarkFileError(
-            file, None, None, f"is larger than {MAX_FILE_BYTES // 2**20} MiB: not a benchmark result file"
-        )
-    return raw
 
 
 def _decode(file: str, raw: bytes) -> str:

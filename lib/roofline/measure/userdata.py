@@ -61,8 +61,10 @@ def load_user_gpu_rows(path: Path | None = None) -> list[dict]:
     return rows
 
 
-def check_name(name: str) -> str:
-    """A valid user GPU id: lowercase letters, digits, ``.``, ``_``, ``-``; 1–40 characters; returned as is.
+def check_name(name: str, what: str = "a saved machine's name", example: str = "my-laptop") -> str:
+    """A valid id for a learner's own row (``what``, for the message): lowercase letters, digits, ``.``,
+    ``_``, ``-``; 1–40 characters, starting with a letter or digit; returned as is. No spaces, slashes,
+    quotes or newlines, so the id is safe in a TOML key, a file name and a command line.
 
     >>> check_name("My Laptop!")
     Traceback (most recent call last):
@@ -71,8 +73,37 @@ def check_name(name: str) -> str:
     """
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise InvalidConfigurationError(
-            f"a saved machine's name must be 1-40 characters of lowercase letters, digits, '.', '_' or '-', "
-            f"starting with a letter or digit (like 'my-laptop'); got {name!r}"
+            f"{what} must be 1-40 characters of lowercase letters, digits, '.', '_' or '-', "
+            f"starting with a letter or digit (like {example!r}); got {name!r}"
+        )
+    return name
+
+
+def check_own_id(name: str, kind: str, project_ids, example: str) -> str:
+    """``name`` for a learner's own ``kind`` row (``"GPU"``, ``"engine"``): it passes ``check_name`` and is
+    neither one of ``project_ids`` (the project's ids and aliases) nor within a typo of one
+    (``near_project_id``); ``example`` is a name to suggest. Returned as is.
+
+    >>> check_own_id("vllm", "engine", ["vllm", "trtllm"], "my-vllm")
+    Traceback (most recent call last):
+    ...
+    roofline.errors.InvalidConfigurationError: 'vllm' already names an engine in the project's table; ...
+    >>> check_own_id("my-vllm", "engine", ["vllm", "trtllm"], "my-vllm")
+    'my-vllm'
+    """
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    check_name(name, f"{article} {kind}'s name of your own", example)
+    project_ids = list(project_ids)
+    if name in project_ids:
+        raise InvalidConfigurationError(
+            f"{name!r} already names {article} {kind} in the project's table; choose another name "
+            f"(like 'my-{name}')"
+        )
+    close = near_project_id(name, project_ids)
+    if close:
+        raise InvalidConfigurationError(
+            f"{name!r} is too close to the project's {kind} {close!r}: saved, '--{kind.lower()} {name}' "
+            f"would pick it instead of suggesting {close!r}. Choose a name of your own, like {example!r}"
         )
     return name
 
@@ -144,18 +175,7 @@ def check_save_name(name: str, path: Path | None = None) -> str:
     """``name`` once it passes ``check_name`` and is neither a project GPU id nor near one
     (``near_project_id``), with ``path`` outside the tables (``check_destination``). Called before
     measuring, so a bad name costs no time."""
-    check_name(name)
-    project_ids = _project_gpu_ids()
-    if name in project_ids:
-        raise InvalidConfigurationError(
-            f"{name!r} is a GPU id in the project's table; choose another name (like 'my-{name}')"
-        )
-    close = near_project_id(name, project_ids)
-    if close:
-        raise InvalidConfigurationError(
-            f"{name!r} is too close to the project's GPU {close!r}: saved, it would answer '--gpu {name}' "
-            f"instead of suggesting {close!r}. Choose a name of your own, like 'my-laptop' or 'home-{name}'"
-        )
+    check_own_id(name, "GPU", _project_gpu_ids(), "my-laptop")
     check_destination(user_gpu_table_path() if path is None else Path(path))
     return name
 

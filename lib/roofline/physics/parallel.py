@@ -24,6 +24,7 @@ import numpy as np
 
 from roofline.assumptions import assumption
 from roofline.checks import checked, one_of, out
+from roofline.errors import InvalidConfigurationError
 from roofline.physics.architecture import get_model
 
 # None: the per-hop latency model (base + hops x link latency). A number: a fixed start-up per all-reduce.
@@ -37,6 +38,25 @@ def __getattr__(name: str):  # ACTIVATION_BYTES: read from the assumptions table
 
 
 ALGORITHMS = ("ring", "tree")
+
+
+def link_bytes_per_s(gpu, num_gpus) -> float:
+    """The GPU-to-GPU link bandwidth (bytes/s) of ``gpu`` (a ``roofline.data.GPU``) for a split over
+    ``num_gpus`` (a count or an array of counts). A row with no link (``interconnect_gb_per_s = 0``, a
+    measured CPU) works on one GPU only: more raises ``InvalidConfigurationError``, never a time over a
+    link that does not exist.
+
+    >>> from roofline.data import get_gpu
+    >>> link_bytes_per_s(get_gpu("h100-sxm"), 2) / 1e9
+    900.0
+    """
+    link = float(gpu.interconnect_bytes_per_s)
+    if not link > 0 and np.any(np.asarray(num_gpus) > 1):
+        raise InvalidConfigurationError(
+            f"{gpu.id} has no GPU-to-GPU link (interconnect_gb_per_s = 0 in its table): it runs on one GPU "
+            f"only, got {np.max(num_gpus):g} GPUs"
+        )
+    return link if link > 0 else 1.0  # one GPU sends nothing: any positive bandwidth gives 0 s
 
 
 def link_kind(link: str) -> str:

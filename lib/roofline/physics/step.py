@@ -51,7 +51,12 @@ from roofline.physics.architecture import (
     weight_bytes_read,
 )
 from roofline.physics.memory import check_memory, memory_available_bytes
-from roofline.physics.parallel import kv_replicas, pipeline_comm_time_s, tensor_parallel_comm_time_s
+from roofline.physics.parallel import (
+    kv_replicas,
+    link_bytes_per_s,
+    pipeline_comm_time_s,
+    tensor_parallel_comm_time_s,
+)
 from roofline.physics.precision import get_precision, peak_flops_per_s
 from roofline.results import Flag, Label, Number, Result
 
@@ -318,7 +323,7 @@ def _attention_flops(m, b, t, n_new, c, s):
 def _communication_s(m, g, tokens, g_count, o: StepOptions):
     """The step's collectives (s): all-reduces under tensor parallel, activations passed on under a layer
     split."""
-    link_bw = max(g.interconnect_bytes_per_s, 1.0)  # a row with no link (0) still gets a finite time
+    link_bw = link_bytes_per_s(g, g_count)
     if o.parallelism == "tensor":
         return np.asarray(
             tensor_parallel_comm_time_s(

@@ -61,10 +61,12 @@ class CapacityPlan(Result):
         return self.replicas_high * self.num_gpus_total // self.replicas
 
 
-def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
+def plan_capacity(config: SimConfig, max_replicas: int = 64, progress=None) -> CapacityPlan:
     """Fewest replicas of ``config``'s deployment whose simulated p99 TTFT ≤ ``slo_ttft_s`` and p99 TPOT ≤
     ``slo_tpot_s`` (s) at its ``rate_per_s`` requests/s, priced at its ``usd_per_gpu_hour`` (default: the
     GPU's own price). Raises ``InvalidConfigurationError`` if even ``max_replicas`` replicas miss the SLO.
+    ``progress``, if given, is called during each run with the replicas tried, the simulated clock (s) and
+    the steps so far.
 
     >>> load = SimConfig("llama-3-8b", "h100-sxm", rate_per_s=400, requests=800, engine="vllm")
     >>> p = plan_capacity(load)
@@ -88,7 +90,8 @@ def plan_capacity(config: SimConfig, max_replicas: int = 64) -> CapacityPlan:
 
     def run(k):
         if k not in runs:
-            runs[k] = simulate(config.with_(replicas=k))
+            report = None if progress is None else (lambda clock_s, steps: progress(k, clock_s, steps))
+            runs[k] = simulate(config.with_(replicas=k), report)
         return runs[k]
 
     def meets(k, ttft_scale=1.0, tpot_scale=1.0):

@@ -66,10 +66,11 @@ def _policy(c: SimConfig, cost: StepCostModel, cap: int) -> SchedulerPolicy:
     )
 
 
-def simulate(config: SimConfig) -> SimResult:
+def simulate(config: SimConfig, progress=None) -> SimResult:
     """Simulate the serving run ``config`` (a ``SimConfig``: deployment, load, SLOs) and return latencies,
     throughput and cost. A rate the deployment cannot sustain is reported (``unstable`` True and
-    ``message``), never hangs.
+    ``message``), never hangs. ``progress``, if given, is called now and then during the run with the
+    simulated clock (s) and the steps run so far (the command line's progress line).
 
     >>> r = simulate(SimConfig("llama-3-8b", "h100-sxm", rate_per_s=1000, requests=2000, input_tokens=512,
     ...                        output_tokens=128))
@@ -94,5 +95,5 @@ def simulate(config: SimConfig) -> SimResult:
             f"a request of {longest:,} tokens (prompt + answer) cannot fit in the KV cache of {cap:,} tokens"
         )
     sim = Simulation(c, cost, policy, RequestState(inp, outp, c.prefix_hit_rate), cap, arr)
-    sim.run()
+    sim.run(progress)
     return summarise(sim, inp, outp)

@@ -44,6 +44,7 @@ from .worker import RequestState, StepWork, Worker
 SHORT_RUN = 8  # pure decode runs up to this many steps are priced step by step in plain Python
 TIMELINE_LIMIT = 250_000  # steps of worker 0 a timeline keeps (bounded memory on huge runs)
 INF = math.inf
+PROGRESS_EVENTS = 16384  # events between two calls of a run's progress report
 
 
 class EventKind(IntEnum):
@@ -165,11 +166,18 @@ class Simulation:
 
     # ---------------------------------------------------------------- the loop and its events
 
-    def run(self):
-        """Play every event until none is left or the clock passes ``max_sim_time_s``."""
+    def run(self, progress=None):
+        """Play every event until none is left or the clock passes ``max_sim_time_s``; every
+        ``PROGRESS_EVENTS`` events call ``progress(clock_s, steps)`` if given (a long run's report)."""
         queue, workers, limit = self.queue, self.workers, self.max_sim_time_s
+        countdown = PROGRESS_EVENTS
         while (event := queue.pop()) is not None:
             t, kind, subject, payload = event
+            countdown -= 1
+            if not countdown:
+                countdown = PROGRESS_EVENTS
+                if progress is not None:
+                    progress(t, self.steps)
             if t > limit:
                 self.truncated = True
                 return

@@ -31,8 +31,9 @@ from collections import Counter
 from pathlib import Path
 
 from roofline.calibration.measurements import HARDWARE
-from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
+from roofline.data import MEASURED_DIR, model_for_hf_id, read_text_file, table_path
 from roofline.engines.registry import get_engine
+from roofline.errors import DataTableError
 from roofline.physics.step import decode_step
 
 from .cost import kv_capacity_tokens
@@ -61,7 +62,11 @@ def _int(x: str) -> int:
 def read_raw(path=None) -> list[dict]:
     """The CSV's rows as dicts of strings (``data/measured/aiconfigurator_serving.csv`` by default)."""
     source = table_path(MEASURED_DIR) / SERVING_CSV if path is None else path
-    return list(csv.DictReader(io.StringIO(source.read_text(encoding="utf-8"))))
+    try:
+        return list(csv.DictReader(io.StringIO(read_text_file(source))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise DataTableError(f"{source}: cannot read the table: {reason}") from None
 
 
 def _harness(raw: dict) -> str:

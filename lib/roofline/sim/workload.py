@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.data import read_text_file
 from roofline.errors import InvalidConfigurationError, UnknownNameError
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal")
@@ -188,15 +189,16 @@ def load_trace(path) -> dict[str, np.ndarray]:
     """
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_TRACE_FILE_BYTES:
-            raise InvalidConfigurationError(f"{p}: larger than {MAX_TRACE_FILE_BYTES / 1e9:g} GB")
-        text = p.read_text(encoding="utf-8-sig")
+        text = read_text_file(p, MAX_TRACE_FILE_BYTES)
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise InvalidConfigurationError(f"{p}: cannot read the trace: {reason}") from None
     if not text.strip():
         raise InvalidConfigurationError(f"{p}: the trace file is empty")
-    rows = _json_rows(text, p) if text.lstrip()[:1] in "[{" else _csv_rows(text, p)
+    try:
+        rows = _json_rows(text, p) if text.lstrip()[:1] in "[{" else _csv_rows(text, p)
+    except csv.Error as exc:  # a field over csv's limit (131,072 characters), a NUL byte, …
+        raise InvalidConfigurationError(f"{p}: not a valid CSV trace: {exc}") from None
     arr, inp, outp = check_trace(rows, where=str(p))
     return {"arrival_s": arr, "input_tokens": inp, "output_tokens": outp}
 
