@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psutil
@@ -137,19 +138,20 @@ def load_page(url: str, deadline_s: float = 180) -> str:
                 if time.monotonic() - start > deadline_s:
                     return "unfinished"
     except urllib.error.HTTPError as err:
-        if err.code != 503:
-            raise
-        return "refused"
+        return "refused" if err.code == 503 else f"HTTP {err.code}"  # a 500 is counted, to be seen
     return "loaded"
 
 
-def page_load_memory(lesson: str, loads: int, max_kernels: int) -> tuple[int, float, float, Counter]:
+def page_load_memory(
+    lesson: str, loads: int, max_kernels: int, parallel: int = 1
+) -> tuple[int, float, float, Counter]:
     """Kernels, their RSS (MB), the wall time (s) and how the ``loads`` plain-HTTP loads of ``lesson``
-    ended (``load_page``'s answers counted)."""
+    ended (``load_page``'s answers counted), ``parallel`` loads at a time."""
     server = VoilaServer(ROOT / "notebooks", extra=(f"--max-kernels={max_kernels}",))
     try:
         start = time.monotonic()
-        ends = Counter(load_page(server.page_url(lesson)) for _ in range(loads))
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            ends = Counter(pool.map(load_page, [server.page_url(lesson)] * loads))
         n, mb = kernel_memory_mb(server)
         return n, mb, time.monotonic() - start, ends
     finally:
@@ -209,7 +211,7 @@ def switching(args, report: list[str]) -> None:
         server.stop()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="passes over the preheated lessons")
     parser.add_argument(
@@ -220,8 +222,9 @@ def main() -> None:
     parser.add_argument(
         "--page-loads", type=int, default=30, help="plain-HTTP loads for the memory test (0: skip)"
     )
+    parser.add_argument("--parallel", type=int, default=1, help="page loads at a time in the memory test")
     parser.add_argument("--skip-switching", action="store_true", help="only the memory test")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     ARTIFACTS.mkdir(exist_ok=True)
     report = _Report()
     if not args.skip_switching:
@@ -229,12 +232,13 @@ def main() -> None:
     if args.page_loads:
         lesson = "16_step_time.ipynb"
         for cap in (MAX_KERNELS, 0):
-            n, mb, wall, ends = page_load_memory(lesson, args.page_loads, cap)
+            n, mb, wall, ends = page_load_memory(lesson, args.page_loads, cap, args.parallel)
             label = f"--max-kernels {cap}" if cap else "no cap (--max-kernels 0)"
+            other = ", ".join(f"{count} {end}" for end, count in ends.items() if end.startswith("HTTP"))
             report.append(
-                f"{args.page_loads} loads of {lesson}, {label}: {n} kernels, {mb:.0f} MB RSS "
-                f"({wall:.0f} s; {ends['loaded']} loaded, {ends['refused']} refused with 503 (every kernel "
-                f"in use), {ends['unfinished']} never finished)"
+                f"{args.page_loads} loads of {lesson}, {args.parallel} at a time, {label}: {n} kernels, "
+                f"{mb:.0f} MB RSS ({wall:.0f} s; {ends['loaded']} loaded, {ends['refused']} refused with 503 "
+                f"(every kernel in use), {ends['unfinished']} never finished, other: {other or 'none'})"
             )
 
 
