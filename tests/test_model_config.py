@@ -134,12 +134,13 @@ def test_a_config_under_a_table_id_gives_the_row_or_is_refused(tmp_path):
         rl.add_model(other)
 
 
-def test_configs_in_the_users_folder_join_every_model_menu(tmp_path, monkeypatch):
+def test_configs_in_the_users_folder_join_every_model_menu(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "small.json").write_text((CONFIGS / "llama-3.2-3b.json").read_text())
     data.clear_cache()
     assert "small" in rl.models() and rl.get_model("small").layers == 28
+    assert main(["list", "models", "--json"]) == 0 and main(["list", "models"]) == 0
 
 
 BASE = {

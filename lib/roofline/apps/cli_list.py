@@ -86,16 +86,18 @@ def _models(prec: str):
          "kv_bytes_per_token": rl.kv_bytes_per_token(m, prec)}
         for m in rl.models().values()
     ]  # fmt: skip
+    published = ["—" if i["published_parameters"] is None else f"{i['published_parameters'] / 1e9:.2f}"
+                 for i in items]  # fmt: skip
     rows = [
-        [i["id"], f"{i['parameter_count'] / 1e9:.2f}", f"{i['active_parameter_count'] / 1e9:.2f}",
-         f"{i['published_parameters'] / 1e9:.2f}", str(i["layers"]),
-         f"{i['attention_heads']}/{i['kv_heads']}", f"{i['kv_bytes_per_token'] / KiB:g}",
+        [i["id"], f"{i['parameter_count'] / 1e9:.2f}", f"{i['active_parameter_count'] / 1e9:.2f}", p,
+         str(i["layers"]), f"{i['attention_heads']}/{i['kv_heads']}", f"{i['kv_bytes_per_token'] / KiB:g}",
          f"{i['weight_bytes'] / GB:.1f}", f"{i['max_context_tokens']:,}", i["source"]]
-        for i in items
+        for i, p in zip(items, published, strict=True)
     ]  # fmt: skip
     headers = ["id", "params B", "active B", "published B", "layers", "heads/kv", f"KV KiB/token {prec}",
                f"weights GB {prec}", "max context", "source"]  # fmt: skip
-    note = "(params and active params derived from the architecture; published = the publisher's count)"
+    note = ("(params and active params derived from the architecture; published = the publisher's count, "
+            "— for a model read from your config.json)")
     return items, headers, rows, {1, 2, 3, 4, 6, 7, 8}, note
 
 
