@@ -1,6 +1,7 @@
 """Instructor mode: lesson-switch time and kernel memory, preheated vs not, the kernel cap and culling.
 
     uv run --group test python -m benchmarks.instructor_switch [--rounds 2] [--cull-idle 30] [--page-loads 30]
+        [--parallel 3]                        (--smoke: 4 loads at once against a cap of 2, no browser; CI)
 
 Starts the instructor app as an instructor would for a session (``instructor 02 16 28 44 60``: five
 lessons, each given a preheated kernel), then in one Chromium window goes from lesson to lesson, timing
@@ -211,7 +212,7 @@ def switching(args, report: list[str]) -> None:
         server.stop()
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="passes over the preheated lessons")
     parser.add_argument(
@@ -224,23 +225,37 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--parallel", type=int, default=1, help="page loads at a time in the memory test")
     parser.add_argument("--skip-switching", action="store_true", help="only the memory test")
+    parser.add_argument(
+        "--smoke", action="store_true", help="4 loads at once against a cap of 2 kernels, no browser (CI)"
+    )
     args = parser.parse_args(argv)
     ARTIFACTS.mkdir(exist_ok=True)
     report = _Report()
+    if args.smoke:
+        return page_loads(report, "16_step_time.ipynb", loads=4, parallel=4, caps=(2,))
     if not args.skip_switching:
         switching(args, report)
     if args.page_loads:
-        lesson = "16_step_time.ipynb"
-        for cap in (MAX_KERNELS, 0):
-            n, mb, wall, ends = page_load_memory(lesson, args.page_loads, cap, args.parallel)
-            label = f"--max-kernels {cap}" if cap else "no cap (--max-kernels 0)"
-            other = ", ".join(f"{count} {end}" for end, count in ends.items() if end.startswith("HTTP"))
-            report.append(
-                f"{args.page_loads} loads of {lesson}, {args.parallel} at a time, {label}: {n} kernels, "
-                f"{mb:.0f} MB RSS ({wall:.0f} s; {ends['loaded']} loaded, {ends['refused']} refused with 503 "
-                f"(every kernel in use), {ends['unfinished']} never finished, other: {other or 'none'})"
-            )
+        return page_loads(report, "16_step_time.ipynb", args.page_loads, args.parallel, (MAX_KERNELS, 0))
+    return 0
+
+
+def page_loads(report: list[str], lesson: str, loads: int, parallel: int, caps: tuple[int, ...]) -> int:
+    """The memory test under each kernel cap of ``caps``; 1 if any load got another answer than a 200 or
+    the cap's 503 (Voilà's own 500 "Kernel pool is empty" among them)."""
+    failed = 0
+    for cap in caps:
+        n, mb, wall, ends = page_load_memory(lesson, loads, cap, parallel)
+        label = f"--max-kernels {cap}" if cap else "no cap (--max-kernels 0)"
+        other = ", ".join(f"{count} {end}" for end, count in ends.items() if end.startswith("HTTP"))
+        failed += bool(other) or ends["unfinished"] > 0
+        report.append(
+            f"{loads} loads of {lesson}, {parallel} at a time, {label}: {n} kernels, "
+            f"{mb:.0f} MB RSS ({wall:.0f} s; {ends['loaded']} loaded, {ends['refused']} refused with 503 "
+            f"(every kernel in use), {ends['unfinished']} never finished, other: {other or 'none'})"
+        )
+    return int(failed > 0)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
