@@ -68,7 +68,8 @@ def test_the_code_that_builds_an_answer_is_hidden(name):
 @pytest.mark.parametrize("name", ALL)
 def test_no_answer_opens_without_a_prediction_box(name):
     # A question's answer is a Prediction; only the self-check cards fold theirs without one (card.reveal()).
-    bare = [c.source[:70] for c in cells(name) if c.cell_type == "code" and re.search(r"\bReveal\(", c.source)]
+    code = [c for c in cells(name) if c.cell_type == "code"]
+    bare = [c.source[:70] for c in code if re.search(r"\bReveal\(", c.source)]
     assert not bare, f"{name}: an answer that asks for no prediction: {bare}"
 
 
@@ -81,10 +82,12 @@ def test_every_predict_question_asks_for_a_prediction_first(name):
         # every cell of the section is an answer behind a prediction box, one per question, hidden
         bare = [c.source[:70] for c in code if "Prediction(" not in c.source]
         assert not bare, f"{name}: an answer that asks for no prediction: {bare}"
-        assert len(code) == len(questions), f"{name}: {len(questions)} questions, {len(code)} prediction boxes"
+        assert len(code) == len(questions), f"{name}: {len(questions)} questions, {len(code)} boxes"
         assert all(hidden(c) for c in code), name
         # each question's box comes after the question and before the next one
-        kinds = "".join("q" * len(QUESTION.findall(c.source)) if c.cell_type == "markdown" else "p" for c in section)
+        kinds = "".join(
+            "q" * len(QUESTION.findall(c.source)) if c.cell_type == "markdown" else "p" for c in section
+        )
         assert re.fullmatch(r"(qp)+", kinds), f"{name}: questions (q) and boxes (p) in the order {kinds}"
 
 
