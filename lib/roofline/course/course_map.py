@@ -1,7 +1,8 @@
 """The course map: which lessons exist, in what order, how long each takes and what to read first.
 
 Shown in notebooks/00_start_here.ipynb. The rows live in ``course_map.toml`` beside this module; a row whose
-notebook is not in ``notebooks/`` is left out, so the map never lists a missing lesson.
+notebook is not in ``notebooks/`` is left out, so the map never lists a missing lesson. The rows' order is
+the learner's path (``course_path``): each notebook's closing **Next:** link goes to the following row.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from roofline.data import notebooks_dir as course_notebooks
 from roofline.errors import DataTableError
 
 MAP_FILE = Path(__file__).with_name("course_map.toml")
+START = "00_start_here.ipynb"  # the start page: the path begins here, and the last lesson leads back
 
 PARTS = {
     "card": "The study card's lessons (Pack 01, speed physics)",
@@ -68,3 +70,16 @@ def total_minutes(lessons: list[Lesson], part: str | None = None) -> int:
     (20, 50)
     """
     return sum(r.minutes for r in lessons if part is None or r.part == part)
+
+
+def course_path(notebooks_dir: Path | str | None = None, map_file: Path | str = MAP_FILE) -> list[str]:
+    """The notebooks in the order a learner follows their **Next:** links: the start page, then every
+    lesson of the map in the map's order (the last one, the self-check, leads back to the start page).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("16_step_time.ipynb", "01_token_cost.ipynb"): _ = (d / n).write_text("{}")
+    >>> course_path(d)
+    ['00_start_here.ipynb', '01_token_cost.ipynb', '16_step_time.ipynb']
+    """
+    return [START, *(r.notebook for r in course_map(notebooks_dir, map_file))]

@@ -1,6 +1,6 @@
 """Calibration and its validation: notebooks/calibration_validation.ipynb."""
 
-from roofline.course.widgets import Reveal
+from roofline.course.widgets import Prediction
 from roofline.lessons.calibration_validation.lab import (
     kernel_fit_explorer,
     kernel_fit_figure,

@@ -1,5 +1,5 @@
 """Validating the serving simulator: notebooks/serving_validation.ipynb."""
 
 from roofline.course.readouts import table_html
-from roofline.course.widgets import Reveal
+from roofline.course.widgets import Prediction
 from roofline.lessons.serving_validation.lab import residual_figure, validation_figure
