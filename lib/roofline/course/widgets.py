@@ -263,7 +263,7 @@ class Explorer(W.VBox):
             if name in AXES and name in self.controls:
                 mark_axis(widget, name)
             if not isinstance(widget, NumberControl):
-                widget.layout.width = "100%"
+                widget.layout.width = "auto"  # stretched to its grid cell, margins included
                 if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
                     widget.style.description_width = LABEL_WIDTH
             widget.observe(lambda change: self._changed(), names="value")
