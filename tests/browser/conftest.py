@@ -341,13 +341,16 @@ VISIBILITY_JS = """([selector, top]) => Array.from(document.querySelectorAll(sel
     const cs = getComputedStyle(a);
     if (/(hidden|clip|auto|scroll)/.test(cs.overflowX + cs.overflowY)) {
       const b = a.getBoundingClientRect();
-      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1) clipped = true;
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1) {
+        clipped = true;
+      }
     }
   }
   const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
   const alt = e.tagName === 'IMG' && e.parentElement.querySelector('[data-text-px]');
   return {what: (e.dataset.key || e.className || e.tagName).toString().slice(0, 60),
-          inside: r.left >= -1 && r.right <= innerWidth + 1 && r.top >= top - 1 && r.bottom <= innerHeight + 1,
+          inside: r.left >= -1 && r.right <= innerWidth + 1 && r.top >= top - 1
+                  && r.bottom <= innerHeight + 1,
           clipped, covered: !hit || !(hit === e || e.contains(hit)),
           font: parseFloat(getComputedStyle(e).fontSize),
           figure_text: alt ? parseFloat(alt.dataset.textPx) * r.width / e.naturalWidth : null};

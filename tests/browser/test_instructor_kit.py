@@ -78,7 +78,8 @@ def show_explorer(page) -> float:
     """Once the page is laid out for the window, scroll the explorer's top to just under the kit's bar;
     returns the bar's bottom (px)."""
     page.wait_for_function(
-        "() => Math.abs(document.getElementById('rendered_cells').getBoundingClientRect().right - innerWidth) < 2"
+        "() => Math.abs(document.getElementById('rendered_cells').getBoundingClientRect().right"
+        " - innerWidth) < 2"
     )
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     page.evaluate("() => document.querySelector('.roofline-explorer').scrollIntoView({block: 'start'})")

@@ -225,7 +225,8 @@ def test_every_figure_and_its_headline_are_readable_together(page, width, height
         )
         for name in names:
             page.evaluate(
-                "(sel) => document.querySelector(sel + ' img.roofline-figure').scrollIntoView({block: 'start'})",
+                "(sel) => document.querySelector(sel + ' img.roofline-figure')"
+                ".scrollIntoView({block: 'start'})",
                 f".{name}",
             )
             top = page.evaluate(
