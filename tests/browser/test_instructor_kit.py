@@ -25,8 +25,9 @@ VISIBLE_JS = """() => {
 
 
 def test_presenter_view_steps_through_the_idea_the_explorer_and_each_question(browser, server):
-    page = open_page(browser, server.page_url(LESSON, "view=presenter"), ".roofline-explorer")
-    page.wait_for_selector("body.roofline-presenting", timeout=60_000)
+    # The first screen (the idea) hides the explorer: wait for the presenter view itself.
+    page = open_page(browser, server.page_url(LESSON, "view=presenter"), "body.roofline-presenting")
+    page.wait_for_selector(".roofline-explorer", state="attached", timeout=60_000)
     kind = "() => document.body.getAttribute('data-roofline-slide-kind')"
     idea = page.evaluate(VISIBLE_JS)
     assert idea["slides"] >= 4 and idea["slide"] == "1" and page.evaluate(kind) == "idea"
@@ -91,7 +92,8 @@ def test_projector_scale_keeps_figure_readout_and_controls_readable_on_one_scree
     1440×900, at 100 % and 150 %, the figure, the headline readout and the controls are all inside the
     window, unclipped, uncovered by the kit's bar and at least 11 px (the figure's smallest text too); the
     readout of a deployment that does not fit wraps instead of being cut."""
-    page = open_page(browser, server.page_url(LESSON, "scale=1"), ".roofline-explorer td[data-key]")
+    # view=page: the whole page, whatever view an earlier page left remembered
+    page = open_page(browser, server.page_url(LESSON, "scale=1&view=page"), ".roofline-explorer td[data-key]")
     page.set_viewport_size({"width": 1440, "height": 900})
     sizes_js = """() => {
       const px = sel => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize);
@@ -107,7 +109,7 @@ def test_projector_scale_keeps_figure_readout_and_controls_readable_on_one_scree
     for part in ("label", "value", "text"):
         assert after[part] >= 1.4 * before[part], (part, before, after)
     assert after["figure"] >= before["figure"], (before, after)
-    assert page.url.endswith("?scale=1")  # the token left the address bar (the login cookie carries it)
+    assert page.url.endswith("?scale=1&view=page")  # the token left the address bar (the login cookie carries it)
     for scale in (1.5, 1):
         page.evaluate(f"() => window.rooflineKit.applyScale({scale})")
         for width, height in SIZES:
