@@ -109,7 +109,8 @@ def test_projector_scale_keeps_figure_readout_and_controls_readable_on_one_scree
     for part in ("label", "value", "text"):
         assert after[part] >= 1.4 * before[part], (part, before, after)
     assert after["figure"] >= before["figure"], (before, after)
-    assert page.url.endswith("?scale=1&view=page")  # the token left the address bar (the login cookie carries it)
+    # the token left the address bar (the login cookie carries it)
+    assert page.url.endswith("?scale=1&view=page")
     for scale in (1.5, 1):
         page.evaluate(f"() => window.rooflineKit.applyScale({scale})")
         for width, height in SIZES:
