@@ -326,3 +326,50 @@ def drive_first_control(browser, server, lesson: str) -> None:
     page.screenshot(path=ARTIFACTS / f"{lesson.removesuffix('.ipynb')}.png", full_page=False)
     assert page.outside_requests == []  # the app's Content-Security-Policy keeps the page on loopback
     page.close()
+
+
+# What a reader can see of the elements matching a selector (not what the page holds): for each, whether its
+# box lies inside the viewport (below ``top``, e.g. a fixed bar's bottom), is not clipped by an ancestor
+# that hides overflow, is the element drawn at its centre (nothing covers it), and its computed font size.
+# Figures (img.roofline-figure) also report their smallest text on screen: the picture's smallest text
+# (``data-text-px`` of the figure's alt text, in its own pixels) times the shown ÷ drawn width.
+VISIBILITY_JS = """([selector, top]) => Array.from(document.querySelectorAll(selector))
+    .filter(e => !e.closest('details') && e.offsetParent !== null).map(e => {
+  const r = e.getBoundingClientRect();
+  let clipped = false;
+  for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+    const cs = getComputedStyle(a);
+    if (/(hidden|clip|auto|scroll)/.test(cs.overflowX + cs.overflowY)) {
+      const b = a.getBoundingClientRect();
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1) {
+        clipped = true;
+      }
+    }
+  }
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  const alt = e.tagName === 'IMG' && e.parentElement.querySelector('[data-text-px]');
+  return {what: (e.dataset.key || e.className || e.tagName).toString().slice(0, 60),
+          inside: r.left >= -1 && r.right <= innerWidth + 1 && r.top >= top - 1
+                  && r.bottom <= innerHeight + 1,
+          clipped, covered: !hit || !(hit === e || e.contains(hit)),
+          font: parseFloat(getComputedStyle(e).fontSize),
+          figure_text: alt ? parseFloat(alt.dataset.textPx) * r.width / e.naturalWidth : null};
+})"""
+
+
+def assert_visible(page, selector: str, where: str, top: float = 0) -> list[dict]:
+    """Every element matching ``selector`` (outside folded details) can be read: inside the viewport below
+    ``top``, not clipped, not covered, its text at least 11 px (a figure's smallest text too)."""
+    seen = page.evaluate(VISIBILITY_JS, [selector, top])
+    assert seen, f"{where}: nothing matches {selector}"
+    bad = [
+        s
+        for s in seen
+        if not s["inside"]
+        or s["clipped"]
+        or s["covered"]
+        or s["font"] < 11
+        or (s["figure_text"] is not None and s["figure_text"] < 11)
+    ]
+    assert not bad, f"{where}: {len(bad)} of {len(seen)} not readable: {bad[:4]}"
+    return seen

@@ -22,7 +22,7 @@ import roofline as rl
 from roofline.course.widgets import AXES
 from roofline.pricing import default_price
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, assert_visible
 from .test_jupyterlab import KERNEL_IDLE_JS, open_lesson
 
 WIDTH, HEIGHT = 1440, 900
@@ -204,6 +204,41 @@ def test_controls_wrap_in_an_800_px_notebook(page):
     assert widths and all(w > 900 for w in widths)  # back at 1440 px
     out = {e["name"]: round(e["right"]) for e in m["explorers"] if e["right"] > m["frame"]["right"] + 1}
     assert not out, f"controls or readout cells stick out of an 800 px notebook instead of wrapping: {out}"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (WIDTH, HEIGHT)], ids=["1280x800", "1440x900"])
+def test_every_figure_and_its_headline_are_readable_together(page, width, height):
+    """With the file browser open, each explorer's figure scrolled to the top of the notebook: the figure
+    and every headline readout value are inside the window, unclipped, uncovered, at least 11 px (the
+    figure's smallest text as shown too). At 1280×800 the readout goes below the figure, in columns."""
+    page.set_viewport_size({"width": width, "height": height})
+    try:
+        page.wait_for_function(  # the lab lays the notebook out again a moment after the resize
+            "(w) => Math.abs(document.querySelector('.jp-NotebookPanel').getBoundingClientRect().right"
+            " - w + 50) < 60",
+            arg=width,
+            timeout=30_000,
+        )
+        names = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.roofline-lesson')).map(e => Array.from(e.classList)"
+            ".find(c => c.startsWith('roofline-lesson-')))"
+        )
+        for name in names:
+            page.evaluate(
+                "(sel) => document.querySelector(sel + ' img.roofline-figure')"
+                ".scrollIntoView({block: 'start'})",
+                f".{name}",
+            )
+            top = page.evaluate(
+                "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
+                ".getBoundingClientRect().top"
+            )
+            selector = f".{name} img.roofline-figure, .{name} .roofline-readout-box td[data-key]"
+            assert_visible(page, selector, f"{name} at {width}x{height}", top=top)
+            if name.removeprefix("roofline-lesson-") in SCREENSHOTS[1:] or "59_" in name or "16_" in name:
+                page.screenshot(path=ARTIFACTS / f"explorer-{width}x{height}-{name[16:].split('--')[0]}.png")
+    finally:
+        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
 
 
 # An explorer's picture and readout, to see that a control move redrew them.

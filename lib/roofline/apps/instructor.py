@@ -14,8 +14,8 @@ Each named lesson gets a kernel started in advance (preheated, ~125 MB each): it
 and its explorer is live in about 1.6 s (benchmarks/instructor_switch.py); other lessons take a spare
 kernel started with their modules imported (about 3.2 s). Idle kernels of closed pages are culled after
 ``--cull-idle-seconds``; at most ``--max-kernels`` stay alive. Every page carries a projector scale (A+ /
-A-, ``?scale=1.5``) and a presenter view (key ``P``, ``?view=presenter``: one question and its explorer per
-screen, PageDown / PageUp to move).
+A-, ``?scale=1.5``) and a presenter view (key ``P``, ``?view=presenter``: the lesson's idea, its explorer,
+then each question with the explorer, one per screen, PageDown / PageUp to move).
 """
 
 from __future__ import annotations

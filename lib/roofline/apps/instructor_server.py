@@ -28,6 +28,7 @@ from jupyter_server.auth.identity import PasswordIdentityProvider
 from jupyter_server.auth.logout import LogoutHandler
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.services.contents.largefilemanager import LargeFileManager
 from tornado import web
 from traitlets import Bool, Float, Integer
 from traitlets.config import Config
@@ -129,6 +130,16 @@ class LessonPageHandler(TornadoVoilaHandler):
     async def get(self, path=None):
         self.xsrf_token  # noqa: B018 - reading it sets the cookie
         return await super().get(path)
+
+
+class LessonContentsManager(LargeFileManager):
+    """Voilà's contents manager without the notebook-trust check: a lesson page never shows a notebook's
+    stored outputs. Voilà runs the notebook for each page and renders the outputs of that run, which its
+    exporter marks trusted itself; a stored signature decides nothing here, so none is checked (and no
+    "Notebook ... is not trusted" warning is logged per page). Every stored cell stays marked untrusted."""
+
+    def mark_trusted_cells(self, nb, path=""):
+        self.notary.mark_cells(nb, False)
 
 
 # --- the start page ------------------------------------------------------------------------------------
@@ -543,6 +554,7 @@ def launch(plan: Plan) -> None:
     """Start the instructor app for ``plan`` (blocks until the server stops)."""
     import voila.app
 
+    voila.app.LargeFileManager = LessonContentsManager  # Voilà builds its contents manager from this name
     voila.app.voila_kernel_manager_factory = course_kernel_manager_factory(
         voila.app.voila_kernel_manager_factory
     )

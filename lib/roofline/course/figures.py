@@ -43,6 +43,10 @@ COLORS = {
     "overflow": "#999999",
 }
 
+# The smallest text a course figure draws (pt): 15.3 px at 100 dpi, 11.5 px on screen at the 3/4 size an
+# explorer shows a figure at beside its readout. LiveFigure raises any smaller text to it.
+MIN_TEXT_PT = 11.0
+
 # Batch sizes every batch sweep evaluates (1 … 1024, log-spaced integers), and an x axis that shows them all.
 BATCH_SWEEP = np.unique(np.round(np.geomspace(1, 1024, 160)).astype(int))
 BATCH_AXIS = dict(xscale="log", xlim=(1, BATCH_SWEEP[-1] * 1.05))
@@ -123,6 +127,36 @@ def describe(s: Scenario) -> str:
     return f"{s.model} on {s.num_gpus}x {s.gpu}, {s.weight_precision} weights, {s.kv_precision} KV"
 
 
+def _texts(fig: Figure) -> list:
+    return fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"), include_self=False)
+
+
+def raise_small_text(fig: Figure, min_pt: float = MIN_TEXT_PT) -> None:
+    """Raise every text of ``fig`` smaller than ``min_pt`` (pt) to it: readable on a laptop and a projector.
+
+    >>> fig, (ax,) = new_figure(); t = ax.text(0, 0, "note", fontsize=8); raise_small_text(fig)
+    >>> t.get_fontsize()
+    11.0
+    """
+    for t in _texts(fig):
+        if t.get_fontsize() < min_pt:
+            t.set_fontsize(min_pt)
+
+
+def smallest_text_px(figure) -> float:
+    """The smallest text the picture holds (tick labels, legends, notes, titles: every visible, non-empty
+    text), in the picture's own pixels; multiplied by the shown width ÷ the picture's width it is the
+    smallest text on screen. ``figure`` is a ``LiveFigure`` or a matplotlib ``Figure``.
+
+    >>> from roofline.lessons.step_time import StepTimeVsBatch
+    >>> round(smallest_text_px(StepTimeVsBatch(Scenario(batch=32))), 1)    # 11 pt at 100 dpi
+    15.3
+    """
+    fig = figure.fig if isinstance(figure, LiveFigure) else figure
+    sizes = [t.get_fontsize() for t in _texts(fig) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0.0) * fig.dpi / 72
+
+
 def alt_text(figure) -> str:
     """A figure described in words for a screen reader (its alt text): the kind of figure, its title(s),
     each panel's title and axes, and the scenario it shows. Built from the figure itself, so it says what
@@ -201,6 +235,7 @@ class LiveFigure:
         self._transient = []
         with plt.style.context(STYLE_PATH):
             self._draw(scenario)
+        raise_small_text(self.fig)
 
     def render(self) -> None:
         """Draw into the canvas: the cached background if still valid, then the moving artists."""

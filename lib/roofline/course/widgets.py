@@ -17,7 +17,7 @@ import ipywidgets as W
 import traitlets
 
 from roofline.course.accessibility import ACCESSIBILITY_JS
-from roofline.course.figures import LiveFigure, alt_text
+from roofline.course.figures import LiveFigure, alt_text, smallest_text_px
 from roofline.course.readouts import decode_readout
 from roofline.data import get_gpu, gpus, models
 from roofline.errors import RooflineError
@@ -38,7 +38,12 @@ AXES = {"batch": "B", "context_tokens": "T", "prompt_tokens": "T", "weight_preci
 
 RUN_HINT = "Run the notebook (Run ▸ Run All Cells) to use the sliders."
 PREDICTION_HINT = "Run the notebook (Run ▸ Run All Cells), write your prediction, then open the answer."
-IMAGE_MAX_WIDTH_PX = 720  # the figure beside the readout: controls, figure and headline fit a 1440×900 screen
+# The figure is shown between 3/4 (its flex basis, beside the readout) and 4/5 (its widest) of the size it
+# is drawn at: a course figure (900 px wide) between 675 and 720 px, so controls, figure and headline fit a
+# laptop screen and its smallest text (figures.MIN_TEXT_PT, 15.3 px drawn) stays above 11 px on screen.
+# A notebook narrower than the basis plus the readout's puts the readout below the figure.
+IMAGE_SHOWN_MIN, IMAGE_SHOWN_MAX = 0.75, 0.8
+READOUT_BASIS_PX = 300  # the readout's width beside the figure (its values wrap within it)
 CONTROL_MIN_WIDTH = "21em"  # a control's column: three fit beside each other at 1440 px with the file browser
 LABEL_WIDTH = "9.5em"  # every control's label, so the controls line up in columns
 _ids = itertools.count()
@@ -161,7 +166,8 @@ def stops_slider(options: Sequence, value, description: str) -> W.SelectionSlide
 
 # The explorers' look: controls in as many columns as fit (three beside each other in a laptop's notebook,
 # wrapping on a narrow one); the figure and the readout's headline side by side within one laptop screen,
-# the readout below the figure when the notebook is narrower than about 860 px (flex-wrap); details folded;
+# the readout below the figure, its tables in columns, when the notebook is narrower than about 990 px
+# (flex-wrap); details folded;
 # colours from JupyterLab's theme variables (light or dark), with light-theme fallbacks.
 _CSS = """
 .roofline-explorer {--rf-fg1: var(--jp-ui-font-color1, #1f1f1f); --rf-fg2: var(--jp-ui-font-color2, #555);
@@ -169,7 +175,10 @@ _CSS = """
   color: var(--rf-fg1)}
 .roofline-explorer .roofline-readout-box .widget-html-content {line-height: 1.35}
 .roofline-explorer .roofline-readout {font-size: 13px; border-collapse: collapse; color: var(--rf-fg1)}
-.roofline-explorer .roofline-case + .roofline-readout td b {white-space: nowrap}
+.roofline-explorer .roofline-readout-box .widget-html-content {column-width: 330px; column-gap: 28px}
+.roofline-explorer .roofline-readout-box table, .roofline-explorer .roofline-readout-box .roofline-case
+  {break-inside: avoid}
+.roofline-explorer .roofline-readout-box .roofline-case {break-after: avoid}
 .roofline-explorer .roofline-readout td, .roofline-explorer .roofline-readout th
   {padding: 0 0.6em 1px 0; text-align: left; vertical-align: top; color: var(--rf-fg1)}
 .roofline-explorer .roofline-readout th {font-weight: normal; color: var(--rf-fg2); font-size: 90%}
@@ -254,7 +263,7 @@ class Explorer(W.VBox):
             if name in AXES and name in self.controls:
                 mark_axis(widget, name)
             if not isinstance(widget, NumberControl):
-                widget.layout.width = "100%"
+                widget.layout.width = "auto"  # stretched to its grid cell, margins included
                 if not isinstance(widget, W.Checkbox):  # a checkbox's label sits to its right, unindented
                     widget.style.description_width = LABEL_WIDTH
             widget.observe(lambda change: self._changed(), names="value")
@@ -262,11 +271,15 @@ class Explorer(W.VBox):
         options = self._options()
         self.live = figure if isinstance(figure, LiveFigure) else figure(self.scenario, **options)
         self.live.options.update(options)
+        drawn_px = self.live.fig.get_figwidth() * self.live.fig.dpi  # the picture's width
         self.image = W.Image(
             format="jpeg",
             value=self.live.jpeg(),
             layout=W.Layout(
-                flex="1 1 520px", max_width=f"{IMAGE_MAX_WIDTH_PX}px", min_width="0", height="auto"
+                flex=f"1 1 {round(IMAGE_SHOWN_MIN * drawn_px)}px",
+                max_width=f"{round(IMAGE_SHOWN_MAX * drawn_px)}px",
+                min_width="0",
+                height="auto",
             ),
         )
         self.image.add_class("roofline-figure")
@@ -274,10 +287,12 @@ class Explorer(W.VBox):
         # image's alt text by the accessibility script.
         self.alt = W.HTML(self._alt_html())
         self.alt.add_class("roofline-alt")
-        # The readout asks for 32 em beside the figure (its long lines wrap); a notebook narrower than the
-        # figure's basis and that puts it below.
+        # The readout asks for READOUT_BASIS_PX beside the figure (its long values wrap); in a notebook too
+        # narrow for both it goes below the figure, as wide as the notebook, its tables side by side
+        # (columns) so that the figure and the headline still fit one laptop screen.
         self.readout = W.HTML(
-            self._readout_html(self.scenario), layout=W.Layout(flex="0 1 32em", min_width="330px")
+            self._readout_html(self.scenario),
+            layout=W.Layout(flex=f"1 1 {READOUT_BASIS_PX}px", min_width=f"{READOUT_BASIS_PX}px"),
         )
         self.readout.add_class("roofline-readout-box")
         self.message = W.HTML("")
@@ -384,7 +399,10 @@ class Explorer(W.VBox):
         self.image.value = self.live.jpeg()
 
     def _alt_html(self) -> str:
-        return f'<div class="roofline-alt-text">{html.escape(alt_text(self.live))}</div>'
+        """The figure in words, carrying its smallest text in the picture's pixels (``data-text-px``: the
+        browser tests scale it by the shown size)."""
+        px = f"{smallest_text_px(self.live):.1f}"
+        return f'<div class="roofline-alt-text" data-text-px="{px}">{html.escape(alt_text(self.live))}</div>'
 
     def _toolbar(self) -> W.Widget:
         """Reset (class ``roofline-reset``), Pin baseline (``roofline-pin``) and, with presets, an examples

@@ -78,13 +78,12 @@ class CeilingHeatmap(LiveFigure):
                 if not t.supported[i, j]:
                     label.set(text="—", color="#777777", fontsize=12)
                 elif no_fit:
-                    label.set(
-                        text=f"no fit\n{t.memory_needed_bytes[j] / GB:.0f} GB", color="#333333", fontsize=8.5
-                    )
+                    # one line that fits a cell at the course's smallest text (the hatching says the rest)
+                    label.set(text=f"{t.memory_needed_bytes[j] / GB:.0f} GB", color="#333333", fontsize=11)
                 else:
                     v = t.ceiling_tokens_per_s[i, j]
                     label.set(
-                        text=f"{v:,.0f}", color="white" if self.norm(v) < 0.55 else "black", fontsize=10.5
+                        text=f"{v:,.0f}", color="white" if self.norm(v) < 0.55 else "black", fontsize=11
                     )
         g = "1 GPU" if s.num_gpus == 1 else f"{s.num_gpus} GPUs in tensor parallel"
         load = (
