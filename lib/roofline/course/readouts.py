@@ -55,6 +55,7 @@ class StepCase:
     communication: bool | None = None
     unit: str = "tokens"
     ideal_label: str = "ideal (floor)"  # the ideal column's header
+    rates: bool = True  # False: the step time only (a figure beside it already shows tokens/s and cost)
 
     @property
     def step(self) -> Step:
@@ -130,10 +131,11 @@ def case_readout(s: Scenario, case: StepCase, engine: str | None = None) -> str:
 
         ideal_time, real_time = cells(lambda t: f"{t / MS:.2f} ms")
         headline = [head, ("step time", f"{ideal_time} ({step.binding}-bound)", real_time)]
-        if case.sequences > 1 or unit == "tokens":
+        if case.rates and (case.sequences > 1 or unit == "tokens"):
             headline.append((f"{unit}/s per user", *cells(lambda t: f"{per_user / t:,.0f}")))
-        headline.append((f"{unit}/s total", *cells(lambda t: f"{total / t:,.0f}")))
-        headline.append((f"cost per 1M {unit}", *cells(lambda t: cost_text(s, total / t))))
+        if case.rates:
+            headline.append((f"{unit}/s total", *cells(lambda t: f"{total / t:,.0f}")))
+            headline.append((f"cost per 1M {unit}", *cells(lambda t: cost_text(s, total / t))))
     keys = ("", "ideal", "achievable")
     details = table_html([("memory needed", memory, ""), ("$ per GPU-hour", price, "")], column_keys=keys)
     note = f"price: {s.price_note}. A good engine: the course's calibration of {engine_id} against measured "

@@ -139,8 +139,8 @@ def step_time_explorer(scenario: Scenario | None = None) -> Explorer:
         [*STEP[:4], "kv_precision", *STEP[4:]],
         scenario or Scenario(batch=32),
         presets={
-            "the card: 32 users x 1,000 tokens": {"batch": 32, "context_tokens": 1000},
-            "one user alone": {"batch": 1, "context_tokens": 1000},
+            "32 users x 1,000 tokens (the card's case, exact bytes)": {"batch": 32, "context_tokens": 1000},
+            "one user at 1,000 tokens": {"batch": 1, "context_tokens": 1000},
             "64 users x 4,096 tokens": {"batch": 64, "context_tokens": 4096},
         },
     )
