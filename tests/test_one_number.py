@@ -26,9 +26,8 @@ BW, KV = 3.35e12, 131_072
 W_READ = 16_060_522_496 - 128_256 * 4096 * 2 + 4096 * 2
 EXACT_B1_MS = round(W_READ / BW * 1e3, 2)  # 4.48
 EXACT_B1_TPS = round(BW / W_READ)  # 223
-EXACT_B32_MS = round((W_READ + 32 * 1000 * KV) / BW * 1e3, 2)  # 5.73 (the new token's KV write is in the
-EXACT_B32_EACH = 174  # 1 / 5.73 ms, and 32 / 5.73 ms = 5,582          # library's; it moves no 3rd digit)
-EXACT_B32_TOTAL = 5582
+EXACT_B32_MS = round((W_READ + 32 * 1000 * KV) / BW * 1e3, 2)  # 5.73
+EXACT_B32_EACH, EXACT_B32_TOTAL = 174, 5582  # 1 ÷ 5.733 ms and 32 ÷ 5.733 ms
 CARD = {"b1_ms": 4.8, "b1_tps": 200, "b32_ms": 6.0, "b32_each": 167, "b32_total": 5300}
 NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(ms|tok/s|tokens/s)\b")
 
@@ -64,15 +63,30 @@ def _card_named(line):
     return "card" in line.lower()
 
 
+# A line about Llama 3 8B's batch-1 decode step on an H100 (not a prefill, a TPOT under load, a launch
+# budget, a draft, another precision or machine, or a trap the lesson names as wrong).
+BATCH_1 = re.compile(
+    r"\bB\s*=\s*1\b|batch[ -]?1\b|\b1 user\b|one user|alone|lone user|floor|exact|card", re.I
+)
+OTHER = re.compile(
+    r"\bP\s*=|TPOT|TTFT|launch|draft|verify|clients|fp8|int8|int4|wrong|measured|predicted|rtx|m4|Q4"
+)
+
+
+def _about_batch_1(line):
+    return bool(BATCH_1.search(line)) and not OTHER.search(line)
+
+
 def test_the_golden_values():
     assert (EXACT_B1_MS, EXACT_B1_TPS, EXACT_B32_MS) == (4.48, 223, 5.73)
-    assert round(1 / (EXACT_B32_MS / 1e3)) in (EXACT_B32_EACH, EXACT_B32_EACH - 1)
+    step = (W_READ + 32 * 1000 * KV) / BW
+    assert (round(1 / step), round(32 / step)) == (EXACT_B32_EACH, EXACT_B32_TOTAL)
 
 
 def test_the_batch_1_step_has_one_exact_figure_and_the_cards_round_one():
     seen, wrong = set(), []
     for nb, line, v in _figures("ms"):
-        if not 4.3 <= v <= 5.0:
+        if not (4.3 <= v <= 5.0 and _about_batch_1(line)):
             continue
         other = re.search(r"T\s*=\s*[1-9]|[1-9][\d,]* tokens|B\s*=\s*(?!1\b)\d|\b(?!1\b)\d+ users", line)
         if v == EXACT_B1_MS and not other:
@@ -92,7 +106,7 @@ def test_the_batch_1_step_has_one_exact_figure_and_the_cards_round_one():
 def test_the_batch_1_tokens_per_s_are_exact_or_the_cards():
     wrong = []
     for nb, line, v in _figures("tps"):
-        if not 195 <= v <= 235:
+        if not (195 <= v <= 235 and _about_batch_1(line)):
             continue
         labelled = re.search(r"T\s*=\s*[1-9]|B\s*=\s*(?!1\b)\d|[1-9][\d,]* tokens", line)
         if v == EXACT_B1_TPS or labelled or (v == CARD["b1_tps"] and _card_named(line)):
