@@ -129,7 +129,14 @@ def dashboard_explorer(scenario: Scenario | None = None):
         d = live.dashboard
         source = fold(table_html([("source", d.source)]), "how it was made")
         step = case_readout_for(lambda s, o: dashboard_case(s, d))(scenario, options)
-        return table_html([("diagnosis", diagnose(d))]) + source + step
+        server = [("diagnosis", diagnose(d))]
+        if d.fits:  # the server's one tokens/s and one cost: the panels' figures
+            cost = f"${d.cost_per_million_usd:.2f}" if np.isfinite(d.cost_per_million_usd) else "no price"
+            server += [
+                ("output tokens/s (the dashboard)", f"{d.tokens_per_s:,.0f}"),
+                ("cost per 1M tokens", cost),
+            ]
+        return table_html(server) + source + step
 
     ex = Explorer(live, controls=STEP, scenario=s, readout=readout)
     ex.controls["batch"].description = "concurrent users B"

@@ -9,8 +9,6 @@ True
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 
 from roofline import engines
@@ -25,7 +23,7 @@ from roofline.course.figures import (
     new_figure,
     nice_limits,
 )
-from roofline.course.readouts import cost_text, extrapolation_note
+from roofline.course.readouts import cost_text, extrapolation_note, fold, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.scenario import Scenario
 from roofline.units import MS
@@ -96,15 +94,20 @@ def achievable_readout(s: Scenario, options: dict | None = None) -> str:
         return "<p>Does not fit in memory: no step runs.</p>"
     floor, total = float(t["floor"]), float(t["total"])
     rows = [
-        ("", "ideal", f"achievable ({html.escape(engines.get_engine(engine).id)})"),
+        ("", "ideal", f"achievable ({engines.get_engine(engine).id})"),
         ("step", f"{floor / MS:.2f} ms", f"{total / MS:.2f} ms"),
         ("tokens/s per user", f"{1 / floor:,.0f}", f"{1 / total:,.0f}"),
         ("tokens/s total", f"{s.batch / floor:,.0f}", f"{s.batch / total:,.0f}"),
         ("cost per 1M tokens", cost_text(s, s.batch / floor), cost_text(s, s.batch / total)),
     ]
-    rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
-    cells = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
-    return f"<table>{cells}</table>" + extrapolation_note(s, engine)
+    gap = [("", "", "the gap, part by part")]
+    gap += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
+    keys = ("", "ideal", "achievable")
+    return (
+        table_html(rows, column_keys=keys)
+        + extrapolation_note(s, engine)
+        + fold(table_html(gap, column_keys=keys), "the gap, part by part")
+    )
 
 
 def achievable_explorer(scenario: Scenario | None = None) -> Explorer:
