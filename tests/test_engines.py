@@ -542,7 +542,8 @@ def test_the_explorer_readouts_say_when_the_engine_figure_is_extrapolated():
 
     assert "extrapolated" not in decode_readout(rl.Scenario())
     mac = rl.Scenario(gpu="m4-max", weight_precision="fp16")
-    assert "no kernel timings for m4-max" in decode_readout(mac)
+    assert "no kernel timings for m4-max" in decode_readout(mac, {"engine": "vllm"})
+    assert "no measurements of llama.cpp on apple GPUs" in decode_readout(mac)  # a Mac's engine: llama.cpp
     assert "no measurements of llama.cpp on apple GPUs" in achievable_readout(mac, {"engine": "llama.cpp"})
     big = rl.Scenario(model="deepseek-v3", gpu="h200", num_gpus=8, weight_precision="fp8-block128")
     assert "no MLA + MoE model measured" in decode_readout(big)

@@ -68,9 +68,9 @@ def test_the_table_and_the_explorers_answer():
     assert repr(table) == "<table of 2 rows>" and table._repr_html_().count("<tr>") == 3
     assert ">no</td>" in table._repr_html_()  # 43 GB on a 24 GB card
     ex = home_explorer(model="llama-3-8b")
-    before = ex.children[1].value
-    ex.children[0].children[0].value = "llama-3-70b"
-    assert ex.children[1].value != before and "llama-3-70b" in ex.children[1].value
+    before = ex.readout.value
+    ex.controls["model"].value = "llama-3-70b"
+    assert ex.readout.value != before and "llama-3-70b" in ex.readout.value
     k = kernel_fit_explorer()
     first = k.children[1].value
     assert len(first) > 1000

@@ -128,7 +128,7 @@ def test_figure_and_explorer():
     assert len(fig.png()) > 5_000
     ex = serving_explorer()
     ex.set(users=64, output_tokens=100, context_tokens=500)
-    assert ex.live.options == {"users": 64, "output_tokens": 100}
+    assert ex.live.options == {"users": 64, "output_tokens": 100, "engine": "vllm"}
     assert "batched: everyone done" in ex.readout.value
     # the engine column describes the lesson's case: the batched server's step of all 64 users
     assert "the batched server: one decode step of 64 users at 500 tokens each" in ex.readout.value

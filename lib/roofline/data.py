@@ -497,6 +497,8 @@ class Engine:
     # Whose kernel timings (data/measured/kernels/) describe this engine's GEMMs and attention: an engine id
     # with timings ("vllm", "tensorrt-llm", "sglang"), or "" when its kernels are fitted end to end.
     kernels: str = column(parse_choice("", "vllm", "tensorrt-llm", "sglang"), default="")
+    # The GPUs (ids) where this engine is what people run: an explorer's engine menu starts on it there.
+    default_on: tuple[str, ...] = column(parse_text_list, default=())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from roofline.course.cards import sig
 from roofline.data import get_gpu, get_model, gpus, models
 from roofline.physics.architecture import kv_bytes_per_token, parameter_count, weight_bytes
 from roofline.physics.precision import get_precision, peak_flops_per_s
-from roofline.physics.step import Step, decode_floor_s, decode_step
+from roofline.physics.step import Step, batched_step_time_s, decode_floor_s, decode_step
 
 T = TypeVar("T")
 
@@ -155,3 +155,39 @@ def exact_decode(params: Mapping[str, Any], batch: int, context_tokens: int) -> 
         kv_precision=params.get("kv_precision", "bf16"),
         on_overflow="mask",
     )
+
+
+def card_figures(
+    weight_bytes_=16e9,
+    bandwidth_bytes_per_s=3.35e12,
+    batch=32,
+    context_tokens=1000,
+    kv_bytes_per_token_=128e3,
+) -> dict[str, float]:
+    """The study card's headline figures for one user and for a batch (Q1, Q3), by the card's arithmetic
+    and rounded as the card rounds them, so a notebook prints the card's own figure wherever it names the
+    card: each step to 2 significant digits (16 GB ÷ 3.35 TB/s ≈ 4.8 ms), then the tokens/s from the
+    rounded step (1 ÷ 4.8 ms ≈ 200; 1 ÷ 6.0 ms = 167; 32 ÷ 6.0 ms ≈ 5,300). Inputs in bytes, bytes/s,
+    users, tokens; outputs in s, tokens/s and bytes (``kv_bytes``: the batch's KV, 2 digits).
+
+    >>> c = card_figures()
+    >>> round(c["alone_step_s"] * 1e3, 1), c["alone_tokens_per_s"], round(c["batch_step_s"] * 1e3, 1)
+    (4.8, 200.0, 6.0)
+    >>> c["per_user_tokens_per_s"], c["total_tokens_per_s"], c["kv_bytes"] / 1e9, c["slowdown"]
+    (167.0, 5300.0, 4.1, 1.25)
+    """
+    alone = sig(decode_floor_s(weight_bytes_, bandwidth_bytes_per_s), 2)
+    step = sig(
+        batched_step_time_s(weight_bytes_, batch, context_tokens, kv_bytes_per_token_, bandwidth_bytes_per_s),
+        2,
+    )
+    return {
+        "alone_step_s": alone,
+        "alone_tokens_per_s": sig(1 / alone, 1),
+        "kv_bytes": sig(batch * context_tokens * kv_bytes_per_token_, 2),
+        "batch_step_s": step,
+        "per_user_tokens_per_s": sig(1 / step, 3),
+        "total_tokens_per_s": sig(batch / step, 2),
+        "slowdown": sig(step / alone, 3),
+        "gain": sig(batch / (step / alone), 3),  # the card's 32 ÷ 1.25 = 25.6
+    }

@@ -105,15 +105,16 @@ def nice_limits(values, log: bool) -> tuple[float, float]:
     return 0.0, float(next(m for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * step >= top) * step)
 
 
-def engine_sweep_s(s: Scenario) -> np.ndarray:
-    """What a good engine (``roofline.engines.DEFAULT_ENGINE``) takes per decode step of the scenario at each
-    batch of ``BATCH_SWEEP`` (s); NaN where it cannot say (no calibration for the case).
+def engine_sweep_s(s: Scenario, engine: str | None = None) -> np.ndarray:
+    """What ``engine`` (default: the one people run on the GPU, ``roofline.engines.default_engine``) takes
+    per decode step of the scenario at each batch of ``BATCH_SWEEP`` (s); NaN where it cannot say.
 
     >>> bool(engine_sweep_s(Scenario())[0] > Scenario().decode().step_time_s)
     True
     """
     try:
-        return engines.decode_step_times(engines.StepTimer.of(s), BATCH_SWEEP, s.context_tokens)["total"]
+        timer = engines.StepTimer.of(s, engine or engines.default_engine(s.gpu))
+        return engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)["total"]
     except RooflineError:
         return np.full(BATCH_SWEEP.shape, np.nan)
 
@@ -366,6 +367,11 @@ class LiveFigure:
         artist.set_animated(True)
         return artist
 
+    def _engine(self, s: Scenario) -> str:
+        """The engine the figure shows: ``options["engine"]`` (an explorer's engine menu), else the one
+        people run on the scenario's GPU (``roofline.engines.default_engine``)."""
+        return engines.get_engine(self.options.get("engine") or engines.default_engine(s.gpu)).id
+
     def _line(self, ax, *fmt, **style):
         """A line on ``ax``, without data yet, that moves on every update (``fmt``, ``style``: as plot's)."""
         return self._moving(ax.plot([], [], *fmt, **style)[0])
@@ -384,18 +390,22 @@ class TwoPanelsVsBatch(LiveFigure):
     panels: tuple = ()
 
     def _build(self):
-        engine = engines.get_engine(engines.DEFAULT_ENGINE).id
         self.curves, self.real = [], []
         for ax, (ylabel, title, color) in zip(self.axes, self.panels, strict=True):
             self.curves.append(self._line(ax, color=color, label="ideal (floor)"))
-            self.real.append(self._line(ax, color=color, ls="-.", lw=2, label=f"a good engine ({engine})"))
+            self.real.append(self._line(ax, color=color, ls="-.", lw=2, label="a good engine"))
             ax.set(xlabel="batch B", ylabel=ylabel, title=title, **BATCH_AXIS)
         self.markers = [self._line(ax, "o", color="black", zorder=5) for ax in self.axes]
         self.axes[0].set_yscale("log")
         self.axes[1].legend(loc="upper right", fontsize=10)
 
     def _draw(self, s):
-        ideal, real = self._curves(s, s.decode(batch=BATCH_SWEEP)), self._real_curves(s, engine_sweep_s(s))
+        engine = self._engine(s)
+        ideal = self._curves(s, s.decode(batch=BATCH_SWEEP))
+        real = self._real_curves(s, engine_sweep_s(s, engine))
+        for line in self.real:
+            line.set_label(f"a good engine ({engine})")
+        self.axes[1].legend(loc="upper right", fontsize=10)
         for i, (ax, curve, real_curve) in enumerate(zip(self.axes, self.curves, self.real, strict=True)):
             curve.set_data(BATCH_SWEEP, ideal[i])
             real_curve.set_data(BATCH_SWEEP, real[i])

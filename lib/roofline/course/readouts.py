@@ -55,6 +55,7 @@ class StepCase:
     communication: bool | None = None
     unit: str = "tokens"
     ideal_label: str = "ideal (floor)"  # the ideal column's header
+    rates: bool = True  # False: the step time only (a figure beside it already shows tokens/s and cost)
 
     @property
     def step(self) -> Step:
@@ -77,14 +78,16 @@ def decode_case(s: Scenario, batch: int | None = None, **step_options) -> StepCa
     return StepCase(title, ((step, 1.0),), 1.0, float(b))
 
 
-def engine_step_s(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE) -> float:
-    """What ``engine`` takes for the case's step(s) (s): each part timed by ``roofline.engines.StepTimer``
+def engine_step_s(s: Scenario, case: StepCase, engine: str | None = None) -> float:
+    """What ``engine`` (default: the one people run on the GPU, ``roofline.engines.default_engine``) takes
+    for the case's step(s) (s): each part timed by ``roofline.engines.StepTimer``
     (its own launch overhead included), times its count; NaN when the engine cannot say.
 
     >>> case = decode_case(Scenario())
     >>> engine_step_s(Scenario(), case, "ideal") == float(case.step.step_time_s)
     True
     """
+    engine = engine or engines.default_engine(s.gpu)
     try:
         timer = engines.StepTimer(
             engine, s.model, s.gpu, num_gpus=s.num_gpus, weight_precision=s.weight_precision,
@@ -95,15 +98,17 @@ def engine_step_s(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENG
         return float("nan")
 
 
-def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGINE) -> str:
-    """HTML of ``case``: its title, the ideal floor beside what ``engine`` reaches (step time, tokens/s, cost
+def case_readout(s: Scenario, case: StepCase, engine: str | None = None) -> str:
+    """HTML of ``case``: its title, the ideal floor beside what ``engine`` (default: the GPU's usual one)
+    reaches (step time, tokens/s, cost
     per 1M at the scenario's price) as the headline, then the memory and price source folded below.
 
     >>> text = case_readout(Scenario(), decode_case(Scenario(), batch=20))
     >>> "one decode step of 20 users" in text and "cost per 1M tokens" in text
     True
     """
-    step, unit, engine_id = case.step, case.unit, engines.get_engine(engine).id
+    engine_id = engines.get_engine(engine or engines.default_engine(s.gpu)).id
+    step, unit = case.step, case.unit
     head = ("", case.ideal_label, f"a good engine ({engine_id})")
     memory = (
         f"{float(step.memory_needed_bytes) / GB:.1f} GB of {float(step.memory_capacity_bytes) / GB:.0f} GB"
@@ -118,7 +123,7 @@ def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGI
         ]
     else:
         ideal_s = float(sum(float(part.step_time_s) * count for part, count in case.parts if count))
-        real_s = engine_step_s(s, case, engine)
+        real_s = engine_step_s(s, case, engine_id)
         per_user, total = case.tokens_per_user, case.tokens_per_user * case.sequences
 
         def cells(fmt):  # a quantity's ideal and engine columns; ``fmt`` turns a step time (s) into text
@@ -126,10 +131,11 @@ def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGI
 
         ideal_time, real_time = cells(lambda t: f"{t / MS:.2f} ms")
         headline = [head, ("step time", f"{ideal_time} ({step.binding}-bound)", real_time)]
-        if case.sequences > 1 or unit == "tokens":
+        if case.rates and (case.sequences > 1 or unit == "tokens"):
             headline.append((f"{unit}/s per user", *cells(lambda t: f"{per_user / t:,.0f}")))
-        headline.append((f"{unit}/s total", *cells(lambda t: f"{total / t:,.0f}")))
-        headline.append((f"cost per 1M {unit}", *cells(lambda t: cost_text(s, total / t))))
+        if case.rates:
+            headline.append((f"{unit}/s total", *cells(lambda t: f"{total / t:,.0f}")))
+            headline.append((f"cost per 1M {unit}", *cells(lambda t: cost_text(s, total / t))))
     keys = ("", "ideal", "achievable")
     details = table_html([("memory needed", memory, ""), ("$ per GPU-hour", price, "")], column_keys=keys)
     note = f"price: {s.price_note}. A good engine: the course's calibration of {engine_id} against measured "
@@ -137,12 +143,12 @@ def case_readout(s: Scenario, case: StepCase, engine: str = engines.DEFAULT_ENGI
     return (
         f'<div class="roofline-case" data-key="case">{html.escape(case.title)}</div>'
         + table_html(headline, column_keys=keys)
-        + extrapolation_note(s, engine)
+        + extrapolation_note(s, engine_id)
         + fold(details + f'<div class="roofline-note" data-key="price source">{html.escape(note)}</div>')
     )
 
 
-def extrapolation_note(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> str:
+def extrapolation_note(s: Scenario, engine: str | None = None) -> str:
     """One line under the headline when ``engine``'s figure for this scenario leaves what the engine was
     measured on (``roofline.engines.coverage``: a GPU without its own kernel timings, an architecture or
     GPU count never measured with it, a batch beyond the measured), with the reasons; "" inside.
@@ -153,7 +159,7 @@ def extrapolation_note(s: Scenario, engine: str = engines.DEFAULT_ENGINE) -> str
     True
     """
     try:
-        e = engines.get_engine(engine)
+        e = engines.get_engine(engine or engines.default_engine(s.gpu))
         flagged, reasons = engines.coverage(e.id, s.gpu, s.model, s.batch, None, None, s.num_gpus,
                                             s.weight_precision, context_tokens=s.context_tokens)  # fmt: skip
     except RooflineError:
@@ -178,14 +184,14 @@ def fold(body_html: str, summary: str = "details") -> str:
 
 def decode_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML of one decode step: the ideal floor beside what a good engine reaches (engine from
-    ``options["engine"]``, default vLLM), tokens/s and the cost per 1M tokens at the scenario's price.
+    ``options["engine"]``, default the one people run on the GPU), tokens/s and the cost per 1M tokens at
+    the scenario's price.
 
     >>> html_text = decode_readout(Scenario(gpu="l4", batch=8))
     >>> "$0.80 × 1" in html_text and "a good engine (vllm)" in html_text
     True
     """
-    engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
-    return case_readout(s, decode_case(s), engine)
+    return case_readout(s, decode_case(s), (options or {}).get("engine"))
 
 
 def case_readout_for(make_case: Callable[[Scenario, dict], StepCase]) -> Callable[[Scenario, dict], str]:
@@ -199,7 +205,7 @@ def case_readout_for(make_case: Callable[[Scenario, dict], StepCase]) -> Callabl
 
     def readout(s: Scenario, options: dict | None = None) -> str:
         o = options or {}
-        return case_readout(s, make_case(s, o), o.get("engine", engines.DEFAULT_ENGINE))
+        return case_readout(s, make_case(s, o), o.get("engine"))
 
     return readout
 

@@ -10,12 +10,14 @@ before it opens the answer; ``Reveal`` folds an answer.
 from __future__ import annotations
 
 import html
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 
 import ipywidgets as W
 import traitlets
 
+from roofline import engines
 from roofline.course.accessibility import ACCESSIBILITY_JS
 from roofline.course.figures import LiveFigure, alt_text, smallest_text_px
 from roofline.course.readouts import decode_readout
@@ -141,6 +143,20 @@ CONTROL_FACTORIES: dict[str, Callable] = {
 }
 
 
+def engine_menu(gpu: str) -> W.Dropdown:
+    """The engine menu of an explorer: every calibrated engine by name, starting on the one people run on
+    ``gpu`` (``roofline.engines.default_engine``: llama.cpp on a Mac or a GeForce, vLLM on a datacenter GPU).
+
+    >>> engine_menu("m4-max").value, engine_menu("h100-sxm").value
+    ('llama.cpp', 'vllm')
+    """
+    options = [(engines.get_engine(e).name, e) for e in engines.engine_ids("calibrated")]
+    menu = W.Dropdown(options=options, value=engines.default_engine(gpu), description="engine")
+    menu.add_class("roofline-control")
+    menu.add_class("roofline-control-engine")
+    return menu
+
+
 def control(field: str, value) -> W.Widget:
     """The standard widget for one ``Scenario`` field, set to ``value`` (the Explorer lays it out).
 
@@ -226,6 +242,9 @@ class Explorer(W.VBox):
     to_options : converts the knob values (a dict) into figure options, e.g. µs into s. Default: as they are.
     presets : ``{name: settings}`` (the card's examples), offered in a menu and by ``apply_preset(name)``.
     auto_gpus : raise G (``num_gpus``) when a model's weights need more GPUs, with a note (default True).
+    engine : an engine menu (``engine_menu``) among the knobs when the readout takes options (default
+        True): the figure and the readout show that engine beside the floor. It starts on the engine people
+        run on the scenario's GPU and follows a new GPU's until the learner picks one.
 
     >>> from roofline.lessons.step_time import StepTimeVsBatch
     >>> ex = Explorer(StepTimeVsBatch, controls=["batch"], knobs={"note": W.Checkbox(value=True)})
@@ -246,9 +265,13 @@ class Explorer(W.VBox):
         to_options: Callable[[dict], dict] | None = None,
         presets: dict[str, dict] | None = None,
         auto_gpus: bool = True,
+        engine: bool = True,
     ):
         self.scenario = scenario or Scenario()
         self.knobs = dict(knobs or {})
+        takes_options = readout is not None and len(inspect.signature(readout).parameters) >= 2
+        if engine and takes_options and "engine" not in self.knobs:
+            self.knobs["engine"] = engine_menu(self.scenario.gpu)
         self.to_options = to_options or dict
         self.presets = dict(presets or {})
         self.auto_gpus = auto_gpus
@@ -256,6 +279,7 @@ class Explorer(W.VBox):
         self._quiet = False  # set while several controls move at once (set, presets, reset)
         self._price_from_code = None  # a price set from code together with a new GPU wins over the listed one
         self._stale = False  # an impossible choice is showing: the next possible one redraws everything
+        self._engine_from_code = False  # set() names the engine: a new GPU does not move the menu
         self.controls = dict(
             i if isinstance(i, tuple) else (i, control(i, getattr(self.scenario, i))) for i in controls
         )
@@ -334,6 +358,10 @@ class Explorer(W.VBox):
         """Move controls, knobs or any other ``Scenario`` field from code (tests, set-up buttons, presets,
         a demo script): one redraw for all of them, the same path as a slider move."""
         widgets = {**self.controls, **self.knobs}
+        menu = self.knobs.get("engine")
+        if menu is not None and "gpu" in values and "engine" not in values:
+            if menu.value == engines.default_engine(self.scenario.gpu):  # the menu follows the GPU
+                values = {**values, "engine": engines.default_engine(values["gpu"])}
         hidden = {k: v for k, v in values.items() if k not in widgets}
         if hidden:
             self.scenario = self.scenario.with_(**hidden)
@@ -346,10 +374,12 @@ class Explorer(W.VBox):
                     widgets[name].value = value
         finally:
             self._quiet = False
+        self._engine_from_code = "engine" in values
         try:
             self._changed(force=_force or bool(hidden))
         finally:
             self._price_from_code = None
+            self._engine_from_code = False
 
     def setup_button(self, label: str = "Set up this question in the explorer", **settings) -> W.Button:
         """A button that puts a question into this explorer: the starting scenario with ``settings``
@@ -520,6 +550,7 @@ class Explorer(W.VBox):
         candidate, precision_note = self._supported_precision(candidate)
         candidate, note = self._raise_gpus(candidate)
         note = " ".join(n for n in (precision_note, note) if n)
+        self._follow_gpu_engine(candidate)
         if (
             not force
             and not self._stale
@@ -556,6 +587,20 @@ class Explorer(W.VBox):
                         self.controls[field].value = getattr(candidate, field)
             finally:
                 self._quiet = False
+
+    def _follow_gpu_engine(self, candidate: Scenario) -> None:
+        """On a new GPU, move the engine menu to the engine people run there, unless the learner chose
+        another engine than the old GPU's usual one."""
+        menu = self.knobs.get("engine")
+        if menu is None or candidate.gpu == self.scenario.gpu or self._engine_from_code:
+            return
+        new = engines.default_engine(candidate.gpu)
+        if menu.value == engines.default_engine(self.scenario.gpu) and new != menu.value:
+            quiet, self._quiet = self._quiet, True
+            try:
+                menu.value = new
+            finally:
+                self._quiet = quiet
 
     def _error(self, err: Exception) -> None:
         """Say why the choice is not possible; grey out the figure (it still shows the last possible

@@ -28,7 +28,7 @@ from .achievable import (
 from .coverage import coverage
 from .model import BUDGET_PARTS, StepTimer
 from .params import card_server_params, engine_params, gpu_families, load_calibration
-from .registry import DEFAULT_ENGINE, engine_ids, get_engine
+from .registry import DEFAULT_ENGINE, default_engine, engine_ids, get_engine
 
 __all__ = [
     "BUDGET_PARTS",
@@ -38,6 +38,7 @@ __all__ = [
     "card_server_params",
     "coverage",
     "decode_step_times",
+    "default_engine",
     "diagnose_measurement",
     "engine_ids",
     "engine_params",

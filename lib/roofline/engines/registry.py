@@ -36,6 +36,21 @@ def get_engine(name: str | Engine) -> Engine:
     raise UnknownNameError("engine", name, list(engines()))
 
 
+def default_engine(gpu) -> str:
+    """The id of the engine people run on ``gpu`` (an id or a ``GPU`` row): the first engine whose
+    ``default_on`` (``data/engines.toml``) lists the GPU, else ``DEFAULT_ENGINE``. The one home of that
+    rule: every explorer's engine menu and every readout start from it.
+
+    >>> default_engine("h100-sxm"), default_engine("m4-max"), default_engine("rtx-4090")
+    ('vllm', 'llama.cpp', 'llama.cpp')
+    """
+    gpu_id = getattr(gpu, "id", gpu)
+    for engine in engines().values():
+        if gpu_id in engine.default_on:
+            return engine.id
+    return get_engine(DEFAULT_ENGINE).id
+
+
 def engine_ids(kind: str | None = None) -> list[str]:
     """Engine ids in table order; ``kind="calibrated"`` leaves out the ideal.
 

@@ -8,6 +8,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
+from roofline import engines
 from roofline.course.figures import STYLE_PATH, LiveFigure, new_figure, show
 from roofline.course.readouts import (
     cost_text,
@@ -105,15 +106,16 @@ def amdahl_readout(s: Scenario, options) -> str:
         ("wrong: speedups added / multiplied", f"{wrong_sum:g}x / {wrong_product:g}x"),
     ]
     case = decode_case(s)
-    step_s = engine_step_s(s, case) if s.decode().fits else float("nan")
+    engine = engines.get_engine(options.get("engine") or engines.default_engine(s.gpu)).id
+    step_s = engine_step_s(s, case, engine) if s.decode().fits else float("nan")
     if step_s == step_s:  # not NaN: the step these fractions act on, before and after
         after_s = step_s * b.new_time_fraction
         rows += [
-            ("the step, a good engine", f"{step_s / MS:.2f} ms → {after_s / MS:.2f} ms"),
+            (f"the step, a good engine ({engine})", f"{step_s / MS:.2f} ms → {after_s / MS:.2f} ms"),
             ("cost per 1M tokens", f"{cost_text(s, s.batch / step_s)} → {cost_text(s, s.batch / after_s)}"),
         ]
     else:
-        rows.append(("the step, a good engine", "does not fit in memory: no step time"))
+        rows.append((f"the step, a good engine ({engine})", "does not fit in memory: no step time"))
     return table_html(rows) + f'<div class="roofline-note">the step: {html.escape(case.title)}</div>'
 
 

@@ -168,7 +168,7 @@ def serving_explorer(scenario: Scenario | None = None):
     per request, context per user, precision, GPUs.
 
     >>> serving_explorer().live.options
-    {'users': 20, 'output_tokens': 400}
+    {'users': 20, 'output_tokens': 400, 'engine': 'vllm'}
     """
     scenario = scenario or Scenario()
     knobs = {

@@ -76,7 +76,7 @@ def plausibility_readout(s: Scenario, options) -> str:
         ]
     rows.append(("verdict", p.verdict.split(":")[0]))
     # The same decode step as a server would run it: floor beside achievable, and the cost per 1M tokens.
-    return table_html(rows) + decode_readout(s)
+    return table_html(rows) + decode_readout(s, options)
 
 
 def latency_figure(latencies_s, warmup_calls: int = 1):

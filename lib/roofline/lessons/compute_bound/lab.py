@@ -41,6 +41,8 @@ class ThroughputVsLatency(LiveFigure):
         self.ceiling = self._moving(ax.axhline(1, **ceiling))
         star = dict(color=COLORS["compute"], ms=18, mec="black", zorder=6, label="first compute-bound batch")
         self.flip = self._line(ax, "*", **star)
+        ring = dict(ms=16, mfc="none", mec=COLORS["prefill"], mew=2.5, zorder=7, label="the batch B you set")
+        self.here = self._line(ax, "o", **ring)
         ax.set(**LOG_LOG, xlabel="each user's time per token (ms)", ylabel="tokens/s, all users")
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -67,6 +69,7 @@ class ThroughputVsLatency(LiveFigure):
         for b, xi, yi in zip(SATURATION_BATCHES[labelled], x[labelled], y[labelled], strict=True):
             self._note(ax, f"B={b}", (xi, yi), (8, -4), fontsize=11)
         self._mark_flip(ax, s)
+        self._mark_batch(ax, s)
         xs = x[np.isfinite(x)]
         lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
         ax.set_xlim(lo, hi)
@@ -93,6 +96,14 @@ class ThroughputVsLatency(LiveFigure):
             why = "never, at any batch" if flip is None else f"only at B={flip:,}, past the memory limit"
             style = dict(transform=ax.transAxes, fontsize=12, va="top", color=COLORS["compute"])
             self._transient_artist(ax.text(0.02, 0.95, f"compute-bound: {why}", **style))
+
+    def _mark_batch(self, ax, s):
+        """The ring at the explorer's batch B: its time per token and tokens/s, or why it has none."""
+        here = s.decode()
+        xy = (here.step_time_s / MS, here.tokens_per_s_total)
+        if self._mark(self.here, here.fits, [xy[0]], [xy[1]]):
+            text = f"B={s.batch:,}: {xy[0]:.1f} ms, {xy[1]:,.0f} tok/s"
+            self._note(ax, text, xy, (-12, 14), ha="right", fontsize=12, color=COLORS["prefill"])
 
     def _shade_memory_limit(self, ax, s, xs, hi):
         """Shade the latencies past the largest batch that fits in memory."""

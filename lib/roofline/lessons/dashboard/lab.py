@@ -101,15 +101,17 @@ class DashboardFigure(LiveFigure):
 
 def dashboard_case(s: Scenario, d: Dashboard) -> StepCase:
     """The step lesson 59's readout is about: one decode step of the batch the server runs (the users it
-    holds, not those waiting) at the scenario's context.
+    holds, not those waiting) at the scenario's context, its step time only: the dashboard's panels give the
+    server's one tokens/s and one cost (with prompts and random answer lengths).
 
     >>> s = Scenario(batch=300, context_tokens=4096)
     >>> dashboard_case(s, dashboard(s)).title
-    'the running batch: one decode step of 102 users at 4,096 tokens each'
+    'the running batch: one decode step of 102 users at 4,096 tokens each (tokens/s and cost: the panels)'
     """
     running = max(1, round(d.running)) if d.fits else s.batch
     case = decode_case(s, batch=running)
-    return replace(case, title=f"the running batch: {case.title}")
+    title = f"the running batch: {case.title} (tokens/s and cost: the panels)"
+    return replace(case, title=title, rates=False)
 
 
 def dashboard_explorer(scenario: Scenario | None = None):
@@ -127,7 +129,14 @@ def dashboard_explorer(scenario: Scenario | None = None):
         d = live.dashboard
         source = fold(table_html([("source", d.source)]), "how it was made")
         step = case_readout_for(lambda s, o: dashboard_case(s, d))(scenario, options)
-        return table_html([("diagnosis", diagnose(d))]) + source + step
+        server = [("diagnosis", diagnose(d))]
+        if d.fits:  # the server's one tokens/s and one cost: the panels' figures
+            cost = f"${d.cost_per_million_usd:.2f}" if np.isfinite(d.cost_per_million_usd) else "no price"
+            server += [
+                ("output tokens/s (the dashboard)", f"{d.tokens_per_s:,.0f}"),
+                ("cost per 1M tokens", cost),
+            ]
+        return table_html(server) + source + step
 
     ex = Explorer(live, controls=STEP, scenario=s, readout=readout)
     ex.controls["batch"].description = "concurrent users B"

@@ -109,7 +109,7 @@ class CeilingHeatmap(LiveFigure):
         return f"<CeilingHeatmap: {self.scenario.model}, G={self.scenario.num_gpus}>"
 
 
-def ceiling_readout(s: Scenario) -> str:
+def ceiling_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table of the scenario's batch-1 floor and ceiling (the headline), then the per-user ceiling at
     its B users × T tokens, and that step beside what a good engine reaches (what lesson 02's explorer
     prints).
@@ -146,7 +146,7 @@ def ceiling_readout(s: Scenario) -> str:
             text = "does not fit in memory" if np.isnan(each) else f"{each:,.0f} tokens/s each (weights + KV)"
             rows.append((f"{s.batch} users × {s.context_tokens:,} tokens", text))
         # The scenario's decode step: the floor beside what a good engine reaches, and what a token costs.
-        return table_html(rows) + decode_readout(s)
+        return table_html(rows) + decode_readout(s, options)
     return table_html(rows)
 
 
@@ -156,7 +156,7 @@ def ceiling_explorer(scenario: Scenario | None = None) -> Explorer:
     reaches.
 
     >>> ceiling_explorer()
-    <Explorer CeilingHeatmap: batch, context_tokens, weight_precision, num_gpus, gpu, model>
+    <Explorer CeilingHeatmap: batch, context_tokens, weight_precision, num_gpus, gpu, model, engine>
     """
     return Explorer(
         CeilingHeatmap,

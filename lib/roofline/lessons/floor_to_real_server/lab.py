@@ -9,8 +9,6 @@ True
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 
 from roofline import engines
@@ -25,7 +23,8 @@ from roofline.course.figures import (
     new_figure,
     nice_limits,
 )
-from roofline.course.readouts import extrapolation_note
+from roofline.course.readouts import cost_text, extrapolation_note, fold, table_html
+from roofline.course.widgets import STEP, Explorer
 from roofline.scenario import Scenario
 from roofline.units import MS
 
@@ -63,7 +62,7 @@ class AchievableVsBatch(LiveFigure):
 
     def _draw(self, s: Scenario):
         ax = self.axes[0]
-        engine = self.options.get("engine", engines.DEFAULT_ENGINE)
+        engine = self._engine(s)
         timer = engines.StepTimer.of(s, engine)
         t = engines.decode_step_times(timer, BATCH_SWEEP, s.context_tokens)
         self.floor.set_data(BATCH_SWEEP, t["floor"] / MS)
@@ -83,21 +82,42 @@ class AchievableVsBatch(LiveFigure):
 
 
 def achievable_readout(s: Scenario, options: dict | None = None) -> str:
-    """HTML table: one decode step at the scenario, ideal beside achievable, with the gap itemised."""
-    engine = (options or {}).get("engine", engines.DEFAULT_ENGINE)
+    """HTML table: one decode step at the scenario, ideal beside achievable (step, tokens/s, the cost per 1M
+    tokens at the scenario's price), with the gap itemised.
+
+    >>> "$0.15" in achievable_readout(Scenario(batch=64, context_tokens=1000, usd_per_gpu_hour=3.0))
+    True
+    """
+    engine = (options or {}).get("engine") or engines.default_engine(s.gpu)
     t = engines.decode_step_times(engines.StepTimer.of(s, engine), s.batch, s.context_tokens)
     if not bool(t["fits"]):
         return "<p>Does not fit in memory: no step runs.</p>"
     floor, total = float(t["floor"]), float(t["total"])
     rows = [
-        ("", "ideal", f"achievable ({html.escape(engines.get_engine(engine).id)})"),
+        ("", "ideal", f"achievable ({engines.get_engine(engine).id})"),
         ("step", f"{floor / MS:.2f} ms", f"{total / MS:.2f} ms"),
         ("tokens/s per user", f"{1 / floor:,.0f}", f"{1 / total:,.0f}"),
         ("tokens/s total", f"{s.batch / floor:,.0f}", f"{s.batch / total:,.0f}"),
+        ("cost per 1M tokens", cost_text(s, s.batch / floor), cost_text(s, s.batch / total)),
     ]
-    rows += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
-    cells = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in rows)
-    return f"<table>{cells}</table>" + extrapolation_note(s, engine)
+    gap = [("", "", "the gap, part by part")]
+    gap += [(f"+ {k}", "", f"{float(t[k]) / MS:.2f} ms") for k in engines.BUDGET_PARTS]
+    keys = ("", "ideal", "achievable")
+    return (
+        table_html(rows, column_keys=keys)
+        + extrapolation_note(s, engine)
+        + fold(table_html(gap, column_keys=keys), "the gap, part by part")
+    )
+
+
+def achievable_explorer(scenario: Scenario | None = None) -> Explorer:
+    """The floor beside what an engine reaches against batch: batch, context, weight precision, GPU count,
+    GPU and model, and the engine menu (starting on the one people run on the GPU).
+
+    >>> achievable_explorer().knobs["engine"].value
+    'vllm'
+    """
+    return Explorer(AchievableVsBatch, STEP, scenario or Scenario(batch=16), achievable_readout)
 
 
 def gap_budget_figure(budgets: dict) -> Picture:

@@ -57,7 +57,12 @@ class UtilTimeline(LiveFigure):
 
 def _timeline(s: Scenario, options: dict):
     """Three steps of the scenario, ``options["gap_s"]`` (s) apart, each ``options["step_time_s"]`` long."""
-    return decode_timeline(s, step_time_s=options.get("step_time_s"), gap_s=options.get("gap_s", 0.0))
+    return decode_timeline(
+        s,
+        step_time_s=options.get("step_time_s"),
+        gap_s=options.get("gap_s", 0.0),
+        engine=options.get("engine"),
+    )
 
 
 def utilization_readout(s: Scenario, options) -> str:
@@ -76,7 +81,7 @@ def utilization_readout(s: Scenario, options) -> str:
         cost = cost_per_million_tokens_usd(s.usd_per_gpu_hour, tokens_per_s, s.num_gpus)
         rows.append(("cost per 1M tokens, gaps included", f"${cost:.2f}"))
     # The step without gaps: floor beside what a good engine reaches (its overheads are gaps too).
-    return table_html(rows) + decode_readout(s)
+    return table_html(rows) + decode_readout(s, options)
 
 
 def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
@@ -95,7 +100,7 @@ def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
     }
 
     def to_options(v):
-        return {"gap_s": v["gap_ms"] * MS, "window_s": v["window_ms"] * MS}
+        return {"gap_s": v["gap_ms"] * MS, "window_s": v["window_ms"] * MS, "engine": v.get("engine")}
 
     return Explorer(
         UtilTimeline,

@@ -21,7 +21,7 @@ import numpy as np
 from roofline.checks import checked, out
 from roofline.data import get_gpu
 from roofline.engines.model import StepTimer
-from roofline.engines.registry import DEFAULT_ENGINE
+from roofline.engines.registry import default_engine
 from roofline.errors import InvalidConfigurationError
 from roofline.physics.precision import peak_flops_per_s
 from roofline.scenario import Scenario
@@ -106,15 +106,16 @@ class Timeline:
 
 
 def decode_timeline(
-    s: Scenario, *, n_steps=3, step_time_s=None, gap_s=0.0, engine=DEFAULT_ENGINE, params=None
+    s: Scenario, *, n_steps=3, step_time_s=None, gap_s=0.0, engine=None, params=None
 ) -> Timeline:
     """A synthetic timeline of ``n_steps`` decode steps of scenario ``s`` (its batch, context, precisions
     and G GPUs in tensor parallel, whose timeline it is), each ``KERNELS_PER_STEP`` kernels back to back.
 
     Each step moves ``decode_step``'s bytes and FLOPs, split evenly over its kernels, and lasts
-    ``step_time_s`` (s) — by default the step a real engine takes (``engine``, default vLLM; ``params``
-    overrides its numbers, see ``roofline.engines``), whose per-step costs keep a kernel running but not the
-    memory busy. ``gap_s`` (s) of idle time follows each step (a slow CPU, a queue waiting for requests).
+    ``step_time_s`` (s) — by default the step a real engine takes (``engine``, default the one people run
+    on the GPU; ``params`` overrides its numbers, see ``roofline.engines``), whose per-step costs keep a
+    kernel running but not the memory busy. ``gap_s`` (s) of idle time follows each step (a slow CPU, a
+    queue waiting for requests).
 
     >>> t = decode_timeline(Scenario(), n_steps=2, step_time_s=6e-3, gap_s=1e-3)
     >>> (t.starts_s[[0, 1, 12]] * 1e3).round(1).tolist(), round(t.t_end_s * 1e3, 1)   # 0.5 ms kernels
@@ -127,7 +128,12 @@ def decode_timeline(
     step = s.decode(on_overflow="raise")
     if step_time_s is None:
         timer = StepTimer(
-            engine, s.model, s.gpu, num_gpus=n, weight_precision=s.weight_precision, params=params
+            engine or default_engine(s.gpu),
+            s.model,
+            s.gpu,
+            num_gpus=n,
+            weight_precision=s.weight_precision,
+            params=params,
         )
         step_time_s = float(timer.of_step(step).total_s)
     dur = float(checked(step_time_s, "step_time_s", above=0))

@@ -103,7 +103,7 @@ class MaxBatchVsContext(LiveFigure):
         ax.set_title(f"Largest batch: {s.model} on {what}", fontsize=12)
 
 
-def kv_readout(s: Scenario) -> str:
+def kv_readout(s: Scenario, options: dict | None = None) -> str:
     """HTML table for the lesson-28 explorer: KV per token, KV for B × T, memory, largest batch.
 
     >>> "34.4 GB" in kv_readout(Scenario(batch=64, context_tokens=4096))   # 64 x 4,096 x 128 KiB
@@ -123,7 +123,7 @@ def kv_readout(s: Scenario) -> str:
         ("largest batch at this context", f"{max(limit, 0):,} users"),
     ]
     # Then the decode step it allows: floor beside achievable, and the cost per 1M tokens.
-    return table_html(rows) + decode_readout(s)
+    return table_html(rows) + decode_readout(s, options)
 
 
 def kv_cache_explorer(scenario: Scenario | None = None) -> Explorer:

@@ -195,6 +195,7 @@ def launch_explorer(scenario: Scenario | None = None) -> Explorer:
             "kernels_per_step": v["kernels_per_step"],
             "cpu_s_per_launch": v["cpu_us_per_launch"] * US,
             "cuda_graphs": v["cuda_graphs"],
+            "engine": v.get("engine"),
         }
 
     return Explorer(

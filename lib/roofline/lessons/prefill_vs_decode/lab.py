@@ -1,7 +1,7 @@
 """Lesson 15's figures, readouts and explorers: prefill time against the prompt, and the stall it causes.
 
 >>> prefill_explorer()
-<Explorer PrefillVsPrompt: prompt_tokens, weight_precision, num_gpus, gpu, model>
+<Explorer PrefillVsPrompt: prompt_tokens, weight_precision, num_gpus, gpu, model, engine>
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def prefill_explorer(scenario: Scenario | None = None) -> Explorer:
     """Lesson 15's first explorer: one prompt's prefill against its length P (the context it fills).
 
     >>> prefill_explorer()
-    <Explorer PrefillVsPrompt: prompt_tokens, weight_precision, num_gpus, gpu, model>
+    <Explorer PrefillVsPrompt: prompt_tokens, weight_precision, num_gpus, gpu, model, engine>
     """
     return Explorer(
         PrefillVsPrompt,

@@ -136,7 +136,7 @@ def roofline_explorer(scenario: Scenario | None = None) -> Explorer:
     """Lesson 04's explorer: the decode step on the roofline chart.
 
     >>> roofline_explorer()
-    <Explorer LessonRooflineChart: batch, context_tokens, weight_precision, num_gpus, gpu, model>
+    <Explorer LessonRooflineChart: batch, context_tokens, weight_precision, num_gpus, gpu, model, engine>
     """
     return Explorer(
         LessonRooflineChart,

@@ -165,5 +165,6 @@ def timeline_explorer(scenario=None) -> Explorer:
         controls=["weight_precision", "num_gpus", "gpu", "model"],
         scenario=scenario,
         readout=timeline_readout,
+        engine=False,  # the simulated server's engine is the lesson's own setting, not a menu
         knobs=knobs,
     )

@@ -52,6 +52,6 @@ def tour_explorer(scenario: Scenario | None = None) -> Explorer:
     """The start page's explorer: step time against batch, every control of a step.
 
     >>> tour_explorer()
-    <Explorer StepTimeVsBatch: batch, context_tokens, weight_precision, num_gpus, gpu, model>
+    <Explorer StepTimeVsBatch: batch, context_tokens, weight_precision, num_gpus, gpu, model, engine>
     """
     return Explorer(StepTimeVsBatch, STEP, scenario or Scenario(batch=64))

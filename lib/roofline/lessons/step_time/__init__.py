@@ -1,5 +1,6 @@
 """Lesson 16, the step-time model: notebooks/16_step_time.ipynb."""
 
+from roofline.course.card_scenarios import card_figures
 from roofline.course.widgets import Prediction
 from roofline.lessons.roofline.numbers import throughput_tokens_per_s
 from roofline.lessons.step_time.cards import Q3

@@ -193,8 +193,9 @@ def tensor_parallel_case(s: Scenario, options: dict | None = None) -> StepCase:
 def tensor_parallel_explorer(scenario: Scenario | None = None) -> Explorer:
     """The lesson-24 explorer: model, GPU, weight precision, G, batch, context, and all-reduces on/off.
 
-    >>> tensor_parallel_explorer()
-    <Explorer SpeedupVsGPUs: batch, context_tokens, weight_precision, num_gpus, gpu, model, communication>
+    >>> tensor_parallel_explorer()   # doctest: +NORMALIZE_WHITESPACE
+    <Explorer SpeedupVsGPUs: batch, context_tokens, weight_precision, num_gpus, gpu, model, communication,
+     engine>
     """
     scenario = scenario or Scenario(model="llama-3-70b", weight_precision="fp8", num_gpus=2, context_tokens=0)
     knob = W.Checkbox(value=True, description="include the all-reduces", indent=False)
