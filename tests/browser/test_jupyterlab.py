@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from roofline.scenario import Scenario
 
 from .conftest import (
@@ -136,23 +134,19 @@ def open_lesson(chromium, lab, name: str, width: int, height: int):
     return context, page
 
 
-def test_lesson_opens_unmodified(lab, chromium):
-    context, page = open_lesson(chromium, lab, LESSON, 1440, 900)
+def test_lesson_opens_unmodified_and_runs_with_the_file_browser_open(lab, chromium):
+    """One page load: the lesson opens unmodified, its explorer answers typed values, the slider and a menu
+    at the larger laptop size, the headline stays on screen at every size, and a question's set-up and
+    prediction work."""
+    (width, height), (small_width, small_height) = max(SIZES), min(SIZES)
+    context, page = open_lesson(chromium, lab, LESSON, width, height)
+    shot = f"jupyterlab-{width}x{height}"
     try:
         page.wait_for_function(SETTLED_JS, timeout=30_000, polling=200)
         assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty") is False, (
             "JupyterLab marks the lesson modified on opening: its stored kernelspec is not the installed one "
             "(uv run python tools/refresh_notebooks.py writes the installed one)"
         )
-    finally:
-        context.close()
-
-
-@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_lesson_in_jupyterlab_with_the_file_browser_open(lab, chromium, width, height):
-    context, page = open_lesson(chromium, lab, LESSON, width, height)
-    shot = f"jupyterlab-{width}x{height}"
-    try:
         page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
         browser_box = page.locator("#filebrowser").bounding_box()
         assert browser_box and browser_box["width"] > 150, "the file browser is not open"
@@ -194,10 +188,14 @@ def test_lesson_in_jupyterlab_with_the_file_browser_open(lab, chromium, width, h
 
         # Every value of the readout's headline is on screen, not cut off or covered, with the file browser
         # open.
-        boxes = assert_readout_inside_window(page, f"{width}x{height}")
-        assert {"step time"} <= {b["key"] for b in boxes}
-        page.locator(EXPLORER).first.scroll_into_view_if_needed()
-        page.screenshot(path=ARTIFACTS / f"{shot}-2-after-controls.png")
+        for w, h in (max(SIZES), min(SIZES)):  # the same page, the window made smaller
+            page.set_viewport_size({"width": w, "height": h})
+            page.locator(EXPLORER).first.scroll_into_view_if_needed()
+            boxes = assert_readout_inside_window(page, f"{w}x{h}")
+            assert {"step time"} <= {b["key"] for b in boxes}
+            page.screenshot(path=ARTIFACTS / f"jupyterlab-{w}x{h}-2-after-controls.png")
+        page.set_viewport_size({"width": small_width, "height": small_height})
+        shot = f"jupyterlab-{small_width}x{small_height}"
 
         # 4. A question below the explorer: its set-up button sets the explorer and brings it back into view
         # (the explorer's top at the top of the notebook), rather than leaving it scrolled away above.

@@ -96,8 +96,10 @@ def _models(prec: str):
     ]  # fmt: skip
     headers = ["id", "params B", "active B", "published B", "layers", "heads/kv", f"KV KiB/token {prec}",
                f"weights GB {prec}", "max context", "source"]  # fmt: skip
-    note = ("(params and active params derived from the architecture; published = the publisher's count, "
-            "— for a model read from your config.json)")
+    note = (
+        "(params and active params derived from the architecture; published = the publisher's count, "
+        "— for a model read from your config.json)"
+    )
     return items, headers, rows, {1, 2, 3, 4, 6, 7, 8}, note
 
 
