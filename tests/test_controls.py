@@ -60,7 +60,7 @@ def test_moving_any_control_changes_the_figure_or_the_readout(maker):
         if name == "usd_per_gpu_hour":
             continue  # a price moves the cost only where the GPU has one: tests/test_ui.py
         if not moves(ex, name, widget):
-            ex.reset()  # from the explorer's own start, in case the earlier moves led somewhere it cannot move
+            ex.reset()  # back to the start: the earlier moves may have led where it cannot move
             if not moves(ex, name, widget):
                 dead.append(name)
     assert not dead, f"{maker.__name__}: moving {dead} changes neither the figure nor the readout"

@@ -42,50 +42,42 @@ def installed(tmp_path_factory) -> Path:
     return venv / "bin" / "roofline"
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["step", "--model", "llama-3-8b", "--gpu", "h100-sxm"],
-        [
-            "generate",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            "h100-sxm",
-            "--batch",
-            "4",
-            "--input",
-            "128",
-            "--output",
-            "32",
-        ],
-        [
-            "serve",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            "h100-sxm",
-            "--rate",
-            "2",
-            "--requests",
-            "50",
-            "--input",
-            "128",
-            "--output",
-            "32",
-        ],
-        ["list", "gpus"],
-    ],
-    ids=lambda a: a[0],
-)
-def test_installed_wheel_runs_the_cli(installed, tmp_path, args):
+# Run inside the installed package's Python, one process for all: each command's JSON on one line.
+CLI_RUNS = """
+import contextlib, io, json, sys
+from roofline.apps.cli import main
+from roofline.measure.benchmark_files import example_path
+runs = [
+    ["step", "--model", "llama-3-8b", "--gpu", "h100-sxm"],
+    ["generate", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "4", "--input", "128",
+     "--output", "32"],
+    ["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "50",
+     "--input", "128", "--output", "32"],
+    ["diagnose", "--from", str(example_path("llama_bench.json"))],
+    ["step", "--model", "deepseek-r1", "--gpu", "h200", "--gpus", "8"],
+]
+for argv in runs:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([*argv, "--json"])
+    print(json.dumps({"argv": argv, "code": code, "out": json.loads(out.getvalue())}))
+"""
+
+
+def test_installed_wheel_runs_the_cli(installed, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
-    p = _run([str(installed), *args, "--json"], tmp_path, env=env, timeout=120)
-    out = json.loads(p.stdout)
-    assert "error" not in out
-    if args[0] in ("step", "generate"):
-        where = out["achievable"]["calibration"] if args[0] == "step" else out["calibration"]["source"]
-        assert "calibration.toml" in where
+    p = _run([str(installed), "list", "gpus", "--json"], tmp_path, env=env, timeout=120)  # the console script
+    assert "error" not in json.loads(p.stdout)
+    p = _run([str(installed.parent / "python"), "-c", CLI_RUNS], tmp_path, env=env, timeout=120)
+    runs = {
+        r["argv"][0] + ("-r1" if "deepseek-r1" in r["argv"] else ""): r
+        for r in map(json.loads, p.stdout.splitlines())
+    }
+    assert all(r["code"] == 0 and "error" not in r["out"] for r in runs.values()), runs
+    assert "calibration.toml" in runs["step"]["out"]["achievable"]["calibration"]
+    assert "calibration.toml" in runs["generate"]["out"]["calibration"]["source"]
+    assert runs["diagnose"]["out"]["runs"][0]["gpu_id"] == "rtx-4090"  # the example files ship in the wheel
+    assert runs["step-r1"]["out"]["model_id"] == "deepseek-v3"  # so do the aliases' table
 
 
 def test_installed_wheel_says_where_the_lessons_are_not(installed, tmp_path):
