@@ -1,6 +1,6 @@
 """Slider latency in a real browser: key press on a slider → the new figure loaded on screen.
 
-    uv run python -m benchmarks.browser_latency [--moves 40]     (from the repository root)
+    uv run python -m benchmarks.browser_latency [--moves 40]   (from the repository root; --smoke: 2 moves)
 
 Serves (Voilà, loopback only) a notebook with two explorers of the same figure, drives Debian's Chromium
 with Playwright, and for each explorer presses ArrowRight/ArrowLeft on its batch slider ``--moves`` times.
@@ -77,10 +77,13 @@ def measure(page, root: str, moves: int) -> list[float]:
     return samples
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=40)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="two moves per explorer: that it runs (CI)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.moves = 2
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -115,7 +118,8 @@ def main() -> None:
     course = np.array(results["course Explorer"])
     ok = np.median(course) <= 50 and np.percentile(course, 95) <= 100
     print(f"goal (median <= 50 ms, p95 <= 100 ms) for the course explorer: {'met' if ok else 'NOT met'}")
+    return 0 if all(len(samples) == args.moves for samples in results.values()) else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
