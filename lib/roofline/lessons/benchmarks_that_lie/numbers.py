@@ -28,7 +28,7 @@ from roofline.results import Flag, Label, Number, Result
 from roofline.scenario import Scenario
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
-# well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of 209 tok/s).
+# well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of about 200 tok/s).
 EDGE_OF_POSSIBLE = assumption("suspicious_share_of_ceiling")
 
 
