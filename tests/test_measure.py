@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,19 +224,12 @@ def test_matmul_flops_times_every_size_in_every_precision():
     assert all(t.best_flops_per_s >= t.median_flops_per_s > 0 for table in r.values() for t in table.values())
 
 
-def test_cli_measure_quick_json_in_a_fresh_process(tmp_path):
-    env = {**os.environ, "SPEED_PHYSICS_HOME": str(tmp_path)}
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "roofline.apps.cli", "measure", "--quick", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    wall = time.perf_counter() - t0
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+def test_cli_measure_quick_json_in_a_fresh_process(tmp_path, monkeypatch):
+    """``benchmarks/measure_quick.py``'s one run (its smoke): a fresh process, as a learner runs it."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks.measure_quick import measure_once
+
+    wall, out = measure_once(str(tmp_path))
     print(f"roofline measure --quick --json: {wall:.1f} s wall")  # reported, not asserted (benchmarks/)
     for key in (
         "memory_bandwidth_bytes_per_s",
