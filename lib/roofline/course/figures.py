@@ -206,6 +206,8 @@ class LiveFigure:
     the moving artists on top of it, unless the limits or titles changed.
     """
 
+    min_text_pt = MIN_TEXT_PT  # a figure drawn wider than the course's 900 px, so shown smaller, sets more
+
     ncols = 1
     # Subclasses whose static artists depend on the scenario set this in ``_draw``; a new value redraws
     # the cached background.
@@ -236,7 +238,7 @@ class LiveFigure:
         self._transient = []
         with plt.style.context(STYLE_PATH):
             self._draw(scenario)
-        raise_small_text(self.fig)
+        raise_small_text(self.fig, self.min_text_pt)
 
     def render(self) -> None:
         """Draw into the canvas: the cached background if still valid, then the moving artists."""

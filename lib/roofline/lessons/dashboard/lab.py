@@ -43,6 +43,10 @@ class DashboardFigure(LiveFigure):
     Okabe-Ito pair, and a pattern that needs no colour at all).
     """
 
+    # Drawn 1,100 px wide, it is shown as narrow as 766 px (a projector's 150 % on a 1280 px screen): 12 pt
+    # is 16.7 px drawn and 11.6 px there.
+    min_text_pt = 12.0
+
     def _build(self):
         fig = self.fig
         for ax in self.axes:

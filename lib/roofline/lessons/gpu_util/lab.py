@@ -110,7 +110,7 @@ def utilization_explorer(scenario: Scenario | None = None) -> Explorer:
         knobs=knobs,
         to_options=to_options,
         presets={
-            "the card: one user, steps back to back": {"batch": 1, "gap_ms": 0.0},
+            "one user, steps back to back": {"batch": 1, "gap_ms": 0.0},
             "64 users, steps back to back": {"batch": 64, "gap_ms": 0.0},
             "one user, a 6 ms gap after each step": {"batch": 1, "gap_ms": 6.0},
         },
