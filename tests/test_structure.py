@@ -24,7 +24,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 # The layers, from the bottom: what each may import from the project besides itself and the layers below.
 CORE = ("roofline", "roofline.units", "roofline.errors", "roofline.checks", "roofline.results",
-        "roofline.files", "roofline.data", "roofline.model_config", "roofline.assumptions",
+        "roofline.files", "roofline.tables", "roofline.data", "roofline.model_config", "roofline.assumptions",
         "roofline.pricing", "roofline.scenario",
         "roofline.physics", "roofline.engines")  # fmt: skip
 MACHINERY = ("roofline.calibration", "roofline.sim", "roofline.measure")

@@ -32,7 +32,6 @@ from roofline.data import (
     get_gpu,
     get_model,
     project_engine_names,
-    read_text_file,
     user_data_dir,
 )
 from roofline.engines.params import (
@@ -45,6 +44,7 @@ from roofline.engines.params import (
 from roofline.engines.registry import get_engine
 from roofline.errors import DataTableError, InvalidConfigurationError
 from roofline.measure.userdata import check_own_id
+from roofline.tables import read_text_file
 
 KINDS = ("tpot", "ttft", "latency")  # what a point measures
 # How hard the base engine's costs pull (the project's fit uses 0.3 over thousands of rows): a tenth of a

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.data import MEASURED_DIR, DataTableError, model_for_hf_id, read_text_file, table_path
+from roofline.data import MEASURED_DIR, DataTableError, model_for_hf_id, table_path
 from roofline.engines.registry import get_engine
 from roofline.physics.architecture import active_parameter_count
+from roofline.tables import read_text_file
 
 # The GPUs behind each study's hardware names. LLM-Inference-Bench does not name its variants: its A100
 # runs were on ALCF Polaris (A100 SXM4 40 GB); its H100 is taken as the 80 GB SXM. See data/measured/README.

@@ -43,7 +43,6 @@ from roofline.data import (
     get_model,
     gpus,
     load_gpus,
-    read_text_file,
     read_toml,
     table_path,
     user_data_dir,
@@ -51,6 +50,7 @@ from roofline.data import (
 from roofline.engines.registry import get_engine
 from roofline.errors import DataTableError, InvalidConfigurationError
 from roofline.physics.parallel import hop_latency_s as link_hop_latency_s
+from roofline.tables import read_text_file
 
 CALIBRATION_FILE = "calibration.toml"
 # Per-engine costs in the file (seconds), with their meanings.

@@ -31,10 +31,11 @@ from collections import Counter
 from pathlib import Path
 
 from roofline.calibration.measurements import HARDWARE
-from roofline.data import MEASURED_DIR, model_for_hf_id, read_text_file, table_path
+from roofline.data import MEASURED_DIR, model_for_hf_id, table_path
 from roofline.engines.registry import get_engine
 from roofline.errors import DataTableError
 from roofline.physics.step import decode_step
+from roofline.tables import read_text_file
 
 from .cost import kv_capacity_tokens
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.data import read_text_file
 from roofline.errors import InvalidConfigurationError, UnknownNameError
+from roofline.tables import read_text_file
 
 LENGTH_KINDS = ("fixed", "uniform", "lognormal")
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
