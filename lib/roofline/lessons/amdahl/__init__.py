@@ -11,3 +11,7 @@ from roofline.lessons.amdahl.numbers import (
     profile_fractions,
     speedup_of_each_part,
 )
+from roofline.lessons.launch_overhead.numbers import (
+    CARD_CPU_S_PER_LAUNCH,
+    CARD_KERNELS_PER_STEP,
+)  # the card's Q7

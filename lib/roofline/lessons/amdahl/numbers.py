@@ -21,6 +21,7 @@ import numpy as np
 from roofline.checks import checked, out
 from roofline.data import get_gpu, get_model
 from roofline.errors import InvalidConfigurationError
+from roofline.lessons.launch_overhead.numbers import CARD_CPU_S_PER_LAUNCH
 from roofline.physics.architecture import attention_flops_per_token, kv_bytes_per_token, parameter_breakdown
 from roofline.physics.overheads import amdahl_ceiling, amdahl_speedup, launch_overhead_s
 from roofline.physics.precision import bytes_per_element, peak_flops_per_s
@@ -96,7 +97,9 @@ def speedup_of_each_part(fractions, speedup):
     return out(amdahl_speedup(p[:, None], speedup))
 
 
-def decode_profile(s: Scenario, *, kernels_per_step=0, cpu_s_per_launch=4e-6) -> dict[str, float]:
+def decode_profile(
+    s: Scenario, *, kernels_per_step=0, cpu_s_per_launch=CARD_CPU_S_PER_LAUNCH
+) -> dict[str, float]:
     """A roofline "profile" of one decode step of the scenario (a dense model; B users at T tokens each):
     seconds per part, as a profiler would group them. Each part takes max(its FLOPs ÷ peak, its bytes ÷
     bandwidth) on the G GPUs; parts run one after another.

@@ -2,4 +2,10 @@
 
 from roofline.course.widgets import Prediction
 from roofline.lessons.launch_overhead.lab import LaunchBars, launch_explorer, share_grid_figure
-from roofline.lessons.launch_overhead.numbers import launch_budget, launch_hiding, share_grid
+from roofline.lessons.launch_overhead.numbers import (
+    CARD_CPU_S_PER_LAUNCH,
+    CARD_KERNELS_PER_STEP,
+    launch_budget,
+    launch_hiding,
+    share_grid,
+)
