@@ -166,9 +166,9 @@ def test_tolerance_edges():
 
 def test_right_answer_text_shows_the_library_value_but_a_wrong_one_does_not():
     right, _, _, _ = sc.check(sc.card("Q1"), {"floor_ms": 4.8})
-    assert "4.78 ms" in right.text() and "is right" in right.text()
+    assert "4.48 ms" in right.text() and "is right" in right.text()  # 15.01 GB / 3.35 TB/s
     wrong = sc.check(sc.card("Q1"), {"floor_ms": 7})[0]
-    assert "4.78" not in wrong.text()
+    assert "4.48" not in wrong.text() and "4.80" not in wrong.text()
 
 
 def test_empty_means_unanswered():

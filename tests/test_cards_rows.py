@@ -23,24 +23,24 @@ cards_module = importlib.import_module("roofline.lessons.pack01_speed_physics.ca
 
 BW = 3.35e12  # H100 SXM memory bandwidth, bytes/s
 PEAK = 989e12  # H100 SXM dense BF16, FLOP/s
-FLOOR = 16e9 / BW  # 4.776 ms: the study card's 16 GB read once
-STEP_Q3 = (16e9 + 32 * 1000 * 131072) / BW  # 20.194e9 B / 3.35e12 B/s = 6.028 ms
+FLOOR = 16e9 / BW  # 4.776 ms: the study card's 16 GB read once; the card rounds it to 4.8 ms
+STEP_Q3 = (16e9 + 32 * 1000 * 131072) / BW  # 20.194e9 B / 3.35e12 B/s = 6.028 ms; the card's 6.0 ms
 STEP_Q6 = (16e9 + 64 * 4096 * 131072) / BW  # 50.36e9 B / 3.35e12 B/s = 15.03 ms
 
 # (card, answer, hand-derived value in the answer's unit, the arithmetic)
 GOLDEN = [
-    ("Q1", "floor_ms", 16e9 / BW * 1e3, "16e9 B / 3.35e12 B/s = 4.776 ms"),
-    ("Q1", "ceiling_tps", BW / 16e9, "1 / 4.776 ms = 209.4 tokens/s"),
+    ("Q1", "floor_ms", 4.8, "16e9 B / 3.35e12 B/s = 4.776 ms, which the card rounds to ≈ 4.8 ms"),
+    ("Q1", "ceiling_tps", 200, "1 / 4.8 ms = 208, which the card rounds to ≈ 200 tokens/s"),
     ("Q1", "tp_floor_ms", 70e9 / (2 * BW) * 1e3, "70e9 / (2 × 3.35e12) = 10.448 ms"),
     ("Q1", "tp_mbu_pct", 70e9 / (2 * BW) / 14e-3 * 100, "10.448 ms / 14 ms = 74.6 %"),
     ("Q2", "prefill_ms", 2 * 8e9 * 500 / PEAK * 1e3, "2 × 8e9 × 500 = 8e12 FLOP / 989e12 = 8.09 ms > 4.78"),
     ("Q2", "paste_ms", 2 * 8e9 * 8000 / PEAK * 1e3, "2 × 8e9 × 8,000 = 1.28e14 FLOP / 989e12 = 129.4 ms"),
-    ("Q2", "stalled_steps", (2 * 8e9 * 8000 / PEAK) / FLOOR, "129.4 ms / 4.776 ms = 27.1 steps"),
+    ("Q2", "stalled_steps", (2 * 8e9 * 8000 / PEAK) / 4.8e-3, "129.4 ms / the card's 4.8 ms = 27.0 steps"),
     ("Q2", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
-    ("Q3", "step_ms", STEP_Q3 * 1e3, "(16e9 + 32 × 1,000 × 131,072) / 3.35e12 = 6.028 ms"),
-    ("Q3", "per_user_tps", 1 / STEP_Q3, "1 / 6.028 ms = 165.9 tokens/s"),
-    ("Q3", "total_tps", 32 / STEP_Q3, "32 / 6.028 ms = 5,308 tokens/s"),
-    ("Q3", "gain_x", (32 / STEP_Q3) / (1 / FLOOR), "5,308 / 209.4 = 25.35×"),
+    ("Q3", "step_ms", 6.0, "(16e9 + 32 × 1,000 × 131,072) / 3.35e12 = 6.028 ms: the card's ≈ 6.0 ms"),
+    ("Q3", "per_user_tps", 1 / 6e-3, "1 / 6.0 ms = 166.7 tokens/s"),
+    ("Q3", "total_tps", 5300, "32 / 6.0 ms = 5,333: the card's ≈ 5,300 tokens/s"),
+    ("Q3", "gain_x", 32 / (6.0 / 4.8), "32 / (6.0 ms / 4.8 ms) = 32 / 1.25 = 25.6×"),
     ("Q4", "ridge", PEAK / BW, "989e12 / 3.35e12 = 295.2 FLOP/byte"),
     (
         "Q4",
@@ -177,8 +177,8 @@ def test_every_card_has_its_parts_and_computed_numbers():
         assert "Worked answer" in html and "Common mistake" in html and "Likely follow-up" in html
         assert "<table" in card._repr_html_() and card.qid in repr(card)
         assert "{" not in card.scenario + html  # every template field was filled
-    assert "4.78 ms" in sc.card("Q1").worked  # 16 GB / 3.35 TB/s
-    assert "5,308 tokens/s" in sc.card("Q3").worked  # 32 / 6.028 ms
+    assert "≈ <b>4.80 ms</b>" in sc.card("Q1").worked  # 16 GB / 3.35 TB/s, as the card rounds it
+    assert "≈ <b>5,300 tokens/s</b>" in sc.card("Q3").worked  # 32 / 6.0 ms, as the card rounds it
     assert "1.82×" in sc.card("Q7").followup_answer  # 1 / 0.55
     assert "4.48 ms" in sc.card("Q1").reveal_html()  # the exact figures beside the card's (15.01 GB read)
     assert "the library's exact figure" not in sc.card("Q4").reveal_html()  # Q4 has none
@@ -192,7 +192,7 @@ def test_labels_and_trap_explanations_are_filled_from_the_scenario():
     (kv,) = [t for t in q3.traps if t.answer == "step_ms" and t.name == "one user's KV"]
     assert "32 × 1,000 × 128 KiB" in kv.why  # {kv_bytes_per_token!K} written as a size
     (gain,) = [t for t in q3.traps if t.name == "the full B× gain"]
-    assert "got 1.26× longer" in gain.why  # 6.028 ms / 4.776 ms = 1.262
+    assert "got 1.25× longer" in gain.why  # the card's 6.0 ms / 4.8 ms
     assert "15.01 GB a step reads" in sc.card("Q1").answer("floor_ms").exact_why  # a shared phrase, filled
 
 

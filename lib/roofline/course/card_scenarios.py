@@ -118,6 +118,19 @@ def quoted(params: Mapping[str, Any], key: str, derive: Callable[[], float]) -> 
     return sig(derive()) if value is None else value
 
 
+def stated_or_worked(params: Mapping[str, Any], key: str, work: Callable[[], float]) -> float:
+    """A result the worked answer quotes: ``params[key]`` where the scenario states it (the study card's own
+    rounded figure, "≈ 4.8 ms"), else ``work()``, as worked from the scenario's figures.
+
+    >>> stated_or_worked({"floor_s": 4.8e-3}, "floor_s", lambda: 16e9 / 3.35e12)
+    0.0048
+    >>> round(stated_or_worked({}, "floor_s", lambda: 16e9 / 3.35e12), 6)
+    0.004776
+    """
+    value = params.get(key)
+    return work() if value is None else value
+
+
 def quoted_weight_bytes(params: Mapping[str, Any], key: str = "weight_bytes", model_key: str = "model",
                         precision_key: str = "weight_precision") -> float:  # fmt: skip
     """The weight bytes a scenario quotes: ``params[key]`` if given, else the tables' figure to 3 digits.

@@ -7,8 +7,10 @@ One user, so each decode step reads every weight once: floor = weight bytes ÷ b
 floor. In tensor parallel over n GPUs the bandwidths add, and MBU = floor ÷ measured.
 
 >>> n = numbers(scenario(Q1.default_params()))
->>> round(n["floor_ms"], 3), round(n["tp_floor_ms"], 3)     # 16e9 / 3.35e12; 70e9 / (2 × 3.35e12)
-(4.776, 10.448)
+>>> n["floor_ms"], n["ceiling_tps"], round(n["tp_floor_ms"], 3)   # the card's ≈ 4.8 ms, ≈ 200; 70e9 / 6.7e12
+(4.8, 200.0, 10.448)
+>>> round(Q1.card({"weight_bytes": 16e9}).answer("floor_ms").value, 2)   # the arithmetic: 16e9 / 3.35e12
+4.78
 >>> Q1.card().answer("floor_ms").exact        # the 15.01 GB a step reads, lesson 02's figure
 4.48...
 """
@@ -28,6 +30,7 @@ from roofline.course.card_scenarios import (
     gpu_peak_flops_per_s,
     memory_floor_s,
     quoted_weight_bytes,
+    stated_or_worked,
     weight_precisions,
 )
 from roofline.course.cards import CardCode, read_card, sig
@@ -45,16 +48,22 @@ TYPICAL_MBU = (0.70, 0.85)  # share of the decode floor that tuned production ke
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Check that both setups fit; add the weight sizes the scenario quotes (tables, 3 digits) if missing."""
+    """Check that both setups fit; add the weight sizes, the floor and the ceiling the worked answer quotes
+    (the card's own round figures, else worked out)."""
     g = get_gpu(params["gpu"])
     check_fits(params["model"], g, 1, 0, weight_precision=params["weight_precision"])
     check_fits(
         params["tp_model"], g, 1, 0, num_gpus=params["tp_num_gpus"], weight_precision=params["tp_precision"]
     )
+    bw = g.memory_bandwidth_bytes_per_s
+    w = quoted_weight_bytes(params)
+    floor = stated_or_worked(params, "floor_s", lambda: decode_floor_s(w, bw))
     return {
         **params,
-        "weight_bytes": quoted_weight_bytes(params),
+        "weight_bytes": w,
         "tp_weight_bytes": quoted_weight_bytes(params, "tp_weight_bytes", "tp_model", "tp_precision"),
+        "floor_s": floor,
+        "ceiling_tps": stated_or_worked(params, "ceiling_tps", lambda: 1.0 / floor),
     }
 
 
@@ -86,15 +95,15 @@ def health(tp_mbu: float) -> str:
 def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
     """Q1's answers, trap values and the figures its text quotes, from the roofline library."""
     bw, peak, n = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s), s["tp_num_gpus"]
-    floor = decode_floor_s(s["weight_bytes"], bw)
+    floor, ceiling = s["floor_s"], s["ceiling_tps"]
+    unrounded_floor = decode_floor_s(s["weight_bytes"], bw)
     tp_floor = decode_floor_s(s["tp_weight_bytes"], n * bw)
     wrong_floor = compute_time_s(s["weight_bytes"], peak)
     one_gpu = decode_floor_s(s["tp_weight_bytes"], bw)
     exact = decode_step(s["model"], s["gpu"], 1, 0, weight_precision=s["weight_precision"])
     tp_exact = decode_step(s["tp_model"], s["gpu"], 1, 0, num_gpus=n, weight_precision=s["tp_precision"])
     tp_mbu_pct = mbu(s["tp_weight_bytes"], s["tp_measured_s"], n * bw) * PERCENT
-    ceiling = 1.0 / floor
-    low, high = (f * ceiling for f in TYPICAL_MBU)
+    low, high = (sig(f / unrounded_floor, 2) for f in TYPICAL_MBU)  # "about 150 to 180", as the card says
     return dict(
         floor_ms=floor / MS,
         ceiling_tps=ceiling,
@@ -119,7 +128,6 @@ def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
         bandwidth_bytes_per_s=bw,
         peak_flops_per_s=peak,
         tp_bandwidth_bytes_per_s=n * bw,
-        floor_s=floor,
         tp_floor_s=tp_floor,
         bytes_over_flops_s=wrong_floor,
         one_gpu_floor_s=one_gpu,
@@ -129,7 +137,7 @@ def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
         typical_high_tps=high,
         verdict=verdict(s["advertised_tps"], ceiling, low, high),
         benchmark_over_ceiling=s["benchmark_tps"] / ceiling,
-        floor_over_wrong=floor / wrong_floor,
+        floor_over_wrong=unrounded_floor / wrong_floor,
         flop_per_weight_byte=2 / bytes_per_element(s["weight_precision"]),
         ridge=ridge_point_flop_per_byte(peak, bw),
         tp_mbu=tp_mbu_pct / PERCENT,

@@ -27,6 +27,7 @@ from roofline.course.card_scenarios import (
     gpu_peak_flops_per_s,
     quoted_parameters,
     quoted_weight_bytes,
+    stated_or_worked,
     supports,
 )
 from roofline.course.cards import CardCode, read_card
@@ -35,7 +36,6 @@ from roofline.errors import InvalidConfigurationError
 from roofline.physics.core import (
     binding_resource,
     compute_time_s,
-    memory_time_s,
     ridge_point_flop_per_byte,
     roofline_time_s,
 )
@@ -45,19 +45,22 @@ from roofline.units import MS
 
 
 def scenario(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Check that the paste fits (memory and context window); add the quoted parameters and weight bytes."""
+    """Check that the paste fits (memory and context window); add the quoted parameters, weight bytes and
+    decode step (the card's own round figures, else worked out)."""
     m = get_model(params["model"])
     check_fits(m, params["gpu"], 1, params["paste_tokens"], weight_precision=params["weight_precision"])
     if params["paste_tokens"] > m.max_context_tokens:
         raise InvalidConfigurationError(f"{m.name} takes at most {m.max_context_tokens:,} tokens of context")
-    return {**params, "parameters": quoted_parameters(params), "weight_bytes": quoted_weight_bytes(params)}
+    w, bw = quoted_weight_bytes(params), get_gpu(params["gpu"]).memory_bandwidth_bytes_per_s
+    floor = stated_or_worked(params, "floor_s", lambda: decode_floor_s(w, bw))
+    return {**params, "parameters": quoted_parameters(params), "weight_bytes": w, "floor_s": floor}
 
 
 def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
     """Q2's answers, trap values and the figures its text quotes, from the roofline library."""
     bw, peak = get_gpu(s["gpu"]).memory_bandwidth_bytes_per_s, gpu_peak_flops_per_s(s)
     w, n_params, short, paste = s["weight_bytes"], s["parameters"], s["prompt_tokens"], s["paste_tokens"]
-    floor = decode_floor_s(w, bw)
+    floor = s["floor_s"]
     f_short, f_paste = prefill_flops(n_params, short), prefill_flops(n_params, paste)
     t_short, t_paste = roofline_time_s(f_short, w, peak, bw), roofline_time_s(f_paste, w, peak, bw)
     ridge = ridge_point_flop_per_byte(peak, bw)
@@ -85,14 +88,13 @@ def numbers(s: Mapping[str, Any]) -> dict[str, Any]:
         parameters_billions=n_params / 1e9,
         bandwidth_bytes_per_s=bw,
         peak_flops_per_s=peak,
-        floor_s=floor,
         prefill_flops=f_short,
         paste_flops=f_paste,
         prefill_s=t_short,
         paste_s=t_paste,
         prefill_compute_s=compute_time_s(f_short, peak),
-        weight_read_s=memory_time_s(w, bw),
-        binding=binding_resource(compute_time_s(f_short, peak), memory_time_s(w, bw)),
+        weight_read_s=floor,
+        binding=binding_resource(compute_time_s(f_short, peak), floor),
         prefill_over_floor=t_short / floor,
         bytes_over_flops_s=compute_time_s(w, peak),
         prefill_flops_per_weight_byte=f_short / w,
