@@ -105,7 +105,7 @@ def test_the_box_refuses_values_outside_its_bounds():
 def test_the_model_menu_marks_what_each_model_needs(explorer):
     labels = dict((value, label) for label, value in explorer.controls["model"].options)
     # Llama 3 70B in BF16: 70.6e9 parameters x 2 bytes = 141 GB of weights > one H100's 80 GB; two hold 160.
-    assert labels["llama-3-70b"] == "llama-3-70b (needs ≥ 2 GPUs)"
+    assert labels["llama-3-70b"] == "llama-3-70b (≥ 2 GPUs)"
     assert labels["llama-3-8b"] == "llama-3-8b"  # 16 GB fits on one
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import roofline as rl
 from roofline.apps.cli_options import Parser, UsageError
 from roofline.apps.cli_output import EXIT_ERROR, EXIT_INTERNAL, EXIT_OK, print_json, report_error
+from roofline.engines import DEFAULT_ENGINE, default_engine
 from roofline.physics.precision import default_weight_precision
 
 # The command modules, in the order `roofline --help` lists them (each has add_parser and run).
@@ -55,6 +56,16 @@ def _resolve_model(args) -> None:
         args.model = rl.get_model(args.model).id
 
 
+def _default_engine(args) -> None:
+    """``--engine`` left out: the engine people run on ``--gpu`` (``roofline.engines.default_engine``).
+    A result file's runs keep their own tool's engine (``diagnose --from``)."""
+    if not getattr(args, "engine_follows_gpu", False) or args.engine is not None:
+        return
+    if not getattr(args, "from_file", None):
+        gpu = getattr(args, "gpu", None)
+        args.engine = default_engine(rl.get_gpu(gpu)) if gpu else DEFAULT_ENGINE
+
+
 def _default_weights(args) -> None:
     """``--weights`` left out: the model's release format (``default_weight_precision``), said in output."""
     args.weights_defaulted = ""
@@ -81,6 +92,7 @@ def main(argv: list[str] | None = None, command_modules: Iterable[str] | None = 
         command, json_mode = args.command, bool(getattr(args, "json", json_mode))
         _resolve_model(args)
         _default_weights(args)
+        _default_engine(args)
         with np.errstate(divide="raise", over="raise", invalid="raise", under="ignore"):
             return args.handler(args)
     except SystemExit as exc:  # argparse's --help (0)

@@ -17,8 +17,10 @@ from roofline.units import MS, fmt_bytes
 def setup_fields(args, *, engine: bool = True) -> dict:
     """The JSON fields naming what a command ran: model, GPU, (engine,) GPU count and precisions."""
     names = {"model_id": rl.get_model(args.model).id, "gpu_id": rl.get_gpu(args.gpu).id}
-    if engine:
-        names.update(engine=engines.get_engine(args.engine).id, default_engine=engines.DEFAULT_ENGINE)
+    if engine:  # default_engine: the one --engine falls back to on this GPU
+        names.update(
+            engine=engines.get_engine(args.engine).id, default_engine=engines.default_engine(args.gpu)
+        )
     return {**names, "num_gpus": args.gpus, "weight_precision": args.weights, "kv_precision": args.kv}
 
 

@@ -55,7 +55,7 @@ def result_dict(r: engines.GenerateResult) -> dict:
     named = {
         "command": "generate",
         **{k: d[v] for k, v in FIELDS.items()},
-        "default_engine": engines.DEFAULT_ENGINE,
+        "default_engine": engines.default_engine(d["gpu_id"]),  # what --engine falls back to on this GPU
     }
     return out.jsonable({**named, **{k: d[k] for k in ("fits", "ideal", "achievable", "calibration")}})
 

@@ -166,14 +166,17 @@ def add_common_arguments(p, *, required: bool = True, kv_default: str | None = "
 
 
 def add_engine_argument(p, what: str = "the achievable figure") -> None:
-    """``--engine``: a real engine by default (``roofline.engines.DEFAULT_ENGINE``)."""
+    """``--engine``: a real engine; left out, the one people run on ``--gpu``
+    (``roofline.engines.default_engine``, resolved by ``roofline.apps.cli.main``)."""
     # No choices: building the parser must not read the user's tables (a broken one is reported by the
     # command that uses it, as an unknown name is, with the closest engines).
     p.add_argument(
-        "--engine", default=DEFAULT_ENGINE, metavar="ENGINE",
-        help=f"engine whose calibrated efficiency gives {what} (default {DEFAULT_ENGINE}; "
-        "`roofline list engines` lists them, yours included)",
+        "--engine", default=None, metavar="ENGINE",
+        help=f"engine whose calibrated efficiency gives {what} (default: the one people run on the GPU, "
+        f"llama.cpp on a Mac or a GeForce, {DEFAULT_ENGINE} elsewhere; `roofline list engines` lists them, "
+        "yours included)",
     )  # fmt: skip
+    p.set_defaults(engine_follows_gpu=True)
 
 
 def add_price_arguments(p) -> None:

@@ -25,7 +25,8 @@ from roofline import sim
 from roofline.apps import cli_figures as fig
 from roofline.apps import cli_options as opt
 from roofline.apps import cli_output as out
-from roofline.engines import DEFAULT_ENGINE, get_engine
+from roofline.data import get_gpu
+from roofline.engines import default_engine, get_engine
 
 MAX_REQUESTS = 1_000_000  # simulated requests (and closed-loop clients): memory and time stay bounded
 MAX_REPLICAS = 1_000  # simulated workers: each is an object with its own queues
@@ -229,7 +230,7 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
         **{k: getattr(args, k) for k in WORKERS},
         "weight_precision": args.weights,
         "kv_precision": args.kv,
-        "default_engine": DEFAULT_ENGINE,
+        "default_engine": default_engine(get_gpu(args.gpu)),  # what --engine falls back to on this GPU
         **fig.price_fields(price),
         "ideal": out.picked(ideal, IDEAL_FIELDS),
         **fig.coverage_fields(args, args.concurrency, input_tokens=inp, output_tokens=outp),

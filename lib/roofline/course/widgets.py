@@ -219,11 +219,12 @@ _CSS = """
 
 
 def _model_label(s: Scenario, model_id: str) -> str:
-    """The model menu's entry: the model, marked where its weights need more GPUs than ``s`` has."""
+    """The model menu's entry: the model, marked (briefly, so a narrow menu still shows it) where its
+    weights need more GPUs than ``s`` has: "(≥ 2 GPUs)", or "(> 8 GPUs)" where no menu count holds them."""
     need = s.with_(model=model_id, batch=1, context_tokens=1).gpus_needed()
     if need is None:
-        return f"{model_id} (does not fit on {GPU_COUNTS[-1]} of these GPUs)"
-    return f"{model_id} (needs ≥ {need} GPUs)" if need > s.num_gpus else model_id
+        return f"{model_id} (> {GPU_COUNTS[-1]} GPUs)"
+    return f"{model_id} (≥ {need} GPUs)" if need > s.num_gpus else model_id
 
 
 class Explorer(W.VBox):

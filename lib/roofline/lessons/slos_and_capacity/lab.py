@@ -13,10 +13,11 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
-from roofline import sim
+from roofline import engines, sim
 from roofline.course.figures import COLORS, LiveFigure, describe, nice_limits
 from roofline.course.readouts import cost_text, table_html
-from roofline.course.widgets import Explorer, mark_axis, stops_slider
+from roofline.course.widgets import Explorer, engine_menu, mark_axis, stops_slider
+from roofline.scenario import Scenario
 from roofline.units import MS
 
 
@@ -37,6 +38,7 @@ def _cached_run(s, items: tuple) -> sim.SimResult:
         output_tokens=int(o.get("output_tokens", 200)),
         chunk_tokens=int(o.get("chunk_tokens", 0)) or None,
         priority="decode-first",
+        engine=o.get("engine", "ideal"),
         **s.deployment,
     )
     # the load is a fraction of the closed-form sustainable rate, which any run reports
@@ -143,12 +145,12 @@ def timeline_readout(s, options: dict) -> str:
 
 def timeline_explorer(scenario=None) -> Explorer:
     """The batch-timeline explorer: load (a fraction of the sustainable rate; the batch follows from it),
-    chunk size, prompt and answer lengths, precision, GPUs, model and GPU, over 150 requests (a slider move
-    redraws fast).
+    chunk size, prompt and answer lengths, the engine whose step times the server runs on (the ideal
+    roofline first), precision, GPUs, model and GPU, over 150 requests (a slider move redraws fast).
 
     >>> ex = timeline_explorer()
-    >>> ex.set(load=0.5); ex.live.options["load"]
-    0.5
+    >>> ex.set(load=0.5); ex.live.options["load"], ex.live.options["engine"]
+    (0.5, 'ideal')
     """
     knobs = {
         "load": stops_slider(
@@ -160,11 +162,13 @@ def timeline_explorer(scenario=None) -> Explorer:
         ),
         "output_tokens": stops_slider([50, 100, 200, 400, 800], 200, "answer (tokens)"),
     }
+    engine = engine_menu((scenario or Scenario()).gpu)  # the ideal server first: the lesson's own setting
+    engine.options = [(engines.get_engine("ideal").name, "ideal"), *engine.options]
+    engine.value = "ideal"
     return Explorer(
         BatchTimeline,
         controls=["weight_precision", "num_gpus", "gpu", "model"],
         scenario=scenario,
         readout=timeline_readout,
-        engine=False,  # the simulated server's engine is the lesson's own setting, not a menu
-        knobs=knobs,
+        knobs={**knobs, "engine": engine},
     )
