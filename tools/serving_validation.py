@@ -57,8 +57,9 @@ def provenance(results: list[dict]) -> dict:
         "rows_simulated": len(results),
         "calibration_date": str(load_calibration().provenance.get("date", "")),
         "load": "closed loop, every client starting at t = 0; InferenceMAX rows 10 requests per client, "
-        "lengths uniform in [0.8 L, L]; aiperf rows 2 warm-up + 20 requests per client, fixed lengths; "
-        "mean TTFT and TPOT over the measured requests",
+        "lengths uniform in [0.8 L, L]; aiperf rows 2 warm-up + 20 requests per client, fixed lengths, the "
+        "warm-up drained before the measured requests start together; mean TTFT and TPOT over the measured "
+        "requests",
         "error": "(simulated - measured) / measured; bands are the median and p90 of |error| per engine",
     }
 

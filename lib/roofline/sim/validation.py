@@ -7,7 +7,8 @@ Each measured row (``roofline.sim.serving_rows``: which rows, which the library 
 others stay out) is simulated as it was measured:
 
     the load        C closed-loop clients that all start at t = 0 and send their next request the moment
-                    the last one finishes; the harness's request count, warm-up and lengths (``HARNESSES``)
+                    the last one finishes; the harness's request count, warm-up and lengths (``HARNESSES``);
+                    a warm-up that drains (aiperf's) ends before the measured requests start, together
     the deployment  the engine's scheduler with the limits the benchmark's launch scripts set
                     (``deployment_policy``)
     the steps       the engine's step times (``roofline.engines``), or the ideal roofline's for the floor
@@ -45,29 +46,39 @@ AICONFIGURATOR_RULES = (
 INFERENCEMAX_SCRIPTS = (
     "https://github.com/jyothisambolu/InferenceMAX/tree/1b563c85858422089749ae1411a3301c2f86c862/benchmarks"
 )
+# aiperf runs its credit phases one after the other and waits for every credit (request) of a phase to
+# return before the next phase starts (CreditIssuingStrategy._execute_phases); in concurrency mode a
+# semaphore of C then releases the profiling phase's first C credits at once
+AIPERF_PHASES = "https://github.com/ai-dynamo/aiperf/blob/main/aiperf/timing/credit_issuing_strategy.py"
 
 
 @dataclass(frozen=True)
 class Harness:
     """A benchmark client: ``rounds`` × C requests measured after ``warmup_rounds`` × C, every length uniform
-    in [``low_fraction`` × L, L] (1: fixed at L), and where it is documented."""
+    in [``low_fraction`` × L, L] (1: fixed at L), and where it is documented. ``warmup_drains``: the client
+    waits until every warm-up request has finished before it sends the first measured one, so the measured
+    phase starts like a fresh run, C requests at once on an idle server (aiperf's phases,
+    ``AIPERF_PHASES``); False: the measured requests follow the warm-up without a pause."""
 
     name: str
     rounds: int
     warmup_rounds: int
     low_fraction: float
     source: str
+    warmup_drains: bool = False
 
 
 HARNESSES = {
     # benchmark_serving.py --num-prompts 10C --max-concurrency C --request-rate inf --random-range-ratio 0.8
     # (lengths drawn with randint(int(L x 0.8), L + 1)); means over all requests
     "inferencemax": Harness("InferenceMAX benchmark_serving.py", 10, 0, 0.8, INFERENCEMAX_SCRIPTS),
-    # aiperf --concurrency C --num-requests 20C --warmup-request-count 2C, fixed lengths
+    # aiperf --concurrency C --num-requests 20C --warmup-request-count 2C, fixed lengths; the warm-up phase
+    # drains before the profiling phase sends its first C requests together (AIPERF_PHASES)
     "aiperf": Harness(
         "aiconfigurator bench_run.sh (aiperf)", 20, 2, 1.0,
         "https://github.com/ai-dynamo/aiconfigurator/blob/main/src/aiconfigurator/generator/config/"
         "backend_templates/benchmark/bench_run.sh.j2",
+        warmup_drains=True,
     ),
 }  # fmt: skip
 
@@ -143,6 +154,9 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
         row["model"], row["gpu"], row["tp"], row["weight_precision"], row["kv_precision"]
     )
     measured = h.rounds if rounds is None else rounds
+    # a warm-up that drains leaves an idle server (the simulator keeps no cache from one request to the
+    # next): the measured phase is then a fresh run of its own, starting with a burst of C requests
+    warmup = 0 if h.warmup_drains else h.warmup_rounds
     workers = {}
     if row["mode"] == "disagg":
         workers = {"prefill_workers": row["prefill_workers"], "decode_workers": row["decode_workers"]}
@@ -151,7 +165,7 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
             row["model"],
             row["gpu"],
             concurrency=c,
-            requests=(h.warmup_rounds + measured) * c,
+            requests=(warmup + measured) * c,
             cost=cost,
             policy=deployment_policy(row, cap),
             input_tokens=_lengths(row["input_tokens"], h.low_fraction),
@@ -162,7 +176,7 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
             **workers,
         )
     )
-    first = h.warmup_rounds * c
+    first = warmup * c
     ttft, tpot = float(np.nanmean(r.ttft_s[first:])), float(np.nanmean(r.tpot_s[first:]))
     return {
         **row,
