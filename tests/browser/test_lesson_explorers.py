@@ -15,6 +15,9 @@ Synchronization is by condition (Playwright waits for a selector or a page-side 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from lesson_registry import LEFT_OUT, lesson_explorers
 
@@ -206,6 +209,11 @@ def test_controls_wrap_in_an_800_px_notebook(page):
     assert not out, f"controls or readout cells stick out of an 800 px notebook instead of wrapping: {out}"
 
 
+# The class that names each explorer's lesson ("roofline-lesson-16_step_time--0"), in page order.
+LESSON_NAMES_JS = """() => Array.from(document.querySelectorAll('.roofline-lesson'))
+  .map(e => Array.from(e.classList).find(c => c.startsWith('roofline-lesson-')))"""
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (WIDTH, HEIGHT)], ids=["1280x800", "1440x900"])
 def test_every_figure_and_its_headline_are_readable_together(page, width, height):
     """With the file browser open, each explorer's figure scrolled to the top of the notebook: the figure
@@ -219,11 +227,7 @@ def test_every_figure_and_its_headline_are_readable_together(page, width, height
             arg=width,
             timeout=30_000,
         )
-        names = page.evaluate(
-            "() => Array.from(document.querySelectorAll('.roofline-lesson')).map(e => Array.from(e.classList)"
-            ".find(c => c.startsWith('roofline-lesson-')))"
-        )
-        for name in names:
+        for name in page.evaluate(LESSON_NAMES_JS):
             page.evaluate(
                 "(sel) => document.querySelector(sel + ' img.roofline-figure')"
                 ".scrollIntoView({block: 'start'})",
@@ -292,3 +296,56 @@ def test_the_gpu_menu_finds_a_cost_for_every_gpu(page):
         costs[gpu] = explorer.locator('td[data-key="cost per 1M tokens"]').first.inner_text()
     no_cost = {g: c for g, c in costs.items() if not c.startswith("$")}
     assert not no_cost, f"GPUs without a cost: {no_cost}"
+
+
+# The instructor kit's projector scale (its stylesheet, read from the instructor template) applied to the
+# JupyterLab page: what a class sees of each explorer at 150 % with the side panel closed.
+KIT_TEMPLATE = (
+    Path(rl.__file__).parent / "apps/jupyter_data/voila/templates/speed-physics/index.html.j2"
+).read_text(encoding="utf-8")
+KIT_CSS = re.search(r"<style>(.*?)</style>", KIT_TEMPLATE, re.S).group(1)
+# The lab page made to look like the app, which shows outputs only: no side bars, prompts or collapsers.
+APP_LOOK_CSS = """body.roofline-app-look .jp-OutputPrompt, body.roofline-app-look .jp-InputPrompt,
+  body.roofline-app-look .jp-Collapser {display: none !important}"""
+TOGGLE_SIDES_JS = """() => { const run = (c, a) => window.jupyterapp.commands.execute(c, a);
+  run('application:toggle-left-area'); run('application:toggle-side-tabbar', {side: 'left'});
+  run('application:toggle-side-tabbar', {side: 'right'}); }"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (WIDTH, HEIGHT)], ids=["1280x800", "1440x900"])
+def test_every_explorer_reads_at_projector_scale(page, width, height):
+    """At the instructor kit's 150 %, on the lab page made to look like the instructor app (outputs only, no
+    side bars): each explorer's figure and headline readout values are inside the window, unclipped,
+    uncovered, at least 11 px (the figure's smallest text as shown too)."""
+    page.add_style_tag(content=KIT_CSS + APP_LOOK_CSS)
+    page.evaluate(TOGGLE_SIDES_JS)
+    page.evaluate(
+        "() => { document.body.style.setProperty('--roofline-scale', '1.5');"
+        " document.body.classList.add('roofline-projector', 'roofline-app-look'); }"
+    )
+    page.set_viewport_size({"width": width, "height": height})
+    try:
+        page.wait_for_function(  # the lab lays the notebook out again after the panel closes
+            "(w) => { const r = document.querySelector('.jp-NotebookPanel').getBoundingClientRect();"
+            " return Math.abs(r.right - w) < 60 && r.left < 60; }",
+            arg=width,
+            timeout=30_000,
+        )
+        for name in page.evaluate(LESSON_NAMES_JS):
+            page.evaluate(
+                "(sel) => document.querySelector(sel + ' img.roofline-figure')"
+                ".scrollIntoView({block: 'start'})",
+                f".{name}",
+            )
+            top = page.evaluate(
+                "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
+                ".getBoundingClientRect().top"
+            )
+            selector = f".{name} img.roofline-figure, .{name} .roofline-readout-box td[data-key]"
+            if "16_" in name or "44_" in name or "quantization" in name:
+                page.screenshot(path=ARTIFACTS / f"projector-{width}x{height}-{name[16:].split('--')[0]}.png")
+            assert_visible(page, selector, f"{name} at {width}x{height}, 150 %", top=top)
+    finally:
+        page.evaluate("() => document.body.classList.remove('roofline-projector', 'roofline-app-look')")
+        page.evaluate(TOGGLE_SIDES_JS)
+        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})

@@ -425,9 +425,17 @@ class TwoPanelsVsBatch(LiveFigure):
 
 class Picture:
     """A rendered figure that shows as a PNG image with alt text in a notebook, with a short, stable text
-    form (for nbval)."""
+    form (for nbval). Its text is raised to the course's smallest size first (``MIN_TEXT_PT``), as a live
+    figure's is.
+
+    >>> fig, (ax,) = new_figure()
+    >>> _ = ax.legend(handles=[ax.plot([1, 2], label="a")[0]], fontsize=7)
+    >>> round(smallest_text_px(fig), 1), Picture(fig).name, round(smallest_text_px(fig), 1)
+    (9.7, 'figure', 15.3)
+    """
 
     def __init__(self, fig: Figure, name: str = "figure"):
+        raise_small_text(fig)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
         self.png_bytes, self.name = _encode(Image.open(buf), "png"), name

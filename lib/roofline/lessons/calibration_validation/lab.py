@@ -27,7 +27,7 @@ def kernel_fit_figure(gpu: str = "h100-sxm", engine: str = "vllm", dtype: str = 
     t = kernels.load_kernel_table("gemm.csv")
     sel = (t["gpu"] == gpu) & (t["engine"] == engine) & (t["dtype"] == dtype)
     n_all, k_all = t["n"][sel], t["k"][sel]
-    fig, (ax,) = new_figure(figsize=(6.4, 3.6))
+    fig, (ax,) = new_figure(figsize=(8, 4.8))
     m_line = np.geomspace(1, 16384, 120)
     colors = [COLORS["step"], COLORS["prefill"], COLORS["decode"]]
     for (n, k), color in zip(SHAPES, colors, strict=False):
@@ -43,17 +43,16 @@ def kernel_fit_figure(gpu: str = "h100-sxm", engine: str = "vllm", dtype: str = 
         roof = np.minimum(s["peak"], flops / (bytes_ / s["bandwidth"]))
         ax.plot(m_line, roof / TFLOPS, ls="--", lw=0.8, color=color, alpha=0.6)
     p = kernels.kernel_parameters(gpu, engine, dtype=dtype)
-    title = f"{dtype.upper()} GEMMs on {gpu} ({engine}): measured (points), model (lines), roofline (- -)"
+    title = f"{dtype.upper()} GEMMs on {gpu} ({engine})\nmeasured (points), model (lines), roofline (dashed)"
     ax.set(
         xscale="log", yscale="log", xlabel="tokens in the step (m)", ylabel="achieved TFLOP/s", title=title
     )
-    ax.title.set_fontsize(9)
     fitted = (
-        f"fitted: {p['gemm_compute_fraction']:.0%} of peak math, {p['gemm_bandwidth_fraction']:.0%} "
+        f"fitted: {p['gemm_compute_fraction']:.0%} of peak math,\n{p['gemm_bandwidth_fraction']:.0%} "
         f"of bandwidth, {p['gemm_overhead_s'] * 1e6:.1f} µs per kernel"
     )
-    ax.text(0.02, 0.97, fitted, transform=ax.transAxes, va="top", fontsize=8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.text(0.97, 0.35, fitted, transform=ax.transAxes, va="bottom", ha="right")  # above the legend
+    ax.legend(loc="lower right")
     return Picture(fig, "kernel fit")
 
 
@@ -89,7 +88,7 @@ def residuals_figure(validation: validation.Validation, in_sample: np.ndarray) -
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=4, fontsize=9)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=4)
     return Picture(fig, "residuals")
 
 

@@ -88,22 +88,21 @@ class QuantizationVsBatch(LiveFigure):
 
 
 def quantization_readout(s: Scenario) -> str:
-    """HTML table: for each weight precision the GPU has, weight bytes, step at the scenario's batch and
-    what binds it, tokens/s per user, the gain over BF16 and the largest batch that fits."""
-    rows = []
+    """HTML table, one row per weight precision the GPU has and one short column per figure (so a row stays
+    one line at a projector's scale): weight bytes, the step at the scenario's batch, tokens/s per user, the
+    gain over BF16 and the largest batch that fits."""
+    rows = [("", "weights", "step", "tok/s each", "vs BF16", "users fit")]
     base = _decode_sweep(s, "bf16", s.batch)
     for p in supported_precisions(s.gpu):
         step = _decode_sweep(s, p, s.batch)
-        w = weight_bytes(s.model, p)
-        most = s.with_(weight_precision=p, context_tokens=max(s.context_tokens, 1)).users_that_fit()
+        w = f"{weight_bytes(s.model, p) / GB:.1f}\u00a0GB"  # a no-break space: number and unit on one line
+        most = f"{s.with_(weight_precision=p, context_tokens=max(s.context_tokens, 1)).users_that_fit():,}"
         if not step.fits:
-            rows.append((p, f"{w / GB:.1f} GB of weights; B={s.batch} does not fit (at most {most})"))
+            rows.append((p, w, f"B={s.batch} does not fit", "", "", most))
             continue
-        gain = f"{base.step_time_s / step.step_time_s:.2f}x BF16; " if base.fits else ""
-        speed = (
-            f"{step.step_time_s / MS:.2f} ms ({step.binding}); {step.tokens_per_s_per_user:,.0f} tok/s/user"
-        )
-        rows.append((p, f"{w / GB:.1f} GB; {speed}; {gain}fits {most:,} users"))
+        gain = f"{base.step_time_s / step.step_time_s:.2f}×" if base.fits else ""
+        speed = f"{step.tokens_per_s_per_user:,.0f}"
+        rows.append((p, w, f"{step.step_time_s / MS:.2f}\u00a0ms", speed, gain, most))
     return table_html(rows)
 
 

@@ -23,7 +23,7 @@ PAD = " style='padding:2px 10px'"  # table cells: a column gap wide enough to re
 def local_speeds_figure(rows: list[dict], title: str = "One user, llama.cpp") -> Picture:
     """Horizontal bars of the engine's decode speed (tokens/s) per row, with the floor's speed as a tick;
     rows that do not fit are drawn as an empty bar labelled "does not fit"."""
-    fig, (ax,) = new_figure(figsize=(7.5, 0.32 * len(rows) + 1.2))
+    fig, (ax,) = new_figure(figsize=(8, 0.42 * len(rows) + 1.8))
     labels = [f"{r['model']} {r['format']} on {r['gpu']}" for r in rows]
     y = np.arange(len(rows))[::-1]
     engine = np.array([r["engine_tokens_per_s"] for r in rows])
@@ -33,10 +33,10 @@ def local_speeds_figure(rows: list[dict], title: str = "One user, llama.cpp") ->
     ax.plot(floor[ok], y[ok], "|", ms=14, mew=2, color=COLORS["step"], label="floor (weights ÷ bandwidth)")
     for yy, e in zip(y, engine, strict=True):
         text = "does not fit" if not np.isfinite(e) else f"{e:.0f}"
-        ax.text((e if np.isfinite(e) else 0) + 2, yy, text, va="center", fontsize=8)
-    ax.set_yticks(y, labels, fontsize=8)
+        ax.text((e if np.isfinite(e) else 0) + 2, yy, text, va="center")
+    ax.set_yticks(y, labels)
     ax.set(xlabel="tokens/s, one user", title=title)
-    ax.legend(fontsize=8, loc="lower right")
+    fig.legend(loc="outside lower center", ncols=2)  # below the bars, so it hides no floor tick
     return Picture(fig, "local speeds")
 
 
