@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ARTIFACTS.mkdir(exist_ok=True)
     report = _Report()
     if args.smoke:
-        return page_loads(report, "16_step_time.ipynb", loads=4, parallel=4, caps=(2,))
+        return page_loads(report, "60_amdahl.ipynb", loads=4, parallel=4, caps=(2,))  # a light lesson
     if not args.skip_switching:
         switching(args, report)
     if args.page_loads:

@@ -246,7 +246,7 @@ LESSONS = ALL_LESSONS if os.environ.get("SPEED_PHYSICS_ALL_LESSONS") == "1" else
 
 # Every lesson's explorer, built with the lesson's starting scenario in one kernel on one page (one page
 # load instead of one per lesson), each marked with its notebook's name; then one more explorer for the GPU
-# menu test, which moves its GPU through every GPU (8 users at 1,000 tokens, so every GPU has a step to
+# menu test, which moves its GPU to one GPU of each kind (8 users at 1,000 tokens, so every GPU has a step to
 # price). Built in the order of ``lesson_registry.lesson_explorers()``.
 ALL_EXPLORERS_NOTEBOOK = f"""
 import sys

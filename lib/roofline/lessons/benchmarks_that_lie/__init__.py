@@ -3,12 +3,14 @@
 from roofline.course.widgets import Prediction
 from roofline.lessons.benchmarks_that_lie.lab import (
     CeilingVsBatch,
+    burst_figure,
     file_figure,
     file_report,
     latency_figure,
     plausibility_explorer,
 )
 from roofline.lessons.benchmarks_that_lie.numbers import (
+    benchmark_ttft,
     latency_summary,
     plausibility,
     reported_tokens_per_s,

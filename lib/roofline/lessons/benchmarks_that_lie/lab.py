@@ -8,6 +8,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from roofline.checks import checked
 from roofline.course.figures import (
@@ -23,7 +24,7 @@ from roofline.course.figures import (
 )
 from roofline.course.readouts import decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
-from roofline.lessons.benchmarks_that_lie.numbers import latency_summary, plausibility
+from roofline.lessons.benchmarks_that_lie.numbers import BurstTTFT, latency_summary, plausibility
 from roofline.measure.benchmark_plot import draw as draw_benchmark
 from roofline.scenario import Scenario
 from roofline.units import MS
@@ -111,6 +112,34 @@ def latency_figure(latencies_s, warmup_calls: int = 1):
         ax.legend(loc="upper right", ncols=2, fontsize=10)
         ax.set_title("One latency sample, summarized four ways", fontsize=12)
     return show(fig, "latency sample")
+
+
+def burst_figure(b: BurstTTFT):
+    """Each request's TTFT (ms, log scale) in the order a serving benchmark sent them: the first wave of C
+    prompts queues behind each other; with the harness's mean and median, and one request alone.
+
+    A Picture for a notebook.
+    """
+    fig, (ax,) = new_figure(figsize=(9, 4.2))
+    n = np.arange(1, b.ttft_s.size + 1)
+    first = n <= b.concurrency
+    ax.plot(n[~first], b.ttft_s[~first] / MS, ".", color=COLORS["decode"], ms=5, label="later requests")
+    ax.plot(n[first], b.ttft_s[first] / MS, "o", color=COLORS["prefill"], ms=5,
+            label=f"first wave: {b.concurrency} sent at once")  # fmt: skip
+    lines = [
+        (b.mean_s, "mean (what the harness reports)", COLORS["prefill"], "--"),
+        (b.median_s, "median", COLORS["step"], "-"),
+        (b.alone_s, "one request alone", COLORS["kv"], ":"),
+    ]
+    for value, label, color, ls in lines:
+        ax.axhline(value / MS, color=color, ls=ls, lw=1.8, label=f"{label}: {value / MS:.0f} ms")
+    ax.set(yscale="log", xlabel="request, in the order sent", ylabel="TTFT (ms)", xlim=(0, n[-1] + 1))
+    ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 10, 20, 50, 100, … ms
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    fig.legend(loc="outside lower center", ncols=3)  # below the axes, so it hides no request
+    ax.set_title(f"TTFT of one server under a benchmark's burst ({b.concurrency} clients)", fontsize=12)
+    return show(fig, "benchmark burst")
 
 
 def plausibility_explorer(scenario: Scenario | None = None) -> Explorer:
