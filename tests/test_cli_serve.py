@@ -28,6 +28,10 @@ PROMISED = (
     "ttft_s",
     "tpot_s",
     "e2e_s",
+    "ttft_mean_s",
+    "tpot_mean_s",
+    "protocol",
+    "statistic",
     "duration_s",
     "throughput_tokens_per_s",
     "throughput_output_tokens_per_s",
@@ -82,6 +86,30 @@ def test_json_contract_keeps_every_promised_field(capsys):
         assert 0 < d[key]["p50"] <= d[key]["p90"] <= d[key]["p99"]
     assert d["requests_completed"] == 40
     assert d["throughput_tokens_per_s"] > d["throughput_output_tokens_per_s"] > 0
+
+
+def test_the_json_says_how_the_requests_were_sent_and_what_the_figures_summarise(capsys):
+    code, d = run_json(capsys, "--concurrency", "4", "--requests", "12")
+    assert code == 0
+    assert d["protocol"]["kind"] == "closed loop, burst start" and d["protocol"]["clients"] == 4
+    assert (
+        d["protocol"]["as_sent_by"]
+        == "vllm bench serve --max-concurrency 4 --num-prompts 12 --request-rate inf"
+    )
+    assert "none dropped as warm-up" in d["statistic"]
+    # 4 clients in step with equal prompts: the first of each round waits least, the mean lies in the range
+    assert d["ttft_s"]["p50"] * 0.5 < d["ttft_mean_s"] <= d["ttft_s"]["p99"]
+    code, d = run_json(capsys, "--rate", "5", "--requests", "20")
+    assert d["protocol"]["kind"] == "open loop, Poisson arrivals"
+    assert d["protocol"]["as_sent_by"] == "vllm bench serve --request-rate 5 --num-prompts 20"
+
+
+def test_one_lone_request_has_one_ttft_its_mean():
+    one = rl.sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=1, requests=1, input_tokens=256,
+                           output_tokens=32)  # fmt: skip
+    r = rl.sim.simulate(one)
+    assert r.ttft_mean_s == r.ttft_s_percentiles["p50"] == r.ttft_s[0]
+    assert r.tpot_mean_s == pytest.approx(r.tpot_s[0])  # (e2e - TTFT) / 31 of the one request
 
 
 def test_a_real_engine_by_default_with_the_ideal_beside_it(capsys):

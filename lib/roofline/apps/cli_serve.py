@@ -37,15 +37,16 @@ SEED = opt.whole_number(0, 2**63 - 1)
 # Fields of ``SimResult.to_dict`` that ``serve`` prints, in order (a promise to scripts: never removed).
 FIELDS = (
     "model_id", "gpu_id", "engine", "load", "rate_per_s", "concurrency", "num_gpus_total", "requests",
-    "requests_completed", "ttft_s", "tpot_s", "e2e_s", "duration_s", "throughput_tokens_per_s",
-    "throughput_output_tokens_per_s", "requests_per_s", "slo_ttft_s", "slo_tpot_s", "goodput_requests_per_s",
-    "goodput_output_tokens_per_s", "busy_fraction", "preemptions", "steps", "kv_capacity_tokens",
-    "usd_per_gpu_hour", "usd_per_million_output_tokens_at_slo", "sustainable_rate_per_s", "unstable",
-    "truncated", "message",
+    "requests_completed", "ttft_s", "tpot_s", "e2e_s", "ttft_mean_s", "tpot_mean_s", "duration_s",
+    "throughput_tokens_per_s", "throughput_output_tokens_per_s", "requests_per_s", "slo_ttft_s", "slo_tpot_s",
+    "goodput_requests_per_s", "goodput_output_tokens_per_s", "busy_fraction", "preemptions", "steps",
+    "kv_capacity_tokens", "usd_per_gpu_hour", "usd_per_million_output_tokens_at_slo",
+    "sustainable_rate_per_s", "unstable", "truncated", "message",
 )  # fmt: skip
 # The options giving each replica's shape, passed to the simulator and echoed in JSON as they are.
 WORKERS = ("replicas", "pipeline_stages", "prefill_workers", "decode_workers", "prefix_hit_rate")
-IDEAL_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "throughput_output_tokens_per_s", "goodput_requests_per_s",
+IDEAL_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "ttft_mean_s", "tpot_mean_s", "throughput_output_tokens_per_s",
+                "goodput_requests_per_s",
                 "usd_per_million_output_tokens_at_slo", "sustainable_rate_per_s", "unstable")  # fmt: skip
 
 
@@ -234,6 +235,8 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
         **fig.price_fields(price),
         "ideal": out.picked(ideal, IDEAL_FIELDS),
         **fig.coverage_fields(args, args.concurrency, input_tokens=inp, output_tokens=outp),
+        "protocol": protocol(r, args.trace if trace is not None else None),
+        "statistic": STATISTIC,
     }
     if usd is None:  # a GPU with no price (a measured machine): no cost, rather than an invented one
         d["usd_per_gpu_hour"] = d["usd_per_million_output_tokens_at_slo"] = None
@@ -241,11 +244,51 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
     return out.jsonable(d)
 
 
+# What every figure of ``serve`` summarises, as the serving benchmarks compute it.
+STATISTIC = (
+    "over every request sent, none dropped as warm-up: mean, p50, p90, p99; a request's TPOT is (end to end "
+    "- TTFT) / (output tokens - 1), as vllm bench serve and SGLang's bench_serving compute it"
+)
+
+
+def protocol(r: sim.SimResult, trace_file: str | None = None) -> dict:
+    """How the run's requests were sent, named as the benchmark command that sends them so.
+
+    >>> r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=2, requests=4, input_tokens=8,
+    ...                                output_tokens=4))
+    >>> protocol(r)["as_sent_by"]
+    'vllm bench serve --max-concurrency 2 --num-prompts 4 --request-rate inf'
+    """
+    if r.load == "closed":
+        return {
+            "kind": "closed loop, burst start",
+            "clients": r.concurrency,
+            "requests": r.requests,
+            "start": "every client sends its first request at t = 0, and its next when its answer ends",
+            "as_sent_by": f"vllm bench serve --max-concurrency {r.concurrency} --num-prompts {r.requests} "
+            "--request-rate inf",
+        }
+    if r.load == "trace":
+        return {"kind": "trace", "requests": r.requests, "file": trace_file,
+                "start": "each request at its arrival_s", "as_sent_by": None}  # fmt: skip
+    return {
+        "kind": "open loop, Poisson arrivals",
+        "rate_per_s": r.rate_per_s,
+        "requests": r.requests,
+        "start": "exponential gaps between arrivals, whatever the server's state",
+        "as_sent_by": f"vllm bench serve --request-rate {r.rate_per_s:g} --num-prompts {r.requests}",
+    }
+
+
 def _ms3(p: dict) -> str:
     """p50 / p90 / p99 in ms."""
     if p["p50"] is None:
         return "n/a"
     return " / ".join(f"{p[k] * 1e3:,.1f}" for k in ("p50", "p90", "p99")) + " ms"
+
+
+def _ms(x) -> str:
+    return "n/a" if x is None else f"{x * 1e3:,.1f} ms"
 
 
 def _usd(x) -> str:
@@ -266,7 +309,9 @@ def _human(d: dict, args, price) -> str:
     lengths = "" if d["load"] == "trace" else f", {d['input_tokens']:,} in / {d['output_tokens']:,} out"
     rows = [
         ("", eng, "ideal (every step at the floor)"),
+        ("TTFT mean", _ms(d["ttft_mean_s"]), _ms(i["ttft_mean_s"])),
         ("TTFT p50/p90/p99", _ms3(d["ttft_s"]), _ms3(i["ttft_s"])),
+        ("TPOT mean", _ms(d["tpot_mean_s"]), _ms(i["tpot_mean_s"])),
         ("TPOT p50/p90/p99", _ms3(d["tpot_s"]), _ms3(i["tpot_s"])),
         ("end to end p50/p90/p99", _ms3(d["e2e_s"]), _ms3(i["e2e_s"])),
         ("output tokens/s", f"{d['throughput_output_tokens_per_s']:,.0f}",
@@ -284,6 +329,7 @@ def _human(d: dict, args, price) -> str:
         ("SLO", f"TTFT <= {d['slo_ttft_s'] * 1e3:,.0f} ms, TPOT <= {d['slo_tpot_s'] * 1e3:,.0f} ms"),
         ("GPU busy", f"{100 * d['busy_fraction']:.0f}% of the time; {d['preemptions']:,} preemptions"),
         ("scheduler", d["scheduler"]),
+        ("load as sent by", d["protocol"]["as_sent_by"] or "the trace's arrival times"),
         ("price", "no price for this GPU: give --usd-per-hour" if d["usd_per_gpu_hour"] is None
          else out.price_text(d["usd_per_gpu_hour"], price, d["num_gpus_total"])),
         *out.extrapolation_rows(d),

@@ -122,6 +122,25 @@ class SimResult:
         }
 
     @property
+    def ttft_mean_s(self) -> float:
+        """Mean TTFT (s) over the completed requests: the figure a serving benchmark prints first (vllm bench
+        serve's ``mean_ttft_ms``, over every request it sent, none dropped).
+
+        >>> from roofline.sim import SimConfig, simulate
+        >>> r = simulate(SimConfig("llama-3-8b", "h100-sxm", concurrency=1, requests=3, input_tokens=8,
+        ...                        output_tokens=4))
+        >>> r.ttft_mean_s == float(r.ttft_s.mean())
+        True
+        """
+        return _finite_mean(self.ttft_s)
+
+    @property
+    def tpot_mean_s(self) -> float:
+        """Mean TPOT (s) over the completed requests of more than one output token, each request's TPOT
+        being (end-to-end − TTFT) ÷ (output tokens − 1), as vllm bench serve computes ``mean_tpot_ms``."""
+        return _finite_mean(self.tpot_s)
+
+    @property
     def mean_in_system(self) -> float:
         """Time-average number of requests in the system (waiting or running) over the run, from the
         per-request intervals (requests); Little's law says it equals rate × mean e2e time.
@@ -134,6 +153,13 @@ class SimResult:
         """
         done = np.isfinite(self.e2e_s)
         return float(np.sum(self.e2e_s[done]) / self.duration_s)
+
+
+def _finite_mean(x) -> float:
+    """The mean of the finite values of ``x`` (NaN if none)."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else float("nan")
 
 
 def percentiles(x) -> dict:
