@@ -92,16 +92,29 @@ def test_the_json_says_how_the_requests_were_sent_and_what_the_figures_summarise
     code, d = run_json(capsys, "--concurrency", "4", "--requests", "12")
     assert code == 0
     assert d["protocol"]["kind"] == "closed loop, burst start" and d["protocol"]["clients"] == 4
-    assert (
-        d["protocol"]["as_sent_by"]
-        == "vllm bench serve --max-concurrency 4 --num-prompts 12 --request-rate inf"
-    )
+    lengths = "--dataset-name random --random-input-len 256 --random-output-len 32"
+    sent_by = f"vllm bench serve {lengths} --max-concurrency 4 --num-prompts 12 --request-rate inf"
+    assert d["protocol"]["as_sent_by"] == sent_by and d["range_ratio"] == 0
     assert "none dropped as warm-up" in d["statistic"]
     # 4 clients in step with equal prompts: the first of each round waits least, the mean lies in the range
     assert d["ttft_s"]["p50"] * 0.5 < d["ttft_mean_s"] <= d["ttft_s"]["p99"]
-    code, d = run_json(capsys, "--rate", "5", "--requests", "20")
+    code, d = run_json(capsys, "--rate", "5", "--requests", "20", "--range-ratio", "0.5")
     assert d["protocol"]["kind"] == "open loop, Poisson arrivals"
-    assert d["protocol"]["as_sent_by"] == "vllm bench serve --request-rate 5 --num-prompts 20"
+    ranged = f"{lengths} --random-range-ratio 0.5"
+    assert d["protocol"]["as_sent_by"] == f"vllm bench serve {ranged} --request-rate 5 --num-prompts 20"
+
+
+def test_ranged_lengths_spread_the_clients_that_equal_lengths_keep_in_step(capsys):
+    # equal prompts and answers: the clients that started together finish together and queue again, every
+    # round; lengths drawn in [0.5 L, 1.5 L] (the same mean) spread their ends, so fewer prompts queue
+    _, fixed = run_json(capsys, "--concurrency", "16", "--requests", "160")
+    _, ranged = run_json(capsys, "--concurrency", "16", "--requests", "160", "--range-ratio", "0.5")
+    assert ranged["ttft_s"]["p50"] < fixed["ttft_s"]["p50"]
+
+
+def test_a_range_ratio_of_one_or_more_is_refused(capsys):
+    code, out = run(capsys, "--concurrency", "4", "--range-ratio", "1")
+    assert code == 2 and "--range-ratio" in out.err
 
 
 def test_one_lone_request_has_one_ttft_its_mean():

@@ -102,12 +102,14 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     targets = {
         k: assumption(DEFAULT_TARGETS[k]) if v is None else v for k, v in serve.slo_targets(args).items()
     }
-    lengths = {"input_tokens": load["input_tokens"], "output_tokens": load["output_tokens"]}
+    # the nominal lengths (a --range-ratio draws them around these)
+    lengths = {"input_tokens": args.input, "output_tokens": args.output}
     return out.jsonable({
         "command": "plan",
         **fig.setup_fields(args),
         "rate_per_s": args.rate,
         **lengths,
+        "range_ratio": args.range_ratio,
         "requests": load["requests"],
         "seed": args.seed,
         **targets,
@@ -155,9 +157,11 @@ def _cost(x: dict) -> str:
 
 
 def _human(d: dict, args, price) -> str:
+    spread = f" (± {d['range_ratio']:.0%})" if d["range_ratio"] else ""
     head = (
         f"plan: {d['model_id']} on {d['gpu_id']} ({d['num_gpus']:,} per replica), "
-        f"Poisson {d['rate_per_s']:g} req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out, weights "
+        f"Poisson {d['rate_per_s']:g} req/s, {d['input_tokens']:,} in / {d['output_tokens']:,} out"
+        f"{spread}, weights "
         f"{out.weights_text(d['weight_precision'], args.weights_defaulted)}; targets p99 TTFT <= "
         f"{_ms(d['slo_ttft_s'])}, p99 TPOT <= {_ms(d['slo_tpot_s'])}"
     )

@@ -19,6 +19,8 @@ numbers are still printed). The load and target options serve ``roofline plan`` 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from roofline import sim
@@ -99,6 +101,9 @@ def add_load_arguments(p, *, trace: bool = True) -> None:
                           "input_tokens, output_tokens (roofline.sim.load_trace)")  # fmt: skip
     p.add_argument("--input", type=opt.CONTEXT, default=None, metavar="I", help="prompt tokens per request")
     p.add_argument("--output", type=opt.TOKENS, default=None, metavar="O", help="output tokens per request")
+    p.add_argument("--range-ratio", type=opt.real_number(0, 1, below=True), default=0.0, metavar="R",
+                   help="prompt and answer lengths uniform in [L(1 - R), L(1 + R)], as vllm bench serve's "
+                   "--random-range-ratio draws them (default 0: exactly --input and --output)")  # fmt: skip
     p.add_argument("--requests", type=opt.whole_number(1, MAX_REQUESTS, "requests"), default=None,
                    metavar="K", help="requests in all (default 1000; a trace: all its rows). The run's time "
                    "grows with the requests and the workers: 10^5 requests on 2,000 workers take about "
@@ -149,14 +154,30 @@ def workload(args, command: str = "serve") -> dict:
     missing = [f"--{k}" for k in ("input", "output") if getattr(args, k) is None]
     if missing:
         raise opt.usage_error(command, f"the following arguments are required: {', '.join(missing)}")
-    opt.check_window(args.model, args.input + args.output, "a request of --input + --output tokens")
+    (low_in, high_in), (low_out, high_out) = (
+        length_range(n, args.range_ratio) for n in (args.input, args.output)
+    )
+    opt.check_window(args.model, high_in + high_out, "the longest request (prompt + answer)")
+    ranged = args.range_ratio > 0
     return {
         "rate_per_s": args.rate,
         "concurrency": getattr(args, "concurrency", None),
-        "input_tokens": args.input,
-        "output_tokens": args.output,
+        "input_tokens": sim.LengthSpec("uniform", low=low_in, high=high_in) if ranged else args.input,
+        "output_tokens": sim.LengthSpec("uniform", low=max(1, low_out), high=high_out)
+        if ranged
+        else args.output,
         "requests": args.requests or 1000,
     }
+
+
+def length_range(tokens: int, range_ratio: float) -> tuple[int, int]:
+    """The lengths (tokens) a benchmark draws around ``tokens`` with ``--random-range-ratio`` R, as vllm bench
+    serve does: whole numbers from ⌊L(1 − R)⌋ to ⌈L(1 + R)⌉.
+
+    >>> length_range(1000, 0.2), length_range(1000, 0.0)
+    ((800, 1200), (1000, 1000))
+    """
+    return int(math.floor(tokens * (1 - range_ratio))), int(math.ceil(tokens * (1 + range_ratio)))
 
 
 def sim_config(args, load: dict, usd: float | None, **options) -> dict:
@@ -214,8 +235,8 @@ def run(args) -> int:
 def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common: dict) -> dict:
     """The JSON object of ``serve`` (SI units); docs/cli.md lists the fields."""
     policy, trace = r.policy, common.get("trace")
-    inp = common["input_tokens"] if trace is None else int(np.max(trace["input_tokens"]))
-    outp = common["output_tokens"] if trace is None else int(np.max(trace["output_tokens"]))
+    inp = args.input if trace is None else int(np.max(trace["input_tokens"]))  # nominal, or the longest
+    outp = args.output if trace is None else int(np.max(trace["output_tokens"]))
     d = {
         "command": "serve",
         **out.picked(r, FIELDS),
@@ -235,7 +256,10 @@ def result_dict(args, r: sim.SimResult, ideal: sim.SimResult, usd, price, common
         **fig.price_fields(price),
         "ideal": out.picked(ideal, IDEAL_FIELDS),
         **fig.coverage_fields(args, args.concurrency, input_tokens=inp, output_tokens=outp),
-        "protocol": protocol(r, args.trace if trace is not None else None),
+        "protocol": protocol(r, args.trace)
+        if trace is not None
+        else protocol(r, lengths=(args.input, args.output, args.range_ratio)),
+        "range_ratio": None if trace is not None else args.range_ratio,
         "statistic": STATISTIC,
     }
     if usd is None:  # a GPU with no price (a measured machine): no cost, rather than an invented one
@@ -251,22 +275,31 @@ STATISTIC = (
 )
 
 
-def protocol(r: sim.SimResult, trace_file: str | None = None) -> dict:
-    """How the run's requests were sent, named as the benchmark command that sends them so.
+def protocol(r: sim.SimResult, trace_file: str | None = None, lengths: tuple = ()) -> dict:
+    """How the run's requests were sent, named as the benchmark command that sends them so; ``lengths`` is
+    (input tokens, output tokens, range ratio) for a load without a trace.
 
     >>> r = sim.simulate(sim.SimConfig("llama-3-8b", "h100-sxm", concurrency=2, requests=4, input_tokens=8,
     ...                                output_tokens=4))
-    >>> protocol(r)["as_sent_by"]
-    'vllm bench serve --max-concurrency 2 --num-prompts 4 --request-rate inf'
+    >>> sent_by = protocol(r, lengths=(8, 4, 0.0))["as_sent_by"]
+    >>> sent_by[:59]
+    'vllm bench serve --dataset-name random --random-input-len 8'
+    >>> sent_by[-54:]
+    '--max-concurrency 2 --num-prompts 4 --request-rate inf'
     """
+    dataset = ""
+    if lengths:
+        inp, outp, ratio = lengths
+        dataset = f"--dataset-name random --random-input-len {inp} --random-output-len {outp} "
+        dataset += f"--random-range-ratio {ratio:g} " if ratio else ""
     if r.load == "closed":
         return {
             "kind": "closed loop, burst start",
             "clients": r.concurrency,
             "requests": r.requests,
             "start": "every client sends its first request at t = 0, and its next when its answer ends",
-            "as_sent_by": f"vllm bench serve --max-concurrency {r.concurrency} --num-prompts {r.requests} "
-            "--request-rate inf",
+            "as_sent_by": f"vllm bench serve {dataset}--max-concurrency {r.concurrency} "
+            f"--num-prompts {r.requests} --request-rate inf",
         }
     if r.load == "trace":
         return {"kind": "trace", "requests": r.requests, "file": trace_file,
@@ -276,7 +309,7 @@ def protocol(r: sim.SimResult, trace_file: str | None = None) -> dict:
         "rate_per_s": r.rate_per_s,
         "requests": r.requests,
         "start": "exponential gaps between arrivals, whatever the server's state",
-        "as_sent_by": f"vllm bench serve --request-rate {r.rate_per_s:g} --num-prompts {r.requests}",
+        "as_sent_by": f"vllm bench serve {dataset}--request-rate {r.rate_per_s:g} --num-prompts {r.requests}",
     }
 
 
@@ -307,6 +340,7 @@ def _load_text(d: dict) -> str:
 def _human(d: dict, args, price) -> str:
     i, eng = d["ideal"], d["engine"]
     lengths = "" if d["load"] == "trace" else f", {d['input_tokens']:,} in / {d['output_tokens']:,} out"
+    lengths += f" (± {d['range_ratio']:.0%})" if d.get("range_ratio") else ""
     rows = [
         ("", eng, "ideal (every step at the floor)"),
         ("TTFT mean", _ms(d["ttft_mean_s"]), _ms(i["ttft_mean_s"])),
