@@ -142,6 +142,9 @@ def test_projector_scale_keeps_figure_readout_and_controls_readable_on_one_scree
         )
         assert not cut, f"the does-not-fit readout is cut at {width}x{height}: {step.inner_text()!r}"
     page.screenshot(path=ARTIFACTS / "projector-does-not-fit.png")
+    # the lesson ran as an app without an error output, and its Content-Security-Policy kept it on loopback
+    assert not page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
+    assert page.outside_requests == []
     page.close()
 
 
