@@ -84,6 +84,9 @@ class Scenario:
     prompt_tokens: int = 500  # P, tokens in a prompt to prefill
     usd_per_gpu_hour: float | None = None  # $ per GPU-hour; None: the GPU's listed price
     price_id: str | None = None  # the price row used, when the price is the listed one
+    # the memory the weights and KV may use (roofline.physics.memory): "engine", a serving engine's (vLLM's
+    # defaults); "local", llama.cpp's on a home machine; "ideal", all of it
+    memory: str = "engine"
 
     def __post_init__(self):
         if is_config_path(self.model):  # a user's model: read it once, then name it by its id everywhere
@@ -129,6 +132,9 @@ class Scenario:
         2
         >>> print(Scenario(model="llama-3.1-405b", gpu="l4").gpus_needed())
         None
+        >>> q4 = Scenario(model="qwen3-30b-a3b", gpu="rtx-4090", weight_precision="gguf-q4_k_m")
+        >>> q4.gpus_needed(), q4.with_(memory="local").gpus_needed()   # 18.7 GB: vLLM's reserve, llama.cpp's
+        (2, 1)
         """
         for n in GPU_COUNTS:
             if self.users_that_fit(num_gpus=n) >= users:
@@ -138,7 +144,8 @@ class Scenario:
     def users_that_fit(self, num_gpus=None) -> int:
         """Most users at this context that fit beside the weights (0 when the weights alone do not fit)."""
         deployment = self.deployment if num_gpus is None else {**self.deployment, "num_gpus": num_gpus}
-        return int(max(max_batch(self.model, self.gpu, max(self.context_tokens, 1), **deployment), 0))
+        users = max_batch(self.model, self.gpu, max(self.context_tokens, 1), memory=self.memory, **deployment)
+        return int(max(users, 0))
 
     def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``decode_step`` for this scenario; ``batch``/``context_tokens`` may be arrays for a sweep."""

@@ -14,7 +14,7 @@ import numpy as np
 from roofline.course.figures import COLORS, LiveFigure, Picture, new_figure
 from roofline.course.widgets import Explorer
 from roofline.engines.registry import engine_ids
-from roofline.lessons.your_own_hardware.numbers import local_speeds
+from roofline.lessons.your_own_hardware.numbers import LOCAL_MEMORY, local_speeds
 from roofline.scenario import Scenario
 
 PAD = " style='padding:2px 10px'"  # table cells: a column gap wide enough to read numbers apart
@@ -143,7 +143,8 @@ def home_explorer(model: str = "qwen3-30b-a3b") -> Explorer:
     >>> ex = home_explorer(); ex.set(batch=4); ex.live.rows[0]["batch"]
     4
     """
-    s = Scenario(model=model, gpu="rtx-4090", weight_precision=HOME_FORMATS[0], batch=1)
+    # memory "local": the model menu marks what needs more GPUs by llama.cpp's memory, as the table does
+    s = Scenario(model=model, gpu="rtx-4090", weight_precision=HOME_FORMATS[0], batch=1, memory=LOCAL_MEMORY)
     live = HomeMachines(s, engine=PER_MACHINE)
     engine = W.Dropdown(options=[PER_MACHINE, *engine_ids("calibrated")], value=PER_MACHINE,
                         description="engine")  # fmt: skip
