@@ -1,7 +1,7 @@
 """Instructor mode: lesson-switch time and kernel memory, preheated vs not, the kernel cap and culling.
 
     uv run --group test python -m benchmarks.instructor_switch [--rounds 2] [--cull-idle 30] [--page-loads 30]
-        [--parallel 3]                        (--smoke: 4 loads at once against a cap of 2, no browser; CI)
+        [--parallel 3]                        (--smoke: 3 loads at once against a cap of 1, no browser; CI)
 
 Starts the instructor app as an instructor would for a session (``instructor 02 16 28 44 60``: five
 lessons, each given a preheated kernel), then in one Chromium window goes from lesson to lesson, timing
@@ -226,13 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=1, help="page loads at a time in the memory test")
     parser.add_argument("--skip-switching", action="store_true", help="only the memory test")
     parser.add_argument(
-        "--smoke", action="store_true", help="4 loads at once against a cap of 2 kernels, no browser (CI)"
+        "--smoke", action="store_true", help="3 loads at once against a cap of 1 kernel, no browser (CI)"
     )
     args = parser.parse_args(argv)
     ARTIFACTS.mkdir(exist_ok=True)
     report = _Report()
     if args.smoke:
-        return page_loads(report, "60_amdahl.ipynb", loads=4, parallel=4, caps=(2,))  # a light lesson
+        return page_loads(report, "60_amdahl.ipynb", loads=3, parallel=3, caps=(1,))  # a light lesson
     if not args.skip_switching:
         switching(args, report)
     if args.page_loads:

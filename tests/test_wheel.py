@@ -61,17 +61,33 @@ for argv in runs:
     with contextlib.redirect_stdout(out):
         code = main([*argv, "--json"])
     print(json.dumps({"argv": argv, "code": code, "out": json.loads(out.getvalue())}))
+# every lesson of the package imports, with its cards and its figures' style
+import importlib, pkgutil, roofline.lessons as L
+names = [m.name for m in pkgutil.iter_modules(L.__path__)]
+for n in names:
+    importlib.import_module(f"roofline.lessons.{n}")
+from roofline.lessons import pack01_speed_physics as p, step_time as s
+from roofline.scenario import Scenario
+print(json.dumps({"lessons": len(names), "title": p.card("Q1").title,
+                  "png": s.StepTimeVsBatch(Scenario()).png()[:4].decode("latin-1")}))
 """
 
 
-def test_installed_wheel_runs_the_cli(installed, tmp_path):
+@pytest.fixture(scope="module")
+def installed_run(installed, tmp_path_factory) -> list[dict]:
+    """``CLI_RUNS`` in the installed package's Python, one process: each printed line, parsed."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
+    cwd = tmp_path_factory.mktemp("run")
+    p = _run([str(installed.parent / "python"), "-c", CLI_RUNS], cwd, env=env, timeout=120)
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def test_installed_wheel_runs_the_cli(installed, installed_run, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
     p = _run([str(installed), "list", "gpus", "--json"], tmp_path, env=env, timeout=120)  # the console script
     assert "error" not in json.loads(p.stdout)
-    p = _run([str(installed.parent / "python"), "-c", CLI_RUNS], tmp_path, env=env, timeout=120)
     runs = {
-        r["argv"][0] + ("-r1" if "deepseek-r1" in r["argv"] else ""): r
-        for r in map(json.loads, p.stdout.splitlines())
+        r["argv"][0] + ("-r1" if "deepseek-r1" in r["argv"] else ""): r for r in installed_run if "argv" in r
     }
     assert all(r["code"] == 0 and "error" not in r["out"] for r in runs.values()), runs
     assert "calibration.toml" in runs["step"]["out"]["achievable"]["calibration"]
@@ -96,17 +112,7 @@ def test_installed_wheel_says_where_the_lessons_are_not(installed, tmp_path):
     assert int(p.stdout) >= 20
 
 
-def test_installed_wheel_carries_every_lesson_with_its_cards_and_figure_style(installed, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("ROOFLINE_DATA_DIR", "PYTHONPATH")}
-    code = (
-        "import importlib, pkgutil, roofline.lessons as L\n"
-        "names = [m.name for m in pkgutil.iter_modules(L.__path__)]\n"
-        "for n in names: importlib.import_module(f'roofline.lessons.{n}')\n"
-        "from roofline.lessons import pack01_speed_physics as p, step_time as s\n"
-        "from roofline.scenario import Scenario\n"
-        "print(len(names), p.card('Q1').title, s.StepTimeVsBatch(Scenario()).png()[:4])\n"
-    )
-    p = _run([str(installed.parent / "python"), "-c", code], tmp_path, env=env, timeout=120)
-    count, rest = p.stdout.split(" ", 1)
-    assert int(count) == len(list((ROOT / "notebooks").glob("*.ipynb")))
-    assert rest.startswith("Can we advertise 300 tokens/s?") and "PNG" in rest
+def test_installed_wheel_carries_every_lesson_with_its_cards_and_figure_style(installed_run):
+    (lessons,) = [r for r in installed_run if "lessons" in r]
+    assert lessons["lessons"] == len(list((ROOT / "notebooks").glob("*.ipynb")))
+    assert lessons["title"].startswith("Can we advertise 300 tokens/s?") and lessons["png"] == "\x89PNG"

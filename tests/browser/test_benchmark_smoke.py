@@ -1,6 +1,7 @@
 """The two benchmarks that drive Chromium against the instructor app run to the end in their ``--smoke`` mode
-(tests/test_benchmark_scripts.py runs the others): the slider latency with two moves per explorer, and four
-page loads at once against a cap of two kernels, every answer a page or the cap's 503, never Voilà's 500.
+(tests/test_benchmark_scripts.py runs the others): the slider latency with two moves of the course's explorer,
+and three page loads at once against a cap of one kernel, every answer a page or the cap's 503, never
+Voilà's 500.
 Each runs in its own process: the browser tests' Playwright session already holds this one's event loop."""
 
 from __future__ import annotations
