@@ -209,7 +209,7 @@ def latency_summary(latencies_s, warmup_calls: int = 0) -> LatencySummary:
 
 
 # -- bug 4: a TTFT that measures the benchmark's own burst ------------------------------------------------
-BURST_HARNESS = HARNESSES["inferencemax"]  # vllm bench serve's protocol, as public serving rows ran it
+BURST_HARNESS = HARNESSES["inferencemax"]  # the protocol the public InferenceMAX serving rows ran
 
 
 @dataclass(frozen=True)
@@ -228,10 +228,11 @@ class BurstTTFT:
 
 def benchmark_ttft(s: Scenario, concurrency: int, input_tokens: int, output_tokens: int,
                    engine: str = "vllm", seed: int = 0) -> BurstTTFT:  # fmt: skip
-    """TTFT (s) of ``s``'s server with ``engine``'s step times and scheduler, as a serving benchmark run
-    ``--max-concurrency C --num-prompts 10C --request-rate inf --random-range-ratio 0.8`` measures it: all C
-    clients send at t = 0, each sends its next prompt when its last answer ends, prompt and answer lengths
-    (tokens) uniform in [0.8 L, L] (``BURST_HARNESS``); beside it, one ``input_tokens`` prompt alone.
+    """TTFT (s) of ``s``'s server with ``engine``'s step times and scheduler, as the public InferenceMAX
+    serving rows measured it (``BURST_HARNESS``: ``benchmark_serving.py --max-concurrency C --num-prompts 10C
+    --request-rate inf --random-range-ratio 0.8``, a ratio that script reads as lengths in [0.8 L, L]): all
+    C clients send at t = 0, each sends its next prompt when its last answer ends, prompt and answer lengths
+    (tokens) uniform in [0.8 L, L]; beside it, one ``input_tokens`` prompt alone.
 
     >>> b = benchmark_ttft(Scenario(), 32, 1000, 200)
     >>> round(b.alone_s * 1e3), b.mean_s > 2 * b.alone_s, b.first_wave_s > 10 * b.alone_s
