@@ -214,6 +214,26 @@ LESSON_NAMES_JS = """() => Array.from(document.querySelectorAll('.roofline-lesso
   .map(e => Array.from(e.classList).find(c => c.startsWith('roofline-lesson-')))"""
 
 
+def assert_each_explorer_readable(page, where: str, shot: str, shown: tuple[str, ...]) -> None:
+    """Each explorer's figure scrolled to the top of the notebook: the figure and every headline readout
+    value are inside the window, unclipped, uncovered, at least 11 px; a screenshot of those whose lesson
+    name contains one of ``shown``."""
+    for name in page.evaluate(LESSON_NAMES_JS):
+        page.evaluate(
+            "(sel) => document.querySelector(sel + ' img.roofline-figure').scrollIntoView({block: 'start'})",
+            f".{name}",
+        )
+        top = page.evaluate(
+            "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
+            ".getBoundingClientRect().top"
+        )
+        lesson = name.removeprefix("roofline-lesson-")
+        if any(part in lesson for part in shown):
+            page.screenshot(path=ARTIFACTS / f"{shot}-{where.split(',')[0]}-{lesson.split('--')[0]}.png")
+        selector = f".{name} img.roofline-figure, .{name} .roofline-readout-box td[data-key]"
+        assert_visible(page, selector, f"{name} at {where}", top=top)
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (WIDTH, HEIGHT)], ids=["1280x800", "1440x900"])
 def test_every_figure_and_its_headline_are_readable_together(page, width, height):
     """With the file browser open, each explorer's figure scrolled to the top of the notebook: the figure
@@ -227,20 +247,8 @@ def test_every_figure_and_its_headline_are_readable_together(page, width, height
             arg=width,
             timeout=30_000,
         )
-        for name in page.evaluate(LESSON_NAMES_JS):
-            page.evaluate(
-                "(sel) => document.querySelector(sel + ' img.roofline-figure')"
-                ".scrollIntoView({block: 'start'})",
-                f".{name}",
-            )
-            top = page.evaluate(
-                "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
-                ".getBoundingClientRect().top"
-            )
-            selector = f".{name} img.roofline-figure, .{name} .roofline-readout-box td[data-key]"
-            assert_visible(page, selector, f"{name} at {width}x{height}", top=top)
-            if name.removeprefix("roofline-lesson-") in SCREENSHOTS[1:] or "59_" in name or "16_" in name:
-                page.screenshot(path=ARTIFACTS / f"explorer-{width}x{height}-{name[16:].split('--')[0]}.png")
+        shown = (*SCREENSHOTS[1:], "59_", "16_")
+        assert_each_explorer_readable(page, f"{width}x{height}", "explorer", shown)
     finally:
         page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
 
@@ -337,20 +345,9 @@ def test_every_explorer_reads_at_projector_scale(page, width, height):
             arg=width,
             timeout=30_000,
         )
-        for name in page.evaluate(LESSON_NAMES_JS):
-            page.evaluate(
-                "(sel) => document.querySelector(sel + ' img.roofline-figure')"
-                ".scrollIntoView({block: 'start'})",
-                f".{name}",
-            )
-            top = page.evaluate(
-                "() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
-                ".getBoundingClientRect().top"
-            )
-            selector = f".{name} img.roofline-figure, .{name} .roofline-readout-box td[data-key]"
-            if "16_" in name or "44_" in name or "quantization" in name:
-                page.screenshot(path=ARTIFACTS / f"projector-{width}x{height}-{name[16:].split('--')[0]}.png")
-            assert_visible(page, selector, f"{name} at {width}x{height}, 150 %", top=top)
+        assert_each_explorer_readable(
+            page, f"{width}x{height}, 150 %", "projector", ("16_", "44_", "quantiz")
+        )
     finally:
         page.evaluate("() => document.body.classList.remove('roofline-projector', 'roofline-app-look')")
         page.evaluate(TOGGLE_SIDES_JS)
