@@ -149,6 +149,7 @@ def test_the_command_line(home):
         "layer_overhead_s",
         "sequence_overhead_s",
         "allreduce_overhead_s",
+        "hop_overhead_s",
     }
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["calibrate", "--name", "x", "--model", M, "--gpu", G, "--point", "speed=7"]) == 2

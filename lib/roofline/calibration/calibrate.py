@@ -2,9 +2,9 @@
 
 Taught in notebooks/floor_to_real_server.ipynb ("Calibrate to your own machine"); ``roofline calibrate``
 runs it. The fit is the project's own (``roofline.calibration.fit``): the kernels keep their timed or
-sourced efficiencies, and your engine's own costs (per step, per layer, per sequence, per all-reduce) move
-from its base engine's fitted values only as far as your measurements (``Point``) pull them. The result is
-saved next to your own GPU rows (``roofline.data.user_data_dir()``: ``engines.toml`` and
+sourced efficiencies, and your engine's own costs (per step, per layer, per sequence, per all-reduce, per
+ring hop) move from its base engine's fitted values only as far as your measurements (``Point``) pull
+them. The result is saved next to your own GPU rows (``roofline.data.user_data_dir()``: ``engines.toml`` and
 ``calibration.toml``), so every explorer and command can use it by name (``--engine my-vllm``).
 
 A measurement the physics cannot produce is refused with the reason: faster than the ideal floor (check

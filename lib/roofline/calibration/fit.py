@@ -38,12 +38,14 @@ from roofline.engines.params import FITTED_FRACTIONS, OVERHEADS, Calibration, gp
 from roofline.engines.registry import get_engine
 
 # Centres (seconds) and spreads (in log units) of the engine costs' priors: ~1 ms of CPU per step, four
-# small kernels of ~4 µs per layer, ~20 µs per sequence in a step, little beyond NCCL per all-reduce.
+# small kernels of ~4 µs per layer, ~20 µs per sequence in a step, little beyond NCCL per all-reduce and
+# per ring hop.
 PRIOR = {
     "step_overhead_s": (1e-3, 2.5),
     "layer_overhead_s": (16e-6, 1.5),
     "sequence_overhead_s": (20e-6, 2.5),
     "allreduce_overhead_s": (2e-6, 2.0),
+    "hop_overhead_s": (0.5e-6, 2.0),
 }
 FRACTION_PRIOR_SD = 1.0  # logit units around the family's timed kernels
 PRIOR_WEIGHT = 0.3
@@ -72,7 +74,7 @@ class Layout:
 
         >>> mu, sd = Layout([], ["vllm"], np.zeros((0, F))).prior()
         >>> round(math.exp(mu[0]), 6), sd.tolist()          # 1 ms per step, give or take e^2.5
-        (0.001, [2.5, 1.5, 2.5, 2.0])
+        (0.001, [2.5, 1.5, 2.5, 2.0, 2.0])
         """
         p = np.clip(self.fraction_prior.T.ravel(), 1e-3, 1 - 1e-3)
         centre = {
@@ -92,10 +94,11 @@ class Layout:
 def _engine_numbers(kernels: dict, costs: dict) -> SimpleNamespace:
     """The numbers ``assemble`` reads (one value or array per name) from the kernels' and link's numbers
     (``Terms.kernels`` names) and the engine's costs (``OVERHEADS``, s): an all-reduce costs the link's
-    latency plus the engine's own."""
+    latency plus the engine's own, per all-reduce and per ring hop."""
     costs = dict(costs)
-    collective = kernels["collective_latency_s"] + costs.pop("allreduce_overhead_s")
-    return SimpleNamespace(**{**kernels, "collective_latency_s": collective}, **costs, roofline=False)
+    link = {"collective_latency_s": kernels["collective_latency_s"] + costs.pop("allreduce_overhead_s"),
+            "hop_latency_s": kernels["hop_latency_s"] + costs.pop("hop_overhead_s")}  # fmt: skip
+    return SimpleNamespace(**{**kernels, **link}, **costs, roofline=False)
 
 
 def _predictor(terms: Terms, train_rows: np.ndarray, lay: Layout):

@@ -10,7 +10,8 @@ its name says:
 - **the engine** (per engine, fitted on measured runs: ``data/calibration.toml``): its CPU time per step
   and per sequence in a step, and its small kernels per layer (norms, rotary, activations, cache writes);
 - **the link** (per GPU, from NCCL's tuning model and measured hops: ``roofline.physics.parallel``): an
-  all-reduce's start-up and each ring hop's latency, plus the engine's own fitted cost per all-reduce.
+  all-reduce's start-up and each ring hop's latency, plus the engine's own fitted costs per all-reduce and
+  per hop (a ring all-reduce over N GPUs has 2(N − 1) hops, so the second grows with the GPU count).
 
 An engine whose kernels were not timed (an older vintage: ``kernels = ""`` in ``data/engines.toml``) has
 the bandwidth fractions of its GEMMs and decode attention fitted per GPU family (``FITTED_FRACTIONS``). The
@@ -59,7 +60,10 @@ OVERHEADS = {
     "layer_overhead_s": "per layer per step: the small kernels (norms, rotary, activations, cache writes)",
     "sequence_overhead_s": "per sequence per step: sampling and bookkeeping",
     "allreduce_overhead_s": "per all-reduce, beyond the link's NCCL latency: launches, synchronization",
+    "hop_overhead_s": "per ring hop of an all-reduce, beyond the link's: ranks waiting on one another",
 }
+# Costs a calibration file written before they existed may leave out, and the value they then take (s).
+OPTIONAL_OVERHEADS = {"hop_overhead_s": 0.0}
 # The most each cost may be (s) for an engine that is still an engine: the fitted ones are 0.3 ms per step,
 # 0.1 ms per layer and 0.15 ms per sequence at most; a table (or a learner's fit) past these describes a
 # unit slip or a stalled machine, and would price a step in seconds.
@@ -68,6 +72,7 @@ OVERHEAD_LIMITS_S = {
     "layer_overhead_s": 0.01,
     "sequence_overhead_s": 0.01,
     "allreduce_overhead_s": 0.01,
+    "hop_overhead_s": 0.001,
 }
 # Fitted per GPU family for engines without kernel timings (fractions of peak bandwidth): how well their own
 # weight-streaming GEMMs and paged-attention kernels of the time read memory. Their compute fractions are the
@@ -391,6 +396,7 @@ def engine_params(
     oh, how_oh = cal.overheads_for(e.id)
     link = link_latencies(g)
     link["collective_latency_s"] += oh.pop("allreduce_overhead_s")
+    link["hop_latency_s"] += oh.pop("hop_overhead_s")
     return EngineParams(
         engine=e.id,
         gpu_family=fam,
@@ -490,11 +496,19 @@ def parse_calibration(raw: dict, path: str = CALIBRATION_FILE, fitted: bool = Tr
     overheads = {}
     for eng, v in _table(raw, "engine", path).items():
         where = f'[engine."{eng}"]'
-        missing = [k for k in OVERHEADS if not isinstance(v, dict) or k not in v]
+        missing = [
+            k for k in OVERHEADS if k not in OPTIONAL_OVERHEADS and (not isinstance(v, dict) or k not in v)
+        ]
         if missing:
             raise DataTableError(f"{path}, {where}: missing {', '.join(missing)} (seconds)")
         overheads[eng] = {
-            k: _number(v[k], path, f"{where} {k}", fraction=False, most_s=OVERHEAD_LIMITS_S[k])
+            k: _number(
+                v.get(k, OPTIONAL_OVERHEADS.get(k)),
+                path,
+                f"{where} {k}",
+                fraction=False,
+                most_s=OVERHEAD_LIMITS_S[k],
+            )
             for k in OVERHEADS
         }
     if not overheads and fitted:
