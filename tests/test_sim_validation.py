@@ -173,7 +173,7 @@ def test_stored_run_matches_a_fresh_simulation_of_a_sample():
         cost = row["concurrency"] * row["output_tokens"]
         if key not in groups or cost < groups[key][0]:
             groups[key] = (cost, row)
-    fresh = validation.validate([row for _, row in groups.values()])
+    fresh = validation.validate([row for _, row in groups.values()], bunched=True)
     assert _tool().compare(validation.stored_validation(), fresh) == []
 
 
@@ -224,3 +224,26 @@ def test_capacity_plan_quotes_the_engines_band_and_the_gpus_own_price():
     floor = sim.plan_capacity(sim.SimConfig("llama-3.1-8b", "h200", rate_per_s=60, engine="ideal", **kw))
     assert floor.replicas <= p.replicas  # no engine needs fewer GPUs than the floor
     assert floor.replicas_low == floor.replicas == floor.replicas_high  # the ideal has no band
+
+
+# ---------------------------------------------------------------- the two ends of bunching
+
+
+def test_a_whole_cohort_waits_for_one_pass_and_then_decodes_undisturbed():
+    """With the whole cohort admitted at once, C identical clients stay in step: every round is one
+    prefill pass of C prompts (each prompt's TTFT), then C answers decoding together with no prompt in
+    their steps (TPOT = a bare decode step of batch C). Priced by the ideal, both are the physics' own."""
+    c, i, o = 16, 1000, 50
+    row = {"engine": "vllm", "model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "mode": "agg",
+           "weight_precision": "bf16", "kv_precision": "bf16", "harness": "aiperf", "concurrency": c,
+           "input_tokens": i, "output_tokens": o, "ttft_s": 1.0, "tpot_s": 1.0}  # fmt: skip
+    bunched = validation.simulate_row(row, engine="ideal", rounds=2, cohort=True)
+    spread = validation.simulate_row(row, engine="ideal", rounds=2)
+    timer = rl.engines.StepTimer("ideal", "llama-3.1-8b", "h100-sxm")
+    one_pass = rl.engines.prefill_times(timer, i, batch=c)["total"]
+    decode = rl.engines.decode_step_times(timer, c, i + o / 2)["total"]
+    assert bunched["sim_ttft_s"] == pytest.approx(one_pass, rel=0.02)
+    assert bunched["sim_tpot_s"] == pytest.approx(float(decode), rel=0.02)
+    # vLLM's budget of 8192 tokens a step admits eight of the sixteen prompts a pass: the first eight
+    # answer after half the cohort's prefill
+    assert spread["sim_ttft_s"] < 0.9 * bunched["sim_ttft_s"]

@@ -134,11 +134,28 @@ def _lengths(tokens: int, low_fraction: float):
     return LengthSpec("uniform", low=int(tokens * low_fraction), high=tokens)
 
 
-def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None, seed: int = 0) -> dict:
+def whole_cohort(policy: SchedulerPolicy) -> SchedulerPolicy:
+    """``policy`` without its token budget: every waiting prompt joins the next step whole, so the prompts
+    that arrive together are prefilled together and their answers decode together. The most bunched a
+    closed loop can stay; a real engine's budget spreads the prompts over several steps.
+
+    >>> p = whole_cohort(SchedulerPolicy("toy", max_sequences=4, token_budget=12, chunk_tokens=8))
+    >>> p.token_budget >= 10**9, p.chunk_tokens
+    (True, None)
+    """
+    unlimited = 10**9
+    return dataclasses.replace(policy, name=f"{policy.name}, whole cohort", token_budget=unlimited,
+                               chunk_tokens=None)  # fmt: skip
+
+
+def simulate_row(
+    row: dict, engine: str = "measured", rounds: int | None = None, seed: int = 0, cohort: bool = False
+) -> dict:
     """One row simulated as it was measured: the row with ``sim_ttft_s`` and ``sim_tpot_s`` (means over the
     measured requests, s) and the relative errors ``ttft_error`` and ``tpot_error``. ``engine``:
     ``"measured"`` (the row's own engine) or an engine id whose step times price the row's deployment
     (``"ideal"``: the floor). ``rounds``: requests per client after the warm-up (default: the harness's).
+    ``cohort``: the deployment without its token budget (``whole_cohort``).
 
     >>> row = serving_rows.load_rows()[0]
     >>> r = simulate_row(row, rounds=1)
@@ -167,7 +184,7 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
             concurrency=c,
             requests=(warmup + measured) * c,
             cost=cost,
-            policy=deployment_policy(row, cap),
+            policy=whole_cohort(deployment_policy(row, cap)) if cohort else deployment_policy(row, cap),
             input_tokens=_lengths(row["input_tokens"], h.low_fraction),
             output_tokens=_lengths(row["output_tokens"], h.low_fraction),
             seed=seed,
@@ -188,9 +205,11 @@ def simulate_row(row: dict, engine: str = "measured", rounds: int | None = None,
     }
 
 
-def validate(rows: list[dict], rounds: int | None = None) -> list[dict]:
+def validate(rows: list[dict], rounds: int | None = None, bunched: bool = False) -> list[dict]:
     """Every row simulated twice: with its own engine (``sim_*``, ``ttft_error``, ``tpot_error``) and with
-    the ideal's step times under the same deployment (``ideal_ttft_s``, ``ideal_tpot_s`` and their errors).
+    the ideal's step times under the same deployment (``ideal_ttft_s``, ``ideal_tpot_s`` and their errors);
+    with ``bunched``, a third time with its own engine and the whole cohort admitted at once
+    (``whole_cohort``: ``bunched_ttft_s``, ``bunched_ttft_error``).
 
     >>> r = validate(serving_rows.load_rows()[:1], rounds=1)[0]
     >>> r["ideal_ttft_s"] <= r["sim_ttft_s"]
@@ -202,6 +221,9 @@ def validate(rows: list[dict], rounds: int | None = None) -> list[dict]:
         out.append({**real, "ideal_ttft_s": ideal["sim_ttft_s"], "ideal_tpot_s": ideal["sim_tpot_s"],
                     "ideal_ttft_error": ideal["ttft_error"],
                     "ideal_tpot_error": ideal["tpot_error"]})  # fmt: skip
+        if bunched:
+            cohort = simulate_row(row, rounds=rounds, cohort=True)
+            out[-1].update(bunched_ttft_s=cohort["sim_ttft_s"], bunched_ttft_error=cohort["ttft_error"])
     return out
 
 
@@ -267,7 +289,8 @@ BAND_KEYS = ("ttft_median_abs_error", "ttft_p90_abs_error", "tpot_median_abs_err
 def stored_validation() -> dict:
     """The stored run (``data/serving_validation.toml``): ``provenance``, ``band`` (one table per engine),
     ``group`` (engine × GPU × model) and ``simulated.rows`` ([id, engine TTFT, engine TPOT, ideal TTFT,
-    ideal TPOT] in seconds); a ``DataTableError`` names the file if a table is missing.
+    ideal TPOT, engine TTFT with the whole cohort admitted at once] in seconds); a ``DataTableError`` names
+    the file if a table is missing.
 
     >>> stored_validation()["provenance"]["tool"]
     'tools/serving_validation.py'
@@ -306,8 +329,9 @@ def _concurrency_band(concurrency: int) -> str:
 
 def stored_results() -> list[dict]:
     """The stored run's rows joined with the measured rows: each expressible row with ``concurrency_band``,
-    ``sim_ttft_s``, ``sim_tpot_s`` (the row's engine), ``ideal_ttft_s``, ``ideal_tpot_s`` and the errors
-    ``ttft_error``, ``tpot_error`` (engine) and ``ideal_ttft_error``, ``ideal_tpot_error``.
+    ``sim_ttft_s``, ``sim_tpot_s`` (the row's engine), ``ideal_ttft_s``, ``ideal_tpot_s``,
+    ``bunched_ttft_s`` (the row's engine, the whole cohort admitted at once) and the errors ``ttft_error``,
+    ``tpot_error`` (engine), ``ideal_ttft_error``, ``ideal_tpot_error`` and ``bunched_ttft_error``.
 
     >>> r = stored_results()[0]
     >>> r["ideal_ttft_s"] <= r["sim_ttft_s"]
@@ -318,12 +342,14 @@ def stored_results() -> list[dict]:
     for row in serving_rows.load_rows():
         if row["id"] not in stored:
             continue
-        t, p, it, ip = stored[row["id"]]
+        t, p, it, ip, bt = stored[row["id"]]
         out.append({**row, "concurrency_band": _concurrency_band(row["concurrency"]),
                     "sim_ttft_s": t, "sim_tpot_s": p, "ideal_ttft_s": it, "ideal_tpot_s": ip,
+                    "bunched_ttft_s": bt,
                     "ttft_error": t / row["ttft_s"] - 1, "tpot_error": p / row["tpot_s"] - 1,
                     "ideal_ttft_error": it / row["ttft_s"] - 1,
-                    "ideal_tpot_error": ip / row["tpot_s"] - 1})  # fmt: skip
+                    "ideal_tpot_error": ip / row["tpot_s"] - 1,
+                    "bunched_ttft_error": bt / row["ttft_s"] - 1})  # fmt: skip
     return out
 
 
