@@ -67,9 +67,11 @@ def test_moving_any_control_changes_the_figure_or_the_readout(maker):
 
 
 def test_the_engine_people_run_is_the_default_and_one_rule_says_so():
-    # Macs and GeForce cards run llama.cpp; datacenter GPUs a serving engine (vLLM)
-    for gpu in ("m4-max", "m2-ultra", "rtx-4090", "rtx-3090", "rtx-5090"):
+    # Macs run llama.cpp, GeForce cards its 2025 CUDA builds; datacenter GPUs a serving engine (vLLM)
+    for gpu in ("m4-max", "m2-ultra"):
         assert engines.default_engine(gpu) == "llama.cpp"
+    for gpu in ("rtx-4090", "rtx-3090", "rtx-5090"):
+        assert engines.default_engine(gpu) == "llama.cpp-2025"
     for gpu in ("h100-sxm", "a100-80gb-sxm", "l4", "mi300x", "b200"):
         assert engines.default_engine(gpu) == "vllm"
     known = set(engines.engine_ids())

@@ -234,6 +234,8 @@ def test_held_out_honest_bounds(validation):
         assert _row(validation, engine, "engine")["median_abs_pct"] <= 12.0, engine
     for engine in ("deepspeed-mii", "splitwise-2023", "tensorrt-llm", "sglang"):
         assert _row(validation, engine, "engine")["median_abs_pct"] <= 25.0, engine
+    # llama.cpp's 2025 builds: five groups, one model per GeForce card or one card per model
+    assert _row(validation, "llama.cpp-2025", "engine")["median_abs_pct"] <= 20.0
 
 
 def test_held_out_is_worse_than_in_sample(validation):
@@ -241,6 +243,41 @@ def test_held_out_is_worse_than_in_sample(validation):
     ins = val.in_sample_table()
     held = {r["name"]: r["median_abs_pct"] for r in validation.table()}
     assert held["end-to-end"] >= next(r for r in ins if r["name"] == "end-to-end")["median_abs_pct"] - 0.5
+
+
+def test_a_llama_bench_row_is_read_as_the_test_ran():
+    """llama-bench's tgN is N decode steps (a mean step of 1 ÷ tokens/s); ppN@dD at ubatch u is N prompt
+    tokens in passes of u after D cached ones (N ÷ tokens/s), as the file states them."""
+    ms = measurements.load_measurements()
+    rows = measurements.read_csv(rl.data.table_path("measured") / "llama_cpp_bench.csv")
+    lb = ms.subset(ms.source == "llama.cpp pull requests")
+    assert len(lb) == len(rows) and set(lb.engine) == {"llama.cpp-2025"}
+    for x, kind, chunk, depth, inp, t in zip(rows, lb.kind, lb.prefill_chunk, lb.context_tokens,
+                                            lb.input_tokens, lb.measured_s, strict=True):  # fmt: skip
+        n = int(x["test"][2:].split("@")[0])
+        if x["test"].startswith("tg"):
+            assert kind == "tpot" and t == pytest.approx(1 / float(x["tokens_per_s"]))
+            assert inp == int(x["depth_tokens"] or 0)
+        else:
+            assert kind == "ttft" and inp == n and t == pytest.approx(n / float(x["tokens_per_s"]))
+            ubatch = int(x["ubatch"])
+            assert depth == int(x["depth_tokens"] or 0) and chunk == (ubatch if ubatch < n else 0)
+
+
+def test_a_prompt_in_one_token_passes_after_a_deep_context_reads_the_cache_each_pass():
+    """pp512@d32768 at ubatch 1: 512 passes, each reading the weights once and the KV of the 32,768 tokens
+    cached plus the passes before it. Its floor is Σ (weights + KV of d + j) ÷ bandwidth over j = 0 … 511:
+    512 × (weights + KV per token × (32,768 + 255.5)) ÷ bandwidth (the sum is linear in j)."""
+    ms = measurements.load_measurements()
+    sel = np.flatnonzero((ms.source == "llama.cpp pull requests") & (ms.prefill_chunk == 1)
+                         & (ms.context_tokens == 32768) & (ms.input_tokens == 512))  # fmt: skip
+    r = int(sel[0])
+    model, gpu, wp, kvp = ms.model[r], ms.gpu[r], ms.weight_precision[r], ms.kv_precision[r]
+    one = rl.decode_step(model, gpu, 1, 0, weight_precision=wp, kv_precision=kvp)
+    kv_token = rl.kv_bytes_per_token(model, kvp)
+    bw = rl.get_gpu(gpu).memory_bandwidth_bytes_per_s
+    expected = 512 * (float(one.weight_bytes_read) + kv_token * (32768 + 255.5)) / bw
+    assert measured_terms().floor_s()[r] == pytest.approx(expected, rel=0.03)
 
 
 def test_rows_faster_than_the_floor_are_dropped():

@@ -1,10 +1,11 @@
 """Measured runs of real engines (``data/measured/``), read into this library's ids.
 
-Taught in notebooks/calibration_validation.ipynb. The rows come from three public studies (their licences
-and attribution in ``data/measured/``); model names go through the models table's Hugging Face ids
-(``roofline.data.model_for_hf_id``), engine names through the engines table's aliases
-(``roofline.engines.get_engine``). What each study leaves unsaid (which A100, which precision of KV) is an
-assumption stated here once, in ``HARDWARE`` and the readers' comments, and in ``data/measured/README.md``.
+Taught in notebooks/calibration_validation.ipynb. The rows come from public studies and the llama-bench
+tables of llama.cpp's pull requests (their licences and attribution in ``data/measured/``); model names
+go through the models table's Hugging Face ids (``roofline.data.model_for_hf_id``), engine names through
+the engines table's aliases (``roofline.engines.get_engine``). What each study leaves unsaid (which A100,
+which precision of KV) is an assumption stated here once, in ``HARDWARE`` and the readers' comments, and
+in ``data/measured/README.md``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 import functools
 import io
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +44,10 @@ STUDY_FILES = {
     "LLM-Inference-Bench (precision sweep)": "llm_inference_bench_quant.csv",
     "Splitwise": "splitwise_perf_model.csv",
     "aiconfigurator": "aiconfigurator_silicon_hopper.csv",
+    "llama.cpp pull requests": "llama_cpp_bench.csv",
 }
+# The vintage the llama-bench tables of llama.cpp's 2025 pull requests ran (CUDA builds of that year).
+LLAMA_BENCH_ENGINE = "llama.cpp-2025"
 
 
 def read_csv(path, required=()) -> list[dict]:
@@ -86,12 +91,13 @@ class Measurements:
     measured_s: np.ndarray  # seconds: a whole run (latency), a prefill (ttft) or a mean step (tpot)
     measured_throughput: np.ndarray  # tokens/s as the study printed it (latency rows), else NaN
     prefill_chunk: np.ndarray  # prompt tokens per prefill pass (llama.cpp's -b); 0 = the whole prompt
+    context_tokens: np.ndarray  # tokens already in the KV cache before the prompt (llama-bench's -d)
 
     @classmethod
     def from_rows(cls, rows: list[dict]) -> Measurements:
         """Measurements from one dict per row, keyed by the field names; ``measured_throughput`` (tokens/s)
-        defaults to NaN and ``prefill_chunk`` (tokens) to 0."""
-        defaults = {"measured_throughput": math.nan, "prefill_chunk": 0}
+        defaults to NaN, ``prefill_chunk`` and ``context_tokens`` (tokens) to 0."""
+        defaults = {"measured_throughput": math.nan, "prefill_chunk": 0, "context_tokens": 0}
         return cls(**{k: np.array([{**defaults, **r}[k] for r in rows]) for k in cls.__dataclass_fields__})
 
     def __len__(self) -> int:
@@ -190,6 +196,27 @@ def _aiconfigurator_rows() -> list[dict]:
     return rows
 
 
+def _llama_bench_rows() -> list[dict]:
+    """llama-bench figures from llama.cpp pull requests (tokens/s of one sequence): ``tgN`` is N decode
+    steps after the row's depth (a mean step: 1 ÷ tokens/s); ``ppN`` a prompt of N tokens in passes of
+    ``ubatch`` tokens (llama-bench's -ub) after the depth (N ÷ tokens/s)."""
+    rows = []
+    for x in _study_rows("llama_cpp_bench.csv"):
+        kind, n = re.fullmatch(r"(pp|tg)(\d+)(?:@d\d+)?", x["test"]).groups()
+        n, depth, tps = int(n), int(x["depth_tokens"] or 0), float(x["tokens_per_s"])
+        common = dict(source="llama.cpp pull requests", model=x["model"], gpu=x["gpu"],
+                      engine=LLAMA_BENCH_ENGINE, num_gpus=1, batch=1, weight_precision=x["weight_precision"],
+                      kv_precision=x["kv_precision"], measured_throughput=tps)  # fmt: skip
+        if kind == "tg":
+            rows.append(dict(kind="tpot", input_tokens=depth, output_tokens=n, measured_s=1 / tps, **common))
+        else:
+            ubatch = int(x["ubatch"] or n)
+            rows.append(dict(kind="ttft", input_tokens=n, output_tokens=0, measured_s=n / tps,
+                             prefill_chunk=ubatch if ubatch < n else 0, context_tokens=depth,
+                             **common))  # fmt: skip
+    return rows
+
+
 @functools.cache
 def load_measurements() -> Measurements:
     """Every measured row the calibration uses, mapped to this library's ids (read once); times in s.
@@ -203,6 +230,7 @@ def load_measurements() -> Measurements:
         + _inference_bench_rows("llm_inference_bench_quant.csv", quant=True)
         + _splitwise_rows()
         + _aiconfigurator_rows()
+        + _llama_bench_rows()
     )
     return Measurements.from_rows(rows)
 
@@ -237,7 +265,8 @@ def nearest_measured(
     ms = ms.subset(same if same.any() else np.ones(len(ms), bool))
     params = np.array([active_parameter_count(x) for x in ms.model])
     asked = dict(batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, num_gpus=num_gpus)
-    dist = sum(np.abs(np.log(getattr(ms, k) / v)) for k, v in asked.items())
+    # sizes of at least 1: a decode from an empty context, a prefill that produced no answer
+    dist = sum(np.abs(np.log(np.maximum(getattr(ms, k), 1) / max(v, 1))) for k, v in asked.items())
     dist = dist + np.abs(np.log(params / active_parameter_count(model_id)))
     dist = dist + (ms.model != model_id) * 0.5 + (ms.gpu != gpu_id) * 1.0
     names = ("source", "model", "gpu", "num_gpus", "batch", "input_tokens", "output_tokens")

@@ -79,12 +79,15 @@ def _row_steps(ms: Measurements, r: int, parallel: str):
         waves, b_run = 1, min(b, users_that_fit_engine(mdl, gpu, i + o, n, wp, kvp))
     else:  # a measured step or prefill of the batch that ran
         waves, b_run = 1, b
-    chunk = int(ms.prefill_chunk[r])
+    chunk, depth = int(ms.prefill_chunk[r]), int(ms.context_tokens[r])
     if kind in ("latency", "ttft"):
-        if 0 < chunk < i:  # the prompt in ceil(i / chunk) passes of `chunk` tokens
-            yield step_load(prefill_work(mdl, gpu, b_run, chunk, **kw)), waves * math.ceil(i / chunk)
+        if 0 < chunk < i:  # ceil(i / chunk) passes of `chunk` tokens, each after the depth and the passes
+            passes = math.ceil(i / chunk)  # before it: summed by the midpoint rule, as the decode steps
+            before = depth + chunk * _quad_contexts(0, passes)
+            weight = waves * passes / before.size
+            yield step_load(prefill_work(mdl, gpu, b_run, chunk, context_tokens=before, **kw)), weight
         else:
-            yield step_load(prefill_work(mdl, gpu, b_run, i, **kw)), float(waves)
+            yield step_load(prefill_work(mdl, gpu, b_run, i, context_tokens=depth, **kw)), float(waves)
     ctx = _quad_contexts(i, o)
     if kind in ("latency", "tpot"):
         weight = (waves * o / ctx.size) if kind == "latency" else (1.0 / ctx.size)

@@ -58,14 +58,17 @@ def decode_work(
     )
 
 
-def prefill_work(model, gpu, batch, prompt_tokens, *, num_gpus, parallel, weight_precision, kv_precision):
-    """One pass over ``batch`` prompts of ``prompt_tokens`` each, logits for each prompt's last token.
-    Measured runs went past some models' windows (Llama 2 at 4k + 4k), so the window is not enforced."""
+def prefill_work(
+    model, gpu, batch, prompt_tokens, *, num_gpus, parallel, weight_precision, kv_precision, context_tokens=0
+):
+    """One pass over ``batch`` prompts of ``prompt_tokens`` each, after ``context_tokens`` already in the
+    KV cache (may be an array), logits for each prompt's last token. Measured runs went past some models'
+    windows (Llama 2 at 4k + 4k), so the window is not enforced."""
     return forward_step(
         model,
         gpu,
         batch,
-        0,
+        context_tokens,
         new_tokens=prompt_tokens,
         num_gpus=num_gpus,
         weight_precision=weight_precision,

@@ -42,7 +42,7 @@ def default_engine(gpu) -> str:
     rule: every explorer's engine menu and every readout start from it.
 
     >>> default_engine("h100-sxm"), default_engine("m4-max"), default_engine("rtx-4090")
-    ('vllm', 'llama.cpp', 'llama.cpp')
+    ('vllm', 'llama.cpp', 'llama.cpp-2025')
     """
     gpu_id = getattr(gpu, "id", gpu)
     for engine in engines().values():

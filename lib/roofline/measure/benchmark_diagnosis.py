@@ -27,8 +27,10 @@ from roofline.measure.benchmark_files import LlamaBenchRun, ServingRun, read_ben
 from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
 
-# The engine a tool's numbers come from, when the caller does not say
+# The engine a tool's numbers come from, when the caller does not say; llama-bench's is the llama.cpp
+# vintage people run on the file's GPU (LLAMA_CPP_VINTAGES: its 2025 CUDA builds on a GeForce card)
 TOOL_ENGINES = {"vllm-bench-serve": "vllm", "sglang-bench-serving": "sglang", "llama-bench": "llama.cpp"}
+LLAMA_CPP_VINTAGES = ("llama.cpp", "llama.cpp-2025")
 # llama-bench's quantization names (the last word of ``model_type``) -> the library's weight formats
 GGUF_FORMATS = {
     "q4_0": "gguf-q4_0",
@@ -327,11 +329,15 @@ def deployment(
     """The deployment one run is placed on: what the caller gives, else what the file says (its model,
     GPU, quantization and tool: ``model_of``, ``gpu_of``, ``weights_of``, ``TOOL_ENGINES``), else an error
     naming what to give."""
-    m = model_of(run, model)
+    m, g = model_of(run, model), gpu_of(run, gpu)
+    if engine is None:
+        engine = TOOL_ENGINES[run.tool]
+        if engine in LLAMA_CPP_VINTAGES and engines.default_engine(g) in LLAMA_CPP_VINTAGES:
+            engine = engines.default_engine(g)
     return engines.StepTimer(
-        engine or TOOL_ENGINES[run.tool],
+        engine,
         m,
-        gpu_of(run, gpu),
+        g,
         num_gpus=num_gpus,
         weight_precision=weights_of(run, m, weights),
         kv_precision=kv_precision,
@@ -345,7 +351,7 @@ def diagnose_file(path, file_format: str | None = None, **options) -> dict:
     >>> from roofline.measure.benchmark_files import example_path
     >>> d = diagnose_file(example_path("llama_bench.json"))
     >>> [(r["gpu_id"], r["weight_precision"], r["engine"]) for r in d["runs"]][0]
-    ('rtx-4090', 'gguf-q4_0', 'llama.cpp')
+    ('rtx-4090', 'gguf-q4_0', 'llama.cpp-2025')
     """
     runs = read_benchmark_file(path, file_format)
     placed = []

@@ -41,6 +41,7 @@ ENGINE_COLORS = {
     "tensorrt-llm": "#009E73",
     "sglang": "#CC79A7",
     "llama.cpp": "#D55E00",
+    "llama.cpp-2025": "#882255",
     "deepspeed-mii": "#E69F00",
     "splitwise-2023": "#56B4E9",
 }
