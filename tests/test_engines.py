@@ -266,17 +266,19 @@ def test_a_llama_bench_row_is_read_as_the_test_ran():
 
 def test_a_prompt_in_one_token_passes_after_a_deep_context_reads_the_cache_each_pass():
     """pp512@d32768 at ubatch 1: 512 passes, each reading the weights once and the KV of the 32,768 tokens
-    cached plus the passes before it. Its floor is Σ (weights + KV of d + j) ÷ bandwidth over j = 0 … 511:
-    512 × (weights + KV per token × (32,768 + 255.5)) ÷ bandwidth (the sum is linear in j)."""
+    cached plus the passes before it; only the last asks for logits, so the 511 before it read no LM head.
+    Its floor is Σ (weights + KV of d + j) ÷ bandwidth: 511 × (weights less the head + KV per token ×
+    (32,768 + 255)) + (weights + KV per token × (32,768 + 511)), over the bandwidth (linear in j)."""
     ms = measurements.load_measurements()
     sel = np.flatnonzero((ms.source == "llama.cpp pull requests") & (ms.prefill_chunk == 1)
                          & (ms.context_tokens == 32768) & (ms.input_tokens == 512))  # fmt: skip
     r = int(sel[0])
     model, gpu, wp, kvp = ms.model[r], ms.gpu[r], ms.weight_precision[r], ms.kv_precision[r]
-    one = rl.decode_step(model, gpu, 1, 0, weight_precision=wp, kv_precision=kvp)
+    weights = float(rl.weight_bytes_read(model, wp, 1))
+    headless = float(rl.weight_bytes_read(model, wp, 1, lm_head=False))
     kv_token = rl.kv_bytes_per_token(model, kvp)
     bw = rl.get_gpu(gpu).memory_bandwidth_bytes_per_s
-    expected = 512 * (float(one.weight_bytes_read) + kv_token * (32768 + 255.5)) / bw
+    expected = (511 * (headless + kv_token * (32768 + 255)) + weights + kv_token * (32768 + 511)) / bw
     assert measured_terms().floor_s()[r] == pytest.approx(expected, rel=0.03)
 
 

@@ -97,6 +97,21 @@ def test_tied_embedding_is_read_whole_by_the_lm_head():
     assert rl.weight_bytes_read("llama-3.2-1b", "bf16", 1) == rl.weight_bytes("llama-3.2-1b", "bf16")
 
 
+def test_a_pass_without_logits_reads_no_lm_head():
+    """A pass in the middle of a prompt asks for no logits: it reads the weights less the LM head
+    (128,256 × 4,096 × 2 bytes = 1.05 GB in BF16) and does none of its math; a tied table is then only
+    gathered, one row per token."""
+    lm_head = 128256 * 4096 * 2
+    with_head, without = (rl.forward_step("llama-3-8b", "h100-sxm", 1, 100, new_tokens=4, logits=lg)
+                          for lg in ("last", "none"))  # fmt: skip
+    assert float(with_head.weight_bytes_read - without.weight_bytes_read) == pytest.approx(lm_head)
+    assert float(with_head.flops - without.flops) == pytest.approx(2 * 128256 * 4096)
+    # Llama 3.2 1B ties its 128,256 x 2,048 table to the LM head: without logits, 4 rows of it are read
+    tied = rl.forward_step("llama-3.2-1b", "h100-sxm", 1, 100, new_tokens=4, logits="none")
+    whole = rl.weight_bytes("llama-3.2-1b", "bf16")
+    assert float(tied.weight_bytes_read) == pytest.approx(whole - (128256 - 4) * 2048 * 2)
+
+
 def test_card_figures_still_come_from_the_card_functions():
     # 16 GB / 3.35 TB/s = 4.78 ms -> 4.8 ms, 209 tok/s: the card's "weights / bandwidth", whole table counted.
     assert round(rl.decode_floor_s(16e9, 3.35e12) * 1e3, 1) == 4.8

@@ -75,11 +75,18 @@ def predict(row: dict, engine: str = LLAMA_BENCH_ENGINE) -> dict:
         parts = {
             k: np.asarray(t[k]) for k in ("floor", "kernel efficiency", "per-step", "per-layer", "total")
         }
-    else:
-        kw = dict(weight_precision=timer.weight_precision, kv_precision=timer.kv_precision, logits="last")
-        step = forward_step(timer.model, timer.gpu, 1, ctx, new_tokens=new, on_overflow="ignore",
-                            parallelism=timer.parallel, **kw)  # fmt: skip
-        parts = {k: np.asarray(v) for k, v in timer.of_step(step, extra_s=0.0, prompt=True).parts.items()}
+    else:  # only the prompt's last pass asks for logits (reads the LM head), as in the fit
+        kw = dict(weight_precision=timer.weight_precision, kv_precision=timer.kv_precision,
+                  on_overflow="ignore", parallelism=timer.parallel)  # fmt: skip
+        pieces: dict = {}
+        for part, logits in ((slice(0, -1), "none"), (slice(-1, None), "last")):
+            if ctx[part].size:
+                step = forward_step(
+                    timer.model, timer.gpu, 1, ctx[part], new_tokens=new[part], logits=logits, **kw
+                )
+                for k, v in timer.of_step(step, extra_s=0.0, prompt=True).parts.items():
+                    pieces.setdefault(k, []).append(np.broadcast_to(np.asarray(v, float), ctx[part].shape))
+        parts = {k: np.concatenate(v) for k, v in pieces.items()}
     total = {k: float(np.sum(np.broadcast_to(v, ctx.shape))) for k, v in parts.items()}
     measured_s = n / float(row["tokens_per_s"])
     kernels_s = total["floor"] + total["kernel efficiency"]

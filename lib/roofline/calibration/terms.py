@@ -82,10 +82,12 @@ def _row_steps(ms: Measurements, r: int, parallel: str):
     chunk, depth = int(ms.prefill_chunk[r]), int(ms.context_tokens[r])
     if kind in ("latency", "ttft"):
         if 0 < chunk < i:  # ceil(i / chunk) passes of `chunk` tokens, each after the depth and the passes
-            passes = math.ceil(i / chunk)  # before it: summed by the midpoint rule, as the decode steps
-            before = depth + chunk * _quad_contexts(0, passes)
-            weight = waves * passes / before.size
-            yield step_load(prefill_work(mdl, gpu, b_run, chunk, context_tokens=before, **kw)), weight
+            passes = math.ceil(i / chunk)  # before it; only the last asks for logits. The others are summed
+            before = depth + chunk * _quad_contexts(0, passes - 1)  # by the midpoint rule, as decode steps
+            middle = prefill_work(mdl, gpu, b_run, chunk, context_tokens=before, logits="none", **kw)
+            yield step_load(middle), waves * (passes - 1) / before.size
+            last = depth + chunk * (passes - 1)
+            yield step_load(prefill_work(mdl, gpu, b_run, chunk, context_tokens=last, **kw)), float(waves)
         else:
             yield step_load(prefill_work(mdl, gpu, b_run, i, context_tokens=depth, **kw)), float(waves)
     ctx = _quad_contexts(i, o)

@@ -59,11 +59,13 @@ def decode_work(
 
 
 def prefill_work(
-    model, gpu, batch, prompt_tokens, *, num_gpus, parallel, weight_precision, kv_precision, context_tokens=0
-):
+    model, gpu, batch, prompt_tokens, *, num_gpus, parallel, weight_precision, kv_precision, context_tokens=0,
+    logits="last",
+):  # fmt: skip
     """One pass over ``batch`` prompts of ``prompt_tokens`` each, after ``context_tokens`` already in the
-    KV cache (may be an array), logits for each prompt's last token. Measured runs went past some models'
-    windows (Llama 2 at 4k + 4k), so the window is not enforced."""
+    KV cache (may be an array), logits for each prompt's last token (``logits="none"``: a pass before the
+    prompt's last, which reads no LM head). Measured runs went past some models' windows (Llama 2 at
+    4k + 4k), so the window is not enforced."""
     return forward_step(
         model,
         gpu,
@@ -74,7 +76,7 @@ def prefill_work(
         weight_precision=weight_precision,
         kv_precision=kv_precision,
         on_overflow="ignore",
-        logits="last",
+        logits=logits,
         parallelism=parallel,
     )
 

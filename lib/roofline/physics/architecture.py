@@ -220,13 +220,14 @@ def expected_experts_touched(model: Model | str, tokens_in_step):
     return out(m.shared_experts + m.experts * (1 - (1 - m.experts_per_token / m.experts) ** n))
 
 
-def weight_bytes_read(model: Model | str, precision: str, tokens_in_step):
+def weight_bytes_read(model: Model | str, precision: str, tokens_in_step, lm_head: bool = True):
     """Weight bytes one forward step reads when it processes ``tokens_in_step`` tokens together (bytes).
 
     A dense model reads every matmul weight once, however many tokens share the step. An MoE reads its
     shared part plus only the routed experts some token picked (``expected_experts_touched``). The input
     embedding is a lookup: a step gathers one row per token (at most the V rows of the table), not the
-    whole table; a tied table is read whole anyway, as the LM head.
+    whole table; a tied table is read whole anyway, as the LM head. ``lm_head`` False: no token of the
+    step asks for logits (a pass in the middle of a long prompt), so the LM head is not read at all.
 
     The study card's "weights ÷ bandwidth" counts the whole table (16 GB for Llama 3 8B, 4.8 ms on an
     H100); the gather makes it 15.0 GB (4.5 ms).
@@ -235,13 +236,15 @@ def weight_bytes_read(model: Model | str, precision: str, tokens_in_step):
     15.01
     >>> round(float(weight_bytes_read("mixtral-8x7b", "bf16", 1)) / 1e9, 1)   # ~ 2 x active parameters
     25.5
+    >>> round(float(weight_bytes_read("llama-3-8b", "bf16", 1, lm_head=False)) / 1e9, 2)   # - 1.05 GB
+    13.96
     """
     m = get_model(model)
     n = checked(tokens_in_step, "tokens_in_step", minimum=1)
     f = weight_format(precision)
     by_key = _group_bytes(m, f)
-    fixed = sum(by_key.values()) - by_key["embedding"]
-    if m.tied_embeddings:
+    fixed = sum(by_key.values()) - by_key["embedding"] - (0.0 if lm_head else by_key["lm_head"])
+    if m.tied_embeddings and lm_head:
         gathered = by_key["embedding"] + 0.0 * n
     else:
         gathered = np.minimum(n, m.vocab_size) * m.hidden_size * f.embedding.bytes_per_element

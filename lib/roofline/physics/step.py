@@ -165,7 +165,7 @@ class StepOptions:
 
 def forward_step(
     model, gpu, batch=1, context_tokens=0, *, new_tokens=1, chunk_tokens=0, prefix_tokens=0,
-    count_new_kv: bool = True, logits: Literal["new", "last"] = "new", **options,
+    count_new_kv: bool = True, logits: Literal["new", "last", "none"] = "new", **options,
 ) -> Step:  # fmt: skip
     """Model one forward step: ``batch`` sequences × ``new_tokens`` each after ``context_tokens`` cached,
     plus an optional prompt chunk of ``chunk_tokens`` after ``prefix_tokens``; ``options`` are the fields of
@@ -181,6 +181,7 @@ def forward_step(
     count_new_kv : whether the B sequences' new tokens write KV (False: ``decode_step``'s convention).
     logits : ``"new"``: every new token of the B sequences gets logits (decode, a speculative verify);
         ``"last"``: only each sequence's last (a prefill). A prompt chunk adds one logit token.
+        ``"none"``: no token does (a pass in the middle of a prompt), and the LM head is not read.
 
     >>> s = forward_step("llama-3-8b", "h100-sxm", batch=4, context_tokens=1000, new_tokens=5)
     >>> s.tokens, s.binding                               # a speculative verify of 4 drafts per user
@@ -191,7 +192,7 @@ def forward_step(
     n_new = checked(new_tokens, "new_tokens", minimum=1)
     c = checked(chunk_tokens, "chunk_tokens", minimum=0)
     s = checked(prefix_tokens, "prefix_tokens", minimum=0)
-    one_of(logits, "logits", ("new", "last"))
+    one_of(logits, "logits", ("new", "last", "none"))
     o = StepOptions(**options)
     m, g = get_model(model), get_gpu(gpu)
     g_count, overhead = np.asarray(o.num_gpus, dtype=float), np.asarray(o.launch_overhead_s, dtype=float)
@@ -208,11 +209,14 @@ def forward_step(
         check_memory(need, have, w_stored)
     tokens = b * n_new + c
     # An empty step (no sequence, no chunk) reads nothing and takes no time.
-    w_bytes = np.where(tokens > 0, weight_bytes_read(m, o.weight_precision, np.maximum(tokens, 1)), 0.0)
+    read = weight_bytes_read(m, o.weight_precision, np.maximum(tokens, 1), lm_head=logits != "none")
+    w_bytes = np.where(tokens > 0, read, 0.0)
     kv_read = kv * (b * effective_kv_tokens(m, t) + np.where(c > 0, effective_kv_tokens(m, s), 0.0))
     kv_written = ((b * n_new if count_new_kv else 0.0) + c) * kv
     attn = _attention_flops(m, b, t, n_new, c, s) if o.include_attention else np.zeros_like(b * t * n_new)
     logit_tokens = (b * n_new if logits == "new" else b) + np.where(c > 0, 1.0, 0.0)
+    if logits == "none":
+        logit_tokens = 0.0 * logit_tokens
     flops = 2.0 * matmul_parameters_per_token(m) * tokens + 2.0 * lm_head_parameters(m) * logit_tokens + attn
     lanes = g_count if o.parallelism == "tensor" else 1.0  # GPUs working on the same layer at once
     times = (
