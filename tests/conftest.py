@@ -3,7 +3,8 @@
 ``roofline measure --save`` adds the learner's own GPU rows (from the user data directory) to
 ``rl.gpus()``. Tests and nbval notebooks must see only the project's tables, whatever the person running
 them saved, so the whole session (and every kernel it starts: they inherit the environment) points
-``SPEED_PHYSICS_HOME`` at an empty temporary directory. Tests of the user table set their own.
+``SPEED_PHYSICS_HOME`` at an empty temporary directory. Tests of the user table set their own. The session
+also runs numpy's BLAS on one thread per process (below).
 """
 
 import atexit
@@ -15,6 +16,10 @@ from pathlib import Path
 import pytest
 
 os.environ["SPEED_PHYSICS_HOME"] = tempfile.mkdtemp(prefix="speed-physics-test-home-")
+# Two test workers and their notebook kernels share the machine's cores: a BLAS that starts one thread per
+# core in each of them oversubscribes it, and its waiting threads spin while others need the core. One
+# BLAS thread per process (kernels inherit it), unless the person running the tests says otherwise.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 atexit.register(shutil.rmtree, os.environ["SPEED_PHYSICS_HOME"], ignore_errors=True)  # leave no folder behind
 
 # Hypothesis: one named profile. CI (and anyone who wants repeatable runs) gets "ci": derandomized, so a

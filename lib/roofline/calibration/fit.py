@@ -215,12 +215,35 @@ def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: 
     {cost: s}; a learner's engine starts from its base engine's); ``fitted_fractions`` False fits the costs
     only. ``provenance["prior_dominated"]`` names each parameter whose prior outweighs the data's curvature.
 
+    Every parameter belongs to one engine and moves only that engine's rows, so the sum splits into one
+    problem per engine: each is solved on its own rows, which gives the same minimum far faster than one
+    solve over all of them.
+
     >>> from roofline.calibration.terms import terms_for
     >>> mine = load_measurements().subset(np.flatnonzero(load_measurements().engine == "sglang")[:3])
     >>> cal = fit_terms(mine, terms_for(mine), np.ones(3, bool), fitted_fractions=False)
     >>> sorted(cal.overheads), 0 < cal.overheads["sglang"]["step_overhead_s"] < 0.01
     (['sglang'], True)
     """
+    order = _layout(terms, train, fitted_fractions, cost_prior or {}).names
+    overheads, fractions, weak = {}, {}, set()
+    for engine in sorted(set(ms.engine[train].tolist())):
+        rows = train & (ms.engine == engine)
+        one = _fit_engine(ms, terms, rows, fitted_fractions, cost_prior, prior_weight)
+        overheads.update(one.overheads)
+        fractions.update(one.fractions)
+        weak.update(one.provenance["prior_dominated"])
+    return Calibration(
+        overheads=overheads,
+        fractions=fractions,
+        gpu_family=gpu_families(),
+        ranges=_measured_ranges(train, ms),
+        provenance={"prior_dominated": [n for n in order if n in weak]},
+    )
+
+
+def _fit_engine(ms, terms, train, fitted_fractions, cost_prior, prior_weight) -> Calibration:
+    """``fit_terms`` on the rows ``train`` of one engine (its costs and its fractions only)."""
     lay = _layout(terms, train, fitted_fractions, cost_prior or {})
     predict, logy = _predictor(terms, train, lay), np.log(ms.measured_s[train])
     mu, sd = lay.prior()
@@ -237,7 +260,5 @@ def fit_terms(ms: Measurements, terms: Terms, train: np.ndarray, *, cost_prior: 
         fractions={
             p: dict(zip(FITTED_FRACTIONS, frac[:, j].tolist(), strict=True)) for j, p in enumerate(lay.pairs)
         },
-        gpu_family=gpu_families(),
-        ranges=_measured_ranges(train, ms),
         provenance={"prior_dominated": [n for n, x in zip(lay.names, weak, strict=True) if x]},
     )
