@@ -8,29 +8,30 @@ Run: ``uv run python tools/amd_check.py`` (about a minute on 2 cores).
 
 from __future__ import annotations
 
-import csv
 import statistics
-from pathlib import Path
 
 import numpy as np
 
 from roofline import sim
+from roofline.calibration.measurements import read_csv
+from roofline.data import MEASURED_DIR, table_path
 from roofline.engines.achievable import StepTimer, generate
+from roofline.sim.validation import ranged_lengths
 
-CSV = Path(__file__).resolve().parents[1] / "data" / "measured" / "amd_instinct.csv"
+CSV = "amd_instinct.csv"  # in data/measured/
 TIMES = ("e2e_latency_s", "ttft_s", "tpot_s")
 RATES = ("output_tokens_per_s", "unstated_kind_tokens_per_s")
 TEXT = ("date", "software_vintage", "engine_version", "note", "statistic", "licence")
 
 
-def load_rows(path=CSV) -> list[dict]:
-    """The rows of ``path``, empty cells dropped, numbers as floats.
+def load_rows(name: str = CSV) -> list[dict]:
+    """The rows of ``data/measured/<name>``, empty cells dropped, numbers as floats.
 
     >>> {r["gpu"] for r in load_rows()} == {"mi300x", "mi325x", "mi355x"}
     True
     """
-    with open(path, newline="", encoding="utf-8") as f:
-        return [{k: _num(k, v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
+    rows = read_csv(table_path(MEASURED_DIR) / name)
+    return [{k: _num(k, v) for k, v in r.items() if v != ""} for r in rows]
 
 
 def _num(column: str, v: str):
@@ -42,19 +43,15 @@ def _num(column: str, v: str):
         return v
 
 
-def _lengths(tokens: float, low_fraction: float):
-    n = int(tokens)
-    return n if low_fraction >= 1 else sim.LengthSpec("uniform", low=int(n * low_fraction), high=n)
-
-
 def _simulate(row: dict, engine: str, **load) -> sim.SimResult:
     out = row["output_tokens"]
     low = row.get("length_low_fraction", 1.0)
     return sim.simulate(sim.SimConfig(
         row["model"], row["gpu"], engine=engine, num_gpus=int(row["tensor_parallel"]),
         replicas=int(row["replicas"]), weight_precision=row["weight_precision"],
-        kv_precision=row["kv_precision"], input_tokens=_lengths(row.get("input_tokens", out), low),
-        output_tokens=_lengths(out, low), max_batch=int(row.get("max_num_seqs", 0)) or sim.ENGINE_DEFAULT,
+        kv_precision=row["kv_precision"], input_tokens=ranged_lengths(row.get("input_tokens", out), low),
+        output_tokens=ranged_lengths(out, low),
+        max_batch=int(row.get("max_num_seqs", 0)) or sim.ENGINE_DEFAULT,
         max_sim_time_s=1e6, record_timeline=False, **load))  # fmt: skip
 
 

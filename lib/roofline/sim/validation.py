@@ -128,10 +128,17 @@ def deployment_policy(row: dict, kv_capacity: int | None = None) -> SchedulerPol
     return dataclasses.replace(base, name=f"{base.name} as deployed", source=source, **changes)
 
 
-def _lengths(tokens: int, low_fraction: float):
+def ranged_lengths(tokens: int, low_fraction: float):
+    """The lengths a benchmark client draws for a nominal ``tokens`` (tokens): whole numbers uniform in
+    [``low_fraction`` × L, L] (at least 1), as ``benchmark_serving.py``'s ``--random-range-ratio`` reads
+    them; ``low_fraction`` 1: exactly L.
+
+    >>> ranged_lengths(1000, 0.8), ranged_lengths(1000, 1.0)
+    (LengthSpec(kind='uniform', mean=0.0, sigma=0.5, low=800, high=1000, minimum=0, maximum=10000000), 1000)
+    """
     if low_fraction >= 1:
-        return tokens
-    return LengthSpec("uniform", low=int(tokens * low_fraction), high=tokens)
+        return int(tokens)
+    return LengthSpec("uniform", low=max(1, int(tokens * low_fraction)), high=int(tokens))
 
 
 def whole_cohort(policy: SchedulerPolicy) -> SchedulerPolicy:
@@ -185,8 +192,8 @@ def simulate_row(
             requests=(warmup + measured) * c,
             cost=cost,
             policy=whole_cohort(deployment_policy(row, cap)) if cohort else deployment_policy(row, cap),
-            input_tokens=_lengths(row["input_tokens"], h.low_fraction),
-            output_tokens=_lengths(row["output_tokens"], h.low_fraction),
+            input_tokens=ranged_lengths(row["input_tokens"], h.low_fraction),
+            output_tokens=ranged_lengths(row["output_tokens"], h.low_fraction),
             seed=seed,
             max_sim_time_s=1e7,
             record_timeline=False,

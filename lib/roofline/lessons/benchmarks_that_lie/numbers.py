@@ -27,7 +27,7 @@ from roofline.checks import checked, out
 from roofline.errors import InvalidConfigurationError
 from roofline.results import Flag, Label, Number, Result
 from roofline.scenario import Scenario
-from roofline.sim.validation import HARNESSES
+from roofline.sim.validation import HARNESSES, ranged_lengths
 
 # A plain-decoding claim above this share of the roofline ceiling is suspicious even when possible:
 # well-tuned decode kernels reach roughly 70-90 % of peak bandwidth (the card's 150-180 of about 200 tok/s).
@@ -241,17 +241,14 @@ def benchmark_ttft(s: Scenario, concurrency: int, input_tokens: int, output_toke
     c = int(concurrency)
     if c < 1 or c != concurrency:
         raise InvalidConfigurationError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
-    low = BURST_HARNESS.low_fraction
-
-    def ranged(tokens: int) -> sim.LengthSpec:
-        return sim.LengthSpec("uniform", low=max(1, int(tokens * low)), high=int(tokens))
-
     base = sim.SimConfig(s.model, s.gpu, concurrency=1, requests=1, input_tokens=int(input_tokens),
                          output_tokens=int(output_tokens), engine=engine, seed=seed, record_timeline=False,
                          **s.deployment)  # fmt: skip
     alone = float(sim.simulate(base).ttft_s[0])
-    burst = base.with_(concurrency=c, requests=BURST_HARNESS.rounds * c, input_tokens=ranged(input_tokens),
-                       output_tokens=ranged(output_tokens))  # fmt: skip
+    low = BURST_HARNESS.low_fraction
+    burst = base.with_(concurrency=c, requests=BURST_HARNESS.rounds * c,
+                       input_tokens=ranged_lengths(input_tokens, low),
+                       output_tokens=ranged_lengths(output_tokens, low))  # fmt: skip
     run = sim.simulate(burst)
     ttft = np.asarray(run.ttft_s, dtype=float)
     return BurstTTFT(c, alone, ttft, float(ttft[:c].mean()), float(ttft.mean()), float(np.median(ttft)))
