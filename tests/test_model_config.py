@@ -74,6 +74,21 @@ def test_a_hand_derived_count_for_llama_3_2_3b():
     assert rl.parameter_count(rl.get_model(str(CONFIGS / "llama-3.2-3b.json"))) == expected
 
 
+def test_a_hand_derived_count_for_minimax_m2_5():
+    # 62 layers: attention 3072 x 48*128 for q and o, 3072 x 8*128 for k and v, per-head q/k norms (256);
+    # 256 SwiGLU experts of width 1536, a 3072 x 256 router with one bias per expert, two norms. Untied
+    # 200064-token embedding and LM head, a final norm. Active: 8 of the 256 experts.
+    attention = 2 * 3072 * 48 * 128 + 2 * 3072 * 8 * 128 + 2 * 128
+    expert = 3 * 3072 * 1536
+    shared_per_layer = attention + 3072 * 256 + 256 + 2 * 3072
+    model = rl.get_model(str(CONFIGS / "minimax-m2.5.json"))
+    embeddings = 2 * 200064 * 3072 + 3072
+    assert rl.parameter_count(model) == 62 * (shared_per_layer + 256 * expert) + embeddings
+    assert rl.active_parameter_count(model) == 62 * (shared_per_layer + 8 * expert) + embeddings
+    # Grouped-query attention with 8 KV heads: 2 (K and V) x 62 layers x 8 x 128 x 2 bytes per token.
+    assert rl.kv_bytes_per_token(model) == 2 * 62 * 8 * 128 * 2
+
+
 @pytest.mark.parametrize(
     ("name", "model_id"),
     [
@@ -175,6 +190,12 @@ BASE = {
 def test_a_config_it_cannot_read_names_the_field(change, field):
     with pytest.raises(ModelConfigError, match=f"field '{field}'"):
         row_from_config(BASE | change, "my/config.json")
+
+
+def test_a_minimax_config_with_a_shared_expert_is_refused_by_name():
+    config = json.loads((CONFIGS / "minimax-m2.5.json").read_text()) | {"shared_intermediate_size": 1536}
+    with pytest.raises(ModelConfigError, match="field 'shared_intermediate_size'"):
+        row_from_config(config, "minimax/config.json")
 
 
 def test_a_shape_the_table_refuses_names_the_row_field():

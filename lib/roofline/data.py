@@ -173,6 +173,7 @@ class Model:
     router_bias: bool = flag()  # the router has a bias of E values per MoE layer
     checkpoint_format: str = column(parse_id, default="bf16")  # the release format, a weight-format id
     published_active_excludes_embedding: bool = flag()  # gpt-oss's active count leaves out the input table
+    published_active_excludes_lm_head: bool = flag()  # MiniMax's leaves out the output projection as well
     hf_ids: tuple[str, ...] = column(parse_text_list, default=())  # Hugging Face repositories of this shape
 
     @property

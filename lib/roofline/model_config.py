@@ -2,11 +2,11 @@
 
 A model outside the table is described by the file its publisher ships. This module reads the standard
 fields of the architectures the table covers (Llama 2/3/3.1/3.2, Mistral, Mixtral, Qwen2/2.5 and Qwen2-MoE,
-Qwen3 dense and MoE, DeepSeek-V2/V3/R1 with MLA and MoE, gpt-oss with its sliding window) and returns the
-same keys a row of ``data/models.toml`` has; ``roofline.data.model_from_config`` checks them as a row.
-It never guesses: a ``model_type`` it does not know, a missing field, or a feature the row cannot express
-(an MLP bias, a linear-attention layer, a quantization it has no format for) raises ``ModelConfigError``
-naming the field and what is supported.
+Qwen3 dense and MoE, DeepSeek-V2/V3/R1 with MLA and MoE, gpt-oss with its sliding window, MiniMax-M2/M2.5)
+and returns the same keys a row of ``data/models.toml`` has; ``roofline.data.model_from_config`` checks
+them as a row. It never guesses: a ``model_type`` it does not know, a missing field, or a feature the row
+cannot express (an MLP bias, a linear-attention layer, a quantization it has no format for) raises
+``ModelConfigError`` naming the field and what is supported.
 
 Every table model round-trips: ``data/model_configs/<id>.json`` gives its row's architecture (tested).
 
@@ -32,7 +32,7 @@ from roofline.files import read_regular_file
 MAX_CONFIG_BYTES = 4 * 2**20  # a config.json is a few kB; anything this large is not one
 
 DENSE_TYPES = ("llama", "mistral", "qwen2", "qwen3")
-MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss")
+MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "minimax_m2")
 SUPPORTED_TYPES = DENSE_TYPES + MOE_TYPES
 
 # torch dtype names (``torch_dtype``, or ``dtype`` in newer transformers) -> weight-format ids
@@ -120,7 +120,7 @@ def attention_fields(c: ConfigReader, kind: str) -> dict[str, Any]:
         # Qwen2's q/k/v projections always carry biases (no config key); the others say so or default off.
         "attention_bias": True if kind in ("qwen2", "qwen2_moe", "gpt_oss") else c.flag("attention_bias"),
         "max_context_tokens": c.count("max_position_embeddings"),
-        "qk_norm": kind in ("qwen3", "qwen3_moe"),
+        "qk_norm": kind in ("qwen3", "qwen3_moe") or (kind == "minimax_m2" and c.flag("use_qk_norm")),
     }
 
 
@@ -157,7 +157,8 @@ def moe_fields(c: ConfigReader, kind: str) -> dict[str, Any]:
     """Experts, their width and sharing, routing, and (DeepSeek) the dense leading layers."""
     if kind not in MOE_TYPES:
         return {}
-    experts_key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts"}.get(kind, "num_experts")
+    experts_key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts",
+                   "minimax_m2": "num_local_experts"}.get(kind, "num_experts")  # fmt: skip
     if kind.startswith("deepseek"):
         experts_key = "n_routed_experts"
     out = {"experts": c.count(experts_key), "experts_per_token": c.count("num_experts_per_tok")}
@@ -168,6 +169,13 @@ def moe_fields(c: ConfigReader, kind: str) -> dict[str, Any]:
             "attention_output_bias": True,
             "expert_bias": True,
             "router_bias": True,
+        }
+    elif kind == "minimax_m2":  # every layer MoE, experts intermediate_size wide; sigmoid routing with a bias
+        c.refuse("shared_intermediate_size", (0,), "the table has no shared expert for this architecture")
+        out |= {
+            "moe_intermediate_size": c.count("intermediate_size"),
+            "shared_experts": 0,
+            "router_bias": c.flag("use_routing_bias"),
         }
     elif kind != "mixtral":  # Mixtral's experts are intermediate_size wide (the row leaves this field 0)
         out["moe_intermediate_size"] = c.count("moe_intermediate_size")
