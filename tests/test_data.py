@@ -314,6 +314,17 @@ def test_a_broken_table_is_a_roofline_error_from_the_public_api(tables, monkeypa
         rl.get_gpu("h100-sxm")
 
 
+def test_a_vintage_names_the_program_and_must_be_of_a_table_engine(tables, monkeypatch, fresh_cache):
+    engines = data.engines()
+    assert engines["llama.cpp-2025"].software == "llama.cpp" == engines["llama.cpp"].software
+    assert engines["vllm-2024"].software == "vllm" and engines["sglang"].software == "sglang"
+    broken = tables("engines.toml", 'vintage_of = "vllm"', 'vintage_of = "vllm-2023"')
+    monkeypatch.setenv("ROOFLINE_DATA_DIR", str(broken))
+    data.clear_cache()
+    with pytest.raises(rl.DataTableError, match="vintage_of.*'vllm-2023' is not another engine's id"):
+        data.engines()
+
+
 def test_lookup_order_env_then_package_then_repository(tmp_path, monkeypatch):
     package = tmp_path / "site-packages" / "roofline"
     (package / "tables").mkdir(parents=True)

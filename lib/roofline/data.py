@@ -255,6 +255,13 @@ class Engine:
     kernels: str = column(parse_choice("", "vllm", "tensorrt-llm", "sglang"), default="")
     # The GPUs (ids) where this engine is what people run: an explorer's engine menu starts on it there.
     default_on: tuple[str, ...] = column(parse_text_list, default=())
+    # The engine (id) this row is a dated vintage of, calibrated on its own ("": none, it is the program)
+    vintage_of: str = column(default="")
+
+    @property
+    def software(self) -> str:
+        """The program this row describes, whatever its vintage: ``vintage_of``, else its own id."""
+        return self.vintage_of or self.id
 
 
 def _model_rules(row: Model) -> tuple[str, str] | None:
@@ -621,7 +628,8 @@ def assumptions() -> dict[str, Assumption]:
 @functools.cache
 def project_engines() -> dict[str, Engine]:
     """The project's engines by id, in file order (``engines.toml`` found by ``table_dir``), without the
-    user's own. An alias must name one engine only and must not be another engine's id.
+    user's own. An alias must name one engine only and must not be another engine's id; a vintage must be
+    of an engine of the table.
 
     >>> "trtllm" in project_engines()["tensorrt-llm"].aliases
     True
@@ -629,6 +637,9 @@ def project_engines() -> dict[str, Engine]:
     table = _load(ENGINE_TABLE, table_dir(ENGINE_TABLE.file))
     owner: dict[str, str] = {}
     for e in table.values():
+        if e.vintage_of and (e.vintage_of not in table or e.vintage_of == e.id):
+            path = str(table_path(ENGINE_TABLE.file))
+            raise table_error(path, repr(e.id), "vintage_of", f"{e.vintage_of!r} is not another engine's id")
         for alias in e.aliases:
             key = alias.strip().lower()
             clash = owner.get(key) or (key if key in table and key != e.id else None)

@@ -27,10 +27,9 @@ from roofline.measure.benchmark_files import LlamaBenchRun, ServingRun, read_ben
 from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
 
-# The engine a tool's numbers come from, when the caller does not say; llama-bench's is the llama.cpp
-# vintage people run on the file's GPU (LLAMA_CPP_VINTAGES: its 2025 CUDA builds on a GeForce card)
+# The engine a tool's numbers come from, when the caller does not say; of its vintages, the one people run
+# on the file's GPU (llama-bench on a GeForce card: llama.cpp's 2025 CUDA builds)
 TOOL_ENGINES = {"vllm-bench-serve": "vllm", "sglang-bench-serving": "sglang", "llama-bench": "llama.cpp"}
-LLAMA_CPP_VINTAGES = ("llama.cpp", "llama.cpp-2025")
 # llama-bench's quantization names (the last word of ``model_type``) -> the library's weight formats
 GGUF_FORMATS = {
     "q4_0": "gguf-q4_0",
@@ -331,9 +330,9 @@ def deployment(
     naming what to give."""
     m, g = model_of(run, model), gpu_of(run, gpu)
     if engine is None:
-        engine = TOOL_ENGINES[run.tool]
-        if engine in LLAMA_CPP_VINTAGES and engines.default_engine(g) in LLAMA_CPP_VINTAGES:
-            engine = engines.default_engine(g)
+        engine, usual = TOOL_ENGINES[run.tool], engines.default_engine(g)
+        if engines.get_engine(usual).software == engines.get_engine(engine).software:
+            engine = usual
     return engines.StepTimer(
         engine,
         m,
