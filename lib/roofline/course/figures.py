@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
 from roofline import engines
@@ -79,6 +80,21 @@ def _encode(image: Image.Image, image_format: str) -> bytes:
         image = image.quantize(128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     image.save(buf, format=image_format, **({"quality": 92} if image_format == "jpeg" else {}))
     return buf.getvalue()
+
+
+def plain_log_ticks(axis) -> None:
+    """Label a log axis (``ax.xaxis`` or ``ax.yaxis``) in plain numbers at 1, 2 and 5 of each decade (… 10,
+    20, 50, 100 …) and leave its minor ticks unlabelled, instead of matplotlib's 6×10¹ and 3×10¹.
+
+    >>> fig, axes = new_figure()
+    >>> axes[0].set(yscale="log", ylim=(3, 80)); plain_log_ticks(axes[0].yaxis)
+    [...]
+    >>> axes[0].yaxis.get_major_formatter()(20, 0)
+    '20'
+    """
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def nice_limits(values, log: bool) -> tuple[float, float]:

@@ -8,7 +8,6 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from roofline.checks import checked
 from roofline.course.figures import (
@@ -20,6 +19,7 @@ from roofline.course.figures import (
     describe,
     new_figure,
     nice_limits,
+    plain_log_ticks,
     show,
 )
 from roofline.course.readouts import decode_readout, table_html
@@ -134,9 +134,7 @@ def burst_figure(b: BurstTTFT):
     for value, label, color, ls in lines:
         ax.axhline(value / MS, color=color, ls=ls, lw=1.8, label=f"{label}: {value / MS:.0f} ms")
     ax.set(yscale="log", xlabel="request, in the order sent", ylabel="TTFT (ms)", xlim=(0, n[-1] + 1))
-    ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 10, 20, 50, 100, … ms
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    plain_log_ticks(ax.yaxis)  # 10, 20, 50, 100, … ms
     fig.legend(loc="outside lower center", ncols=3)  # below the axes, so it hides no request
     ax.set_title(f"TTFT of one server under a benchmark's burst ({b.concurrency} clients)", fontsize=12)
     return show(fig, "benchmark burst")

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator
 
-from roofline.course.figures import COLORS, LOG_LOG, LiveFigure, new_figure, nice_limits, show
+from roofline.course.figures import (
+    COLORS,
+    LOG_LOG,
+    LiveFigure,
+    new_figure,
+    nice_limits,
+    plain_log_ticks,
+    show,
+)
 from roofline.course.readouts import combine_readouts, decode_readout, table_html
 from roofline.course.widgets import STEP, Explorer
 from roofline.data import get_gpu
@@ -44,8 +51,7 @@ class ThroughputVsLatency(LiveFigure):
         ring = dict(ms=16, mfc="none", mec=COLORS["prefill"], mew=2.5, zorder=7, label="the batch B you set")
         self.here = self._line(ax, "o", **ring)
         ax.set(**LOG_LOG, xlabel="each user's time per token (ms)", ylabel="tokens/s, all users")
-        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        plain_log_ticks(ax.xaxis)
         ax.legend(loc="lower right")
 
     def _draw(self, s):

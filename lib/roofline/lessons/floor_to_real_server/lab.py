@@ -22,6 +22,7 @@ from roofline.course.figures import (
     describe,
     new_figure,
     nice_limits,
+    plain_log_ticks,
 )
 from roofline.course.readouts import cost_text, extrapolation_note, fold, table_html
 from roofline.course.widgets import STEP, Explorer
@@ -167,6 +168,8 @@ def measured_over_floor_figure() -> Picture:
             dot = COLORS["decode"] if n == tp[0] else "#56B4E9"
             ax.plot(ms.batch[sel], ms.measured_s[sel] / MS, "o", color=dot, label=f"measured, TP {n}")
         ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per decode step (ms)")
+        plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.yaxis)
         ax.set_title(f"{model} on {gpu} (Splitwise)", fontsize=12)
     axes[0].legend(fontsize=9, loc="lower left")
     return Picture(fig, "measured over the floor")
