@@ -381,6 +381,22 @@ def test_waves_when_the_kv_does_not_fit():
     assert (waves, per_wave) == (8, pytest.approx(64 / 8))
 
 
+def test_llama_cpp_batches_by_its_own_memory_on_a_mac():
+    # llama.cpp on an M4 Max may use Metal's working set, 0.75 x 128 GiB (data/assumptions.toml); Llama 3 8B
+    # in Q4_0 leaves the rest to KV, 131,072 bytes a token, 8192 tokens a request: 91 requests fit at once.
+    # vLLM's accounting (0.9 of memory, less activations and the runtime) would hold 104.
+    weights = float(rl.weight_bytes("llama-3-8b", "gguf-q4_0"))
+    assert math.floor((0.75 * 128 * 2**30 - weights) / (8192 * 131_072)) == 91
+    waves = {
+        e: engines.generate(
+            engines.StepTimer(e, "llama-3-8b", "m4-max", weight_precision="gguf-q4_0"), 100, 8000, 192
+        ).calibration
+        for e in ("llama.cpp", "vllm")
+    }
+    assert waves["llama.cpp"]["waves"] == 2 and waves["llama.cpp"]["memory_model"].startswith("local")
+    assert waves["vllm"]["waves"] == 1 and waves["vllm"]["memory_model"].startswith("engine")
+
+
 def test_diagnose_measurement_mbu_and_region():
     # 15.01e9 bytes (the step's read: embedding gathered) in 6 ms on 3.35e12 bytes/s: MBU = 0.747
     d = engines.diagnose_measurement(engines.StepTimer("vllm", "llama-3-8b", "h100-sxm"), 6e-3)

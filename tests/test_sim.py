@@ -474,3 +474,17 @@ def test_lesson_59_dashboard_reuses_the_conversation():
         )
     )
     assert warm["ttft_s"]["p50"] < cold.ttft_s_percentiles["p50"]
+
+
+def test_llama_cpp_serves_from_its_own_memory_on_a_mac():
+    # llama.cpp on an M4 Max keeps Metal's working set, 0.75 x 128 GiB, for weights and KV; vLLM's accounting
+    # 0.9 of it less activations and the runtime. The KV cache is what is left beside Llama 3 8B in Q4_0, at
+    # 131,072 bytes a token.
+    weights = float(rl.weight_bytes("llama-3-8b", "gguf-q4_0"))
+    kv = {}
+    for engine in ("llama.cpp", "vllm"):
+        config = sim.SimConfig("llama-3-8b", "m4-max", weight_precision="gguf-q4_0", engine=engine,
+                               concurrency=1, requests=1, input_tokens=16, output_tokens=4)  # fmt: skip
+        kv[engine] = sim.simulate(config).kv_capacity_tokens
+    assert kv["llama.cpp"] == int((0.75 * 128 * 2**30 - weights) // 131_072)
+    assert kv["vllm"] > kv["llama.cpp"]

@@ -257,6 +257,9 @@ class Engine:
     default_on: tuple[str, ...] = column(parse_text_list, default=())
     # The engine (id) this row is a dated vintage of, calibrated on its own ("": none, it is the program)
     vintage_of: str = column(default="")
+    # What it leaves weights and KV (a model of roofline.physics.memory): "engine", vLLM's accounting;
+    # "local", llama.cpp's on its own machine (Metal's share of a Mac, a GPU less its context)
+    memory: str = column(parse_choice("engine", "local"), default="engine")
 
     @property
     def software(self) -> str:

@@ -149,26 +149,14 @@ class Scenario:
 
     def decode(self, batch=None, context_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``decode_step`` for this scenario; ``batch``/``context_tokens`` may be arrays for a sweep."""
-        return decode_step(
-            self.model,
-            self.gpu,
-            self.batch if batch is None else batch,
-            self.context_tokens if context_tokens is None else context_tokens,
-            on_overflow=on_overflow,
-            **self.deployment,
-            **kwargs,
-        )
+        b = self.batch if batch is None else batch
+        t = self.context_tokens if context_tokens is None else context_tokens
+        return decode_step(self.model, self.gpu, b, t, on_overflow=on_overflow, **self.deployment, **kwargs)
 
     def prefill(self, prompt_tokens=None, on_overflow="mask", **kwargs) -> Step:
         """``prefill`` for this scenario; ``prompt_tokens`` may be an array."""
-        return prefill(
-            self.model,
-            self.gpu,
-            self.prompt_tokens if prompt_tokens is None else prompt_tokens,
-            on_overflow=on_overflow,
-            **self.deployment,
-            **kwargs,
-        )
+        p = self.prompt_tokens if prompt_tokens is None else prompt_tokens
+        return prefill(self.model, self.gpu, p, on_overflow=on_overflow, **self.deployment, **kwargs)
 
     @property
     def deployment(self) -> dict:

@@ -95,7 +95,9 @@ def _plan_dict(p: sim.CapacityPlan, usd: float | None) -> dict:
 def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
     """The JSON object of ``plan`` (SI units); docs/cli.md lists the fields."""
     m = rl.get_model(args.model)
-    cap = sim.kv_capacity_tokens(m, args.gpu, args.gpus, args.weights, args.kv)
+    cap = sim.kv_capacity_tokens(
+        m, args.gpu, args.gpus, args.weights, args.kv, get_engine(args.engine).memory
+    )
     policy = sim.engine_policy(
         args.engine, args.gpu, kv_capacity_tokens=cap, context_tokens=m.max_context_tokens
     )

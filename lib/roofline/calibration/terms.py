@@ -66,17 +66,18 @@ def _quad_contexts(i: int, o: int) -> np.ndarray:
     return i + (np.arange(k) + 0.5) * o / k - 0.5
 
 
-def _row_steps(ms: Measurements, r: int, parallel: str):
-    """(load, weight) pairs of row ``r`` run in ``parallel``: the work (``StepTimer.work`` keywords) of each
-    of its steps."""
+def _row_steps(ms: Measurements, r: int, parallel: str, memory: str = "engine"):
+    """(load, weight) pairs of row ``r`` run in ``parallel`` with the engine's ``memory`` model: the work
+    (``StepTimer.work`` keywords) of each of its steps."""
     mdl, gpu, n, b = ms.model[r], ms.gpu[r], int(ms.num_gpus[r]), int(ms.batch[r])
     i, o = int(ms.input_tokens[r]), int(ms.output_tokens[r])
     wp, kvp, kind = ms.weight_precision[r], ms.kv_precision[r], ms.kind[r]
-    kw = dict(num_gpus=n, parallel=parallel, weight_precision=wp, kv_precision=kvp)
+    kw_fit = dict(num_gpus=n, weight_precision=wp, kv_precision=kvp)
+    kw = dict(kw_fit, parallel=parallel)
     if kind == "latency":  # a static batch: what does not fit runs in later waves
-        waves, b_run = serving_waves(mdl, gpu, b, i + o, num_gpus=n, weight_precision=wp, kv_precision=kvp)
+        waves, b_run = serving_waves(mdl, gpu, b, i + o, memory=memory, **kw_fit)
     elif kind == "tpot_serving":  # at a concurrency: at most what fits decodes together
-        waves, b_run = 1, min(b, users_that_fit_engine(mdl, gpu, i + o, n, wp, kvp))
+        waves, b_run = 1, min(b, users_that_fit_engine(mdl, gpu, i + o, memory=memory, **kw_fit))
     else:  # a measured step or prefill of the batch that ran
         waves, b_run = 1, b
     chunk, depth = int(ms.prefill_chunk[r]), int(ms.context_tokens[r])
@@ -139,7 +140,7 @@ def terms_for(ms: Measurements, kernels_of: dict | None = None) -> Terms:
         )
         kernels, _ = kernel_numbers(eng.kernels, gpu, wp, kvp, architecture_of(ms.model[r]))
         kernels = {**kernels, **link_latencies(gpu)}
-        for load, weight in _row_steps(ms, r, timer.parallel):
+        for load, weight in _row_steps(ms, r, timer.parallel, eng.memory):
             w = timer.work(**load)
             size = np.size(w.compute_s)
             parts["row"].append(np.full(size, r))

@@ -196,6 +196,9 @@ def _batch_timing(timer: StepTimer, b, i, o, waves=1) -> Timing:
     )
 
 
+MEMORY_OF = {"engine": "vLLM's defaults", "local": "llama.cpp's on its own machine"}  # engines.toml memory
+
+
 def _calibration_record(timer: StepTimer, b: int, i: int, o: int, waves: int) -> dict:
     """Where ``generate``'s achievable figures came from: the calibration, the engine's numbers, the
     memory model, the waves, and whether the figure leaves the calibrated range (and why)."""
@@ -220,7 +223,7 @@ def _calibration_record(timer: StepTimer, b: int, i: int, o: int, waves: int) ->
         "allreduce_latency_s": (p.collective_latency_s + 2 * (n - 1) * p.hop_latency_s)
         if timer.collectives
         else 0.0,
-        "memory_model": "engine (rl.memory_available_bytes: vLLM's defaults)",
+        "memory_model": f"{eng.memory} (rl.memory_available_bytes: {MEMORY_OF[eng.memory]})",
         "waves": waves,
         "parallel": timer.parallel,
         "extrapolated": extrapolated,
@@ -248,8 +251,9 @@ def generate(timer: StepTimer, batch=1, input_tokens=128, output_tokens=128) -> 
     b, i = _count(batch, "batch"), _count(input_tokens, "input_tokens")
     o = _count(output_tokens, "output_tokens")
     m, g, n, wp, kvp = timer.model, timer.gpu, timer.num_gpus, timer.weight_precision, timer.kv_precision
-    check_fits(m, g, b, i + o, num_gpus=n, weight_precision=wp, kv_precision=kvp)
-    waves, b_wave = serving_waves(m, g, b, i + o, num_gpus=n, weight_precision=wp, kv_precision=kvp)
+    deployment = dict(num_gpus=n, weight_precision=wp, kv_precision=kvp)
+    check_fits(m, g, b, i + o, **deployment)
+    waves, b_wave = serving_waves(m, g, b, i + o, memory=timer.engine.memory, **deployment)
     return GenerateResult(
         model_id=m.id,
         gpu_id=g.id,
@@ -268,31 +272,31 @@ def generate(timer: StepTimer, batch=1, input_tokens=128, output_tokens=128) -> 
     )
 
 
-def serving_waves(
-    model, gpu, batch, context_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16"
-):
+def serving_waves(model, gpu, batch, context_tokens, **deployment):
     """(waves, requests per wave) for a static batch whose KV cache, at ``context_tokens`` each, must fit in
-    what an engine leaves weights and KV (``memory_available_bytes``, vLLM's defaults) beside the weights:
-    the engine runs what does not fit in later waves. One wave (of the whole batch) when it fits.
+    what the engine leaves beside the weights (``users_that_fit_engine``, whose keywords ``deployment``
+    takes): the engine runs what does not fit in later waves. One wave (of the whole batch) when it fits.
 
     >>> serving_waves("llama-2-7b", "a100-40gb", 64, 4096)     # MHA: 0.5 MB of KV per token
     (8, 8.0)
     >>> serving_waves("llama-3-8b", "h100-sxm", 64, 4096)
     (1, 64.0)
     """
-    fit = users_that_fit_engine(model, gpu, context_tokens, num_gpus, weight_precision, kv_precision)
-    waves = max(1, math.ceil(batch / fit))
+    waves = max(1, math.ceil(batch / users_that_fit_engine(model, gpu, context_tokens, **deployment)))
     return waves, batch / waves
 
 
-def users_that_fit_engine(model, gpu, context_tokens, num_gpus, weight_precision, kv_precision) -> int:
-    """Requests whose KV at ``context_tokens`` fits beside the weights in what an engine leaves (≥ 1).
+def users_that_fit_engine(
+    model, gpu, context_tokens, *, num_gpus=1, weight_precision="bf16", kv_precision="bf16", memory="engine"
+) -> int:
+    """Requests whose KV at ``context_tokens`` fits beside the weights in what an engine leaves (≥ 1), under
+    its ``memory`` model (``memory_available_bytes``: vLLM's "engine" accounting, or llama.cpp's "local").
 
-    >>> users_that_fit_engine("llama-3-8b", "h100-sxm", 4096, 1, "bf16", "bf16")
-    102
+    >>> users_that_fit_engine("llama-3-8b", "h100-sxm", 4096), users_that_fit_engine(
+    ...     "llama-3-8b", "h100-sxm", 4096, memory="local")
+    (102, 127)
     """
-    usable = float(memory_available_bytes(gpu, num_gpus))
-    free = usable - weight_bytes(model, weight_precision)
+    free = float(memory_available_bytes(gpu, num_gpus, memory)) - weight_bytes(model, weight_precision)
     per_request = float(sequence_kv_bytes(model, context_tokens, kv_precision))
     return max(1, math.floor(free / per_request)) if per_request > 0 else 10**9
 

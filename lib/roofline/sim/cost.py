@@ -162,16 +162,18 @@ def engine_cost_model(engine: str, model, gpu, **kwargs) -> StepCostModel:
     return StepCostModel(model, gpu, engine=engine, **kwargs)
 
 
-def kv_capacity_tokens(model, gpu, num_gpus=1, weight_precision="bf16", kv_precision="bf16") -> int:
+def kv_capacity_tokens(
+    model, gpu, num_gpus=1, weight_precision="bf16", kv_precision="bf16", memory="engine"
+) -> int:
     """KV-cache tokens that fit beside the weights on ``num_gpus`` GPUs: (the memory an engine gives weights
-    and KV, ``memory_available_bytes`` − weights) ÷ KV bytes per token, rounded down. Raises
-    ``DoesNotFitError`` if the weights alone do not fit.
+    and KV, ``memory_available_bytes`` under its ``memory`` model − weights) ÷ KV bytes per token, rounded
+    down. Raises ``DoesNotFitError`` if the weights alone do not fit.
 
     >>> kv_capacity_tokens("llama-3-8b", "h100-sxm")     # (66.3 GiB − 16.06 GB) ÷ 131,072 bytes
     420859
     """
     weights = float(weight_bytes(model, weight_precision))
-    free = float(memory_available_bytes(gpu, num_gpus)) - weights
+    free = float(memory_available_bytes(gpu, num_gpus, memory)) - weights
     if free <= 0:
         raise DoesNotFitError(
             f"{get_model(model).id} weights ({weights / 1e9:.1f} GB at {weight_precision}) do not fit in "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from roofline.engines.registry import get_engine
 from roofline.errors import DoesNotFitError, InvalidConfigurationError
 
 from .config import SimConfig, whole
@@ -82,7 +83,8 @@ def simulate(config: SimConfig, progress=None) -> SimResult:
                                    kv_precision=c.kv_precision, engine=c.engine)  # fmt: skip
     if c.kv_capacity is None:
         cap = kv_capacity_tokens(cost.model, cost.gpu, cost.num_gpus * int(c.pipeline_stages),
-                                 cost.weight_precision, cost.kv_precision)  # fmt: skip
+                                 cost.weight_precision, cost.kv_precision,
+                                 memory=get_engine(cost.engine).memory)  # fmt: skip
     else:
         cap = whole("kv_capacity", c.kv_capacity, 1)
     policy = _policy(c, cost, cap)
