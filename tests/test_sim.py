@@ -488,3 +488,19 @@ def test_llama_cpp_serves_from_its_own_memory_on_a_mac():
         kv[engine] = sim.simulate(config).kv_capacity_tokens
     assert kv["llama.cpp"] == int((0.75 * 128 * 2**30 - weights) // 131_072)
     assert kv["vllm"] > kv["llama.cpp"]
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "minimax-m2.5", "llama-3.1-70b"])
+def test_the_simulator_prices_a_step_as_the_engine_model_does(model):
+    # One formula, one place: an MoE's routed experts run on the engine's MoE kernels in a simulated step
+    # as in generate and the lessons' engine figures, not at the dense GEMMs' efficiency.
+    weights = "fp8-block128" if model == "minimax-m2.5" else "bf16"
+    kw = dict(num_gpus=8, weight_precision=weights, kv_precision="bf16")
+    cost = sim.StepCostModel(model, "h200", engine="vllm", **kw)
+    timer = rl.engines.StepTimer("vllm", model, "h200", **kw)
+    for prompt in (1024, 8192):
+        alone = cost.time_s(prompt, 1, 0, prompt * (prompt - 1) / 2, prompt)
+        assert alone == pytest.approx(rl.engines.prefill_times(timer, prompt)["total"], rel=1e-9)
+    for batch in (1, 32):
+        step = float(rl.engines.decode_step_times(timer, batch, 2048)["total"])
+        assert cost.decode_time_s(batch, 2048) == pytest.approx(step, rel=1e-9)

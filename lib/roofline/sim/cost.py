@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.data import get_gpu, get_model
-from roofline.engines.model import StepLoad, StepTimer
+from roofline.engines.model import StepLoad, StepTimer, routed_expert_load
 from roofline.engines.registry import get_engine
 from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import (
@@ -126,16 +126,23 @@ class StepCostModel:
         True
         """
         # Each sequence gets one row of logits: a decoder's new token, or a prompt's last token.
+        gemm_flops = new_tokens * self.flops_per_new_token + sequences * self.flops_per_logit
+        weights, moe_flops, moe_bytes = self.weight_bytes_read(new_tokens), 0.0, 0.0
+        if self._moe:  # the routed experts run on the engine's MoE kernels, priced as the engine model does
+            moe_flops, moe_bytes = routed_expert_load(self.model, self.weight_precision, new_tokens)
+            gemm_flops, weights = gemm_flops - moe_flops, weights - moe_bytes
         t = self.timer.time_s(
             StepLoad(
-                new_tokens * self.flops_per_new_token + sequences * self.flops_per_logit,  # GEMM FLOPs
-                self.weight_bytes_read(new_tokens),
+                gemm_flops,
+                weights,
                 attention_token_pairs * self.flops_per_attention_pair,  # attention FLOPs
                 kv_tokens_read * self.kv_bytes_per_token,
                 kv_tokens_written * self.kv_bytes_per_token,
                 kv_tokens_written,  # prompt tokens: the only tokens whose KV a step writes
                 new_tokens,
                 sequences,
+                moe_flops,
+                moe_bytes,
             )
         )
         return t if type(t) is float or np.ndim(t) else float(t)

@@ -10,9 +10,10 @@ TTFT and TPOT it saw (aiconfigurator's tooling stores ``mean_ttft`` and ``mean_t
 
 Names go through the library's one map each: models by their Hugging Face ids (the models table), GPUs by
 the studies' hardware names (``roofline.calibration.measurements.HARDWARE``), engines by the engines table's
-aliases. Precision: the row's ``precision`` fp8 means FP8 weights (DeepSeek's and ``fp8_block`` rows:
-128-blocks) and an FP8 KV cache (the launch scripts of these benchmarks pass ``kv_cache_dtype: fp8``);
-fp4 means the model's own 4-bit checkpoint format (gpt-oss: MXFP4 experts); no precision means BF16.
+aliases. Precision: the row's ``precision`` fp8 means FP8 weights (DeepSeek's, ``fp8_block`` rows' and a
+publisher's block-FP8 release's, ``BLOCK_FP8_RELEASES``: 128-blocks) and an FP8 KV cache (the launch
+scripts of these benchmarks pass ``kv_cache_dtype: fp8``); fp4 means the model's own 4-bit checkpoint
+format (gpt-oss: MXFP4 experts); no precision means BF16.
 
 A row the library cannot express is kept out with its reason (``REASONS``); ``coverage`` counts them per
 group. Two benchmark harnesses produced the rows, told apart by the row's source field: SemiAnalysis
@@ -83,6 +84,12 @@ def _concurrency(raw: dict) -> int:
     return int(found.group(1)) if found else 0
 
 
+# Publishers' FP8 releases the rows serve, in 128 x 128 blocks whatever the row's gemm_quant_mode says
+# (their config.json: quant_method fp8, weight_block_size [128, 128]; read in aiconfigurator's
+# model_configs/Qwen--Qwen3-235B-A22B-FP8_config.json and Qwen--Qwen3-32B-FP8_config.json @ 095f58a)
+BLOCK_FP8_RELEASES = ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-32B-FP8")
+
+
 def _precisions(raw: dict, model) -> tuple[str, str]:
     """(weight precision, KV precision) of a row (see the module docstring)."""
     p, gemm = raw["precision"], raw["gemm_quant_mode"]
@@ -90,6 +97,7 @@ def _precisions(raw: dict, model) -> tuple[str, str]:
         return model.checkpoint_format, "bf16"
     if p == "fp8":
         block = gemm == "fp8_block" or model.checkpoint_format == "fp8-block128"
+        block |= raw["model_path"] in BLOCK_FP8_RELEASES
         return ("fp8-block128" if block else "fp8"), "fp8"
     return "bf16", "bf16"
 
