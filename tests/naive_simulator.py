@@ -17,18 +17,20 @@ from roofline.sim.policies import assumed_policy
 
 
 def simulate_naive(
-    model, gpu, arrival_s, input_tokens, output_tokens, *, token_budget: int | None = None, chunk_tokens=None
-) -> dict:
+    model, gpu, arrival_s, input_tokens, output_tokens, *, token_budget: int | None = None, chunk_tokens=None,
+    **deployment,
+) -> dict:  # fmt: skip
     """Per-token reference simulation of requests with ``arrival_s`` (s), ``input_tokens`` and
     ``output_tokens`` (equal-length sequences), prompts in chunks of ``chunk_tokens`` (None: whole) within
-    ``token_budget`` tokens a step (default the assumed scheduler's). Returns the lists ``first_token_s``
-    and ``finish_s`` (s, per request, in the given order) and ``steps``.
+    ``token_budget`` tokens a step (default the assumed scheduler's), on the ``deployment`` of
+    ``StepCostModel`` (``num_gpus``, precisions). Returns the lists ``first_token_s`` and ``finish_s`` (s,
+    per request, in the given order) and ``steps``.
 
     >>> r = simulate_naive("llama-3-8b", "h100-sxm", [0.0, 0.0], input_tokens=[4, 4], output_tokens=[3, 3])
     >>> [round(x * 1e3, 2) for x in r["finish_s"]], r["steps"]
     ([13.44, 13.44], 3)
     """
-    cost, assumed = StepCostModel(model, gpu), assumed_policy()
+    cost, assumed = StepCostModel(model, gpu, **deployment), assumed_policy()
     max_batch = assumed.max_sequences
     token_budget = assumed.token_budget if token_budget is None else token_budget
     arrival = [float(a) for a in arrival_s]
@@ -55,10 +57,11 @@ def simulate_naive(
             t = arrival[order[nxt]]
             continue
         budget = token_budget
-        plan = {}
+        plan, decoders = {}, set()
         for r in running:  # decode tokens first
             if known[r] - cached[r] == 1 and made[r] >= 1 and budget > 0:
                 plan[r] = 1
+                decoders.add(r)
                 budget -= 1
         any_prompt_yet = False
         for r in running:  # then prompt chunks, in admission order
@@ -76,7 +79,7 @@ def simulate_naive(
                 plan[r] = got
                 budget -= got
                 any_prompt_yet = True
-        new = seqs = kv_read = pairs = written = 0
+        new = seqs = kv_read = pairs = written = prompt_pairs = 0
         for r, k in plan.items():
             seqs += cached[r] + k >= known[r]  # a row of logits: a decoder, or a prompt's last chunk
             kv_read += cached[r]
@@ -84,9 +87,13 @@ def simulate_naive(
             for i in range(k):  # every token of every request, one at a time
                 new += 1
                 pairs += cached[r] + i
+                if r not in decoders:  # a prompt chunk's pairs (MLA prices them in its expanded form)
+                    prompt_pairs += cached[r] + i
                 if is_prompt:
                     written += 1
-        t += cost.time_s(float(new), float(seqs), float(kv_read), float(pairs), float(written))
+        t += cost.time_s(
+            float(new), float(seqs), float(kv_read), float(pairs), float(written), float(prompt_pairs)
+        )
         steps += 1
         for r, k in plan.items():
             for _ in range(k):

@@ -328,7 +328,15 @@ def test_prefill_first_stalls_decodes_more_than_decode_first():
     assert pf.tpot_s_percentiles["p99"] > df.tpot_s_percentiles["p99"]
 
 
-def test_fast_simulator_equals_the_naive_per_token_loop():
+@pytest.mark.parametrize(
+    ("model", "gpu", "deployment"),
+    [
+        ("llama-3-8b", "h100-sxm", {}),
+        # MLA and MoE on a calibrated engine, whose prefill attention adds to the step (never hidden)
+        ("deepseek-v3", "h200", {"num_gpus": 8, "weight_precision": "fp8-block128", "engine": "vllm"}),
+    ],
+)
+def test_fast_simulator_equals_the_naive_per_token_loop(model, gpu, deployment):
     rng = np.random.default_rng(5)
     arrival = np.cumsum(rng.exponential(0.02, 150))
     inp = rng.integers(0, 400, 150)
@@ -336,16 +344,18 @@ def test_fast_simulator_equals_the_naive_per_token_loop():
     for chunk, budget in ((None, 8192), (128, 512)):
         fast = sim.simulate(
             sim.SimConfig(
-                "llama-3-8b",
-                "h100-sxm",
+                model,
+                gpu,
                 trace=dict(arrival_s=arrival, input_tokens=inp, output_tokens=out),
                 requests=150,
                 chunk_tokens=chunk,
                 token_budget=budget,
+                cost=sim.StepCostModel(model, gpu, **deployment),
+                policy=sim.assumed_policy(),  # the naive loop's scheduler, whatever the engine
             )
         )
         slow = simulate_naive(
-            "llama-3-8b", "h100-sxm", arrival, inp, out, chunk_tokens=chunk, token_budget=budget
+            model, gpu, arrival, inp, out, chunk_tokens=chunk, token_budget=budget, **deployment
         )
         np.testing.assert_allclose(fast.first_token_s, slow["first_token_s"], rtol=1e-12)
         np.testing.assert_allclose(fast.finish_s, slow["finish_s"], rtol=1e-12)
@@ -490,16 +500,18 @@ def test_llama_cpp_serves_from_its_own_memory_on_a_mac():
     assert kv["vllm"] > kv["llama.cpp"]
 
 
-@pytest.mark.parametrize("model", ["mixtral-8x7b", "minimax-m2.5", "llama-3.1-70b"])
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "minimax-m2.5", "llama-3.1-70b", "deepseek-v3"])
 def test_the_simulator_prices_a_step_as_the_engine_model_does(model):
     # One formula, one place: an MoE's routed experts run on the engine's MoE kernels in a simulated step
-    # as in generate and the lessons' engine figures, not at the dense GEMMs' efficiency.
-    weights = "fp8-block128" if model == "minimax-m2.5" else "bf16"
+    # as in generate and the lessons' engine figures, not at the dense GEMMs' efficiency; MLA's prompts
+    # attend in the expanded form.
+    weights = "fp8-block128" if model in ("minimax-m2.5", "deepseek-v3") else "bf16"
     kw = dict(num_gpus=8, weight_precision=weights, kv_precision="bf16")
     cost = sim.StepCostModel(model, "h200", engine="vllm", **kw)
     timer = rl.engines.StepTimer("vllm", model, "h200", **kw)
     for prompt in (1024, 8192):
-        alone = cost.time_s(prompt, 1, 0, prompt * (prompt - 1) / 2, prompt)
+        pairs = prompt * (prompt - 1) / 2
+        alone = cost.time_s(prompt, 1, 0, pairs, prompt, prompt_pairs=pairs)
         assert alone == pytest.approx(rl.engines.prefill_times(timer, prompt)["total"], rel=1e-9)
     for batch in (1, 32):
         step = float(rl.engines.decode_step_times(timer, batch, 2048)["total"])

@@ -16,8 +16,8 @@ pairs" is Σ over sequences of new tokens × tokens each attends to (a chunk of 
 C·S + C(C−1)/2). As in ``roofline.decode_step``, a decoding token's own KV write is left out, so a pure
 decode batch costs exactly ``decode_step``'s time and one unchunked prompt exactly ``prefill``'s. Sliding
 windows are not modelled (the KV read is linear in context): for a windowed model the steps are an upper
-bound. Nor is MLA's expanded prefill form: every attention pair is priced in the absorbed form decode uses,
-so a long DeepSeek prompt costs more here than in ``generate`` (37 % at 8,192 tokens on 8 H200s).
+bound. MLA's prompt chunks attend in its expanded form and its decoders in the absorbed one, as in
+``forward_step``.
 """
 
 from __future__ import annotations
@@ -87,6 +87,10 @@ class StepCostModel:
         self.flops_per_new_token = 2.0 * matmul_parameters_per_token(m)
         self.flops_per_logit = 2.0 * lm_head_parameters(m)
         self.flops_per_attention_pair = float(attention_flops_per_pair(m, absorbed=True))
+        # MLA prices a prompt's pairs in its expanded form (fewer FLOPs than the absorbed); others: 0
+        self.extra_flops_per_prompt_pair = float(attention_flops_per_pair(m, absorbed=False)) - float(
+            attention_flops_per_pair(m, absorbed=True)
+        )
         self._moe = m.experts > 1
         # A dense model reads its matmul weights once plus one embedding row per token: linear in tokens.
         one, two = (float(weight_bytes_read(m, weight_precision, n)) for n in (1, 2))
@@ -115,12 +119,21 @@ class StepCostModel:
             return self._dense_weight_bytes + (np.maximum(new_tokens, 1) - 1) * self._row_bytes
         return np.asarray(weight_bytes_read(self.model, self.weight_precision, np.maximum(new_tokens, 1)))
 
-    def time_s(self, new_tokens, sequences, kv_tokens_read, attention_token_pairs, kv_tokens_written):
+    def time_s(
+        self,
+        new_tokens,
+        sequences,
+        kv_tokens_read,
+        attention_token_pairs,
+        kv_tokens_written,
+        prompt_pairs=0.0,
+    ):
         """Time of one iteration (s) from its counts (scalars or broadcasting arrays): ``new_tokens``
         computed (decode tokens + prompt chunk tokens), ``sequences`` that get a row of logits (decoders,
         and prompts the step finishes), ``kv_tokens_read`` (Σ of the cached tokens each sequence attends
         to), ``attention_token_pairs`` (Σ new tokens × tokens attended), ``kv_tokens_written`` (prompt
-        tokens whose K and V the step writes).
+        tokens whose K and V the step writes), and ``prompt_pairs``, the pairs of prompt chunks among them
+        (MLA prices them in its expanded prefill form, decode pairs in the absorbed one).
 
         >>> from roofline.physics.step import prefill
         >>> c = StepCostModel("llama-3-8b", "h100-sxm")
@@ -138,7 +151,8 @@ class StepCostModel:
             StepLoad(
                 gemm_flops,
                 weights,
-                attention_token_pairs * self.flops_per_attention_pair,  # attention FLOPs
+                attention_token_pairs * self.flops_per_attention_pair
+                + prompt_pairs * self.extra_flops_per_prompt_pair,  # attention FLOPs
                 kv_tokens_read * self.kv_bytes_per_token,
                 kv_tokens_written * self.kv_bytes_per_token,
                 kv_tokens_written,  # prompt tokens: the only tokens whose KV a step writes
@@ -225,7 +239,7 @@ def sustainable_rate_per_s(
     p1 = max(p, 1.0)  # an empty prompt still computes one start token
     prompt_pairs = max(p * (p - 1) / 2, 0.0)
     if decode_workers > 0:
-        prefill_s = cost.time_s(p1, 1, 0, prompt_pairs, p)
+        prefill_s = cost.time_s(p1, 1, 0, prompt_pairs, p, prompt_pairs)
         decode_s = (o - 1) * cost.decode_time_s(b, p + o / 2) / b if o > 1 else 0.0
         return min(workers / prefill_s, decode_workers / decode_s if decode_s > 0 else np.inf)
     dec = b * (o - 1) / o

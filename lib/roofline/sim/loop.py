@@ -276,7 +276,7 @@ class Simulation:
 
     def _aggregates(self, w: Worker, work: StepWork) -> tuple:
         """The step's sums: new tokens, sequences that get logits, KV tokens read, attention pairs, KV
-        tokens written (prompt work only), and sequences in the step."""
+        tokens written (prompt work only), sequences in the step, and the attention pairs of its prompts."""
         rq = self.rq
         run_decoders, chunks = work[0], work[1]
         n_dec = len(w.dec) if run_decoders else 0
@@ -292,19 +292,19 @@ class Simulation:
                 written += k
             if c0 + k >= rq.known[r]:
                 n_logits += 1
-        return nt, float(n_logits), kv_read, pairs, written, n_dec + len(chunks)
+        return nt, float(n_logits), kv_read, pairs, written, n_dec + len(chunks), pairs - c_dec
 
-    def _price(self, w: Worker, nt, nseq, kv_read, pairs, written, n_seq: int) -> float:
+    def _price(self, w: Worker, nt, nseq, kv_read, pairs, written, n_seq: int, prompt_pairs=0.0) -> float:
         """Time (s) of one step of this work; adds the GPU-busy time to the worker."""
         if self.stages == 1 and self.policy.pass_tokens is None:
-            dt = self.cost.time_s(nt, nseq, kv_read, pairs, written)
+            dt = self.cost.time_s(nt, nseq, kv_read, pairs, written, prompt_pairs)
             w.busy_s += dt
             return dt
         mb = min(self.stages, n_seq)
         passes = self.policy.passes(nt)
         parts = mb * passes
         dt = passes * self.cost.time_s(
-            nt / parts, nseq / parts, kv_read / parts, pairs / parts, written / parts
+            nt / parts, nseq / parts, kv_read / parts, pairs / parts, written / parts, prompt_pairs / parts
         )
         w.busy_s += dt * mb / self.stages
         return dt
