@@ -37,6 +37,7 @@ LINK = 900e9  # NVLink 4 bytes/s
         ("llama-3-8b", "h100-sxm", 32, 50, 1),
         ("llama-3-8b", "h100-sxm", 1, 20, 1),
         ("llama-3-70b", "h100-sxm", 8, 30, 2),
+        ("gpt-oss-20b", "h100-sxm", 8, 200, 1),  # half its layers keep a window of 128: crossed at step 128
     ],
 )
 def test_everyone_at_zero_without_prefill_matches_decode_step_exactly(
@@ -500,19 +501,24 @@ def test_llama_cpp_serves_from_its_own_memory_on_a_mac():
     assert kv["vllm"] > kv["llama.cpp"]
 
 
-@pytest.mark.parametrize("model", ["mixtral-8x7b", "minimax-m2.5", "llama-3.1-70b", "deepseek-v3"])
+@pytest.mark.parametrize(
+    "model", ["mixtral-8x7b", "minimax-m2.5", "llama-3.1-70b", "deepseek-v3", "gpt-oss-120b", "mistral-7b"]
+)
 def test_the_simulator_prices_a_step_as_the_engine_model_does(model):
     # One formula, one place: an MoE's routed experts run on the engine's MoE kernels in a simulated step
     # as in generate and the lessons' engine figures, not at the dense GEMMs' efficiency; MLA's prompts
     # attend in the expanded form.
-    weights = "fp8-block128" if model in ("minimax-m2.5", "deepseek-v3") else "bf16"
+    # gpt-oss and Mistral attend to sliding windows in some or all layers
+    weights = {"minimax-m2.5": "fp8-block128", "deepseek-v3": "fp8-block128", "gpt-oss-120b": "mxfp4-experts"}
+    weights = weights.get(model, "bf16")
     kw = dict(num_gpus=8, weight_precision=weights, kv_precision="bf16")
     cost = sim.StepCostModel(model, "h200", engine="vllm", **kw)
     timer = rl.engines.StepTimer("vllm", model, "h200", **kw)
     for prompt in (1024, 8192):
-        pairs = prompt * (prompt - 1) / 2
-        alone = cost.time_s(prompt, 1, 0, pairs, prompt, prompt_pairs=pairs)
+        kv, pairs = cost.chunk_load(0, prompt)
+        alone = cost.time_s(prompt, 1, kv, pairs, prompt, prompt_pairs=pairs)
         assert alone == pytest.approx(rl.engines.prefill_times(timer, prompt)["total"], rel=1e-9)
     for batch in (1, 32):
-        step = float(rl.engines.decode_step_times(timer, batch, 2048)["total"])
-        assert cost.decode_time_s(batch, 2048) == pytest.approx(step, rel=1e-9)
+        for context in (100, 8192):  # within and past gpt-oss's window; within and past Mistral's
+            step = float(rl.engines.decode_step_times(timer, batch, context)["total"])
+            assert cost.decode_time_s(batch, context) == pytest.approx(step, rel=1e-9)

@@ -14,10 +14,10 @@ experts (their FLOPs and the expert weights the step touches) go to the engine's
 dense GEMMs as ``generate`` splits them (``routed_expert_load``). "Attention
 pairs" is Σ over sequences of new tokens × tokens each attends to (a chunk of C tokens after S cached ones:
 C·S + C(C−1)/2). As in ``roofline.decode_step``, a decoding token's own KV write is left out, so a pure
-decode batch costs exactly ``decode_step``'s time and one unchunked prompt exactly ``prefill``'s. Sliding
-windows are not modelled (the KV read is linear in context): for a windowed model the steps are an upper
-bound. MLA's prompt chunks attend in its expanded form and its decoders in the absorbed one, as in
-``forward_step``.
+decode batch costs exactly ``decode_step``'s time and one unchunked prompt exactly ``prefill``'s. A sliding
+layer keeps at most its window of each context (``windowed``, ``chunk_load``): exact for a prompt chunk,
+and for the decoders whenever all are past the window or all within it (for a mix, an upper bound). MLA's
+prompt chunks attend in its expanded form and its decoders in the absorbed one, as in ``forward_step``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from roofline.engines.registry import get_engine
 from roofline.errors import DoesNotFitError
 from roofline.physics.architecture import (
     attention_flops_per_pair,
+    attention_pairs,
+    effective_kv_tokens,
     kv_bytes_per_token,
     lm_head_parameters,
     matmul_parameters_per_token,
@@ -92,6 +94,8 @@ class StepCostModel:
             attention_flops_per_pair(m, absorbed=True)
         )
         self._moe = m.experts > 1
+        # (window W, share of the layers that slide), or None: a sliding layer keeps W tokens of each
+        self.window = (m.sliding_window, m.sliding_window_layers / m.layers) if m.sliding_window else None
         # A dense model reads its matmul weights once plus one embedding row per token: linear in tokens.
         one, two = (float(weight_bytes_read(m, weight_precision, n)) for n in (1, 2))
         self._dense_weight_bytes, self._row_bytes = one, two - one
@@ -164,6 +168,34 @@ class StepCostModel:
         )
         return t if type(t) is float or np.ndim(t) else float(t)
 
+    def windowed(self, tokens, sequences):
+        """Tokens ``sequences`` sequences holding ``tokens`` cached tokens in all attend to and read,
+        averaged over the layers (a sliding layer keeps at most its window W of each): tokens − share ×
+        max(tokens − sequences × W, 0). Exact when every sequence is past the window, or every one within
+        it; for a mix, an upper bound. ``tokens`` itself without a window. Arrays broadcast.
+
+        >>> c = StepCostModel("mistral-7b", "h100-sxm")     # every layer slides, W = 4096
+        >>> float(c.windowed(32 * 10_000, 32)), float(c.windowed(32 * 1_000, 32))
+        (131072.0, 32000.0)
+        """
+        if self.window is None:
+            return tokens
+        w, share = self.window
+        if isinstance(tokens, float):  # the simulator's scalar steps: skip numpy
+            return tokens - share * max(tokens - sequences * w, 0.0)
+        return tokens - share * np.maximum(tokens - sequences * w, 0.0)
+
+    def chunk_load(self, cached, new):
+        """(KV tokens read, attention pairs) of a prompt chunk of ``new`` tokens after ``cached`` ones,
+        averaged over the layers as ``forward_step`` counts them (sliding windows included).
+
+        >>> StepCostModel("gpt-oss-120b", "h100-sxm").chunk_load(0, 1000)   # half the layers slide, W = 128
+        (0.0, 309622.0)
+        """
+        if self.window is None:
+            return cached, new * cached + new * (new - 1) / 2
+        return float(effective_kv_tokens(self.model, cached)), float(attention_pairs(self.model, cached, new))
+
     def decode_time_s(self, batch, context_tokens):
         """Step time of ``batch`` sequences each decoding one token over ``context_tokens`` (s).
 
@@ -172,7 +204,7 @@ class StepCostModel:
         True
         """
         b = np.asarray(batch, dtype=float)
-        kv = b * np.asarray(context_tokens, dtype=float)
+        kv = self.windowed(b * np.asarray(context_tokens, dtype=float), b)
         return self.time_s(b, b, kv, kv, 0.0)
 
 
@@ -237,14 +269,14 @@ def sustainable_rate_per_s(
     p, o = float(input_tokens), max(float(output_tokens), 1.0)
     b = max(1, min(int(max_batch), int(kv_tokens // max(p + o, 1))))
     p1 = max(p, 1.0)  # an empty prompt still computes one start token
-    prompt_pairs = max(p * (p - 1) / 2, 0.0)
+    prompt_pairs = cost.chunk_load(0, p)[1]
     if decode_workers > 0:
         prefill_s = cost.time_s(p1, 1, 0, prompt_pairs, p, prompt_pairs)
         decode_s = (o - 1) * cost.decode_time_s(b, p + o / 2) / b if o > 1 else 0.0
         return min(workers / prefill_s, decode_workers / decode_s if decode_s > 0 else np.inf)
     dec = b * (o - 1) / o
-    kv_read = dec * (p + o / 2)
+    kv_read = cost.windowed(dec * (p + o / 2), dec)
     s = max(1, min(int(pipeline_stages), b))
-    work = (b + b * (p1 - 1) / o, b, kv_read, kv_read + b / o * prompt_pairs, b * p / o)
+    work = (b + b * (p1 - 1) / o, b, kv_read, kv_read + b / o * prompt_pairs, b * p / o, b / o * prompt_pairs)
     t = cost.time_s(*(x / s for x in work))
     return workers * b / (o * t)

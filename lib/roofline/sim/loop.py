@@ -281,13 +281,20 @@ class Simulation:
         run_decoders, chunks = work[0], work[1]
         n_dec = len(w.dec) if run_decoders else 0
         c_dec = w.sum_base + n_dec * w.ticks if run_decoders else 0
+        if self.cost.window is not None:  # what the sliding layers keep of each context
+            c_dec = self.cost.windowed(float(c_dec), n_dec)
         nt, kv_read, pairs, written = float(n_dec), float(c_dec), float(c_dec), 0.0
         n_logits = n_dec  # decoders, and prompts whose last chunk runs now, get a row of logits
         for r, k in chunks:
             c0 = rq.cached[r]
             nt += k
-            kv_read += c0
-            pairs += k * c0 + k * (k - 1) / 2
+            if self.cost.window is None:
+                kv_read += c0
+                pairs += k * c0 + k * (k - 1) / 2
+            else:
+                kv_c, pairs_c = self.cost.chunk_load(c0, k)
+                kv_read += kv_c
+                pairs += pairs_c
             if rq.known[r] - c0 > 1 or (rq.gen[r] == 0 and rq.has_prompt[r]):
                 written += k
             if c0 + k >= rq.known[r]:
@@ -314,6 +321,7 @@ class Simulation:
         outside work arrives, so price that many steps at once. Returns False for a single step."""
         nt, nseq, kv_read = agg[0], agg[1], agg[2]
         n_dec = len(w.dec)
+        cached = w.sum_base + n_dec * w.ticks  # Σ contexts, before any window
         due = w.fin[0][0] if w.fin else INF  # a stale top only shortens the run
         k_max = 1 if work.finishing else int(min(due - w.ticks, (w.cap - w.kv_used) // n_dec))
         if k_max <= 1:
@@ -329,7 +337,7 @@ class Simulation:
             k_max = min(k_max, int((horizon - t) / dt0) + 2)
             if k_max <= 1:
                 return False
-        dts, ends = self._run_times(t, k_max, horizon, nt, nseq, kv_read, n_dec, parts, mb)
+        dts, ends = self._run_times(t, k_max, horizon, nt, nseq, cached, n_dec, parts, mb)
         k = len(dts)
         w.busy_s += sum(dts) * mb / self.stages
         if w.log is not None and len(w.log) < TIMELINE_LIMIT:
@@ -343,23 +351,23 @@ class Simulation:
         self.queue.push_own(ends[-1], STEP_END, w.index, work._replace(steps=k))
         return True
 
-    def _run_times(self, t, k_max, horizon, nt, nseq, kv_read, n_dec, parts, mb):
-        """Step times and end times (s) of up to k_max pure decode steps from t, stopping after the step
-        that crosses ``horizon``."""
+    def _run_times(self, t, k_max, horizon, nt, nseq, cached, n_dec, parts, mb):
+        """Step times and end times (s) of up to k_max pure decode steps from t, the decoders holding
+        ``cached`` tokens in all at the first, stopping after the step that crosses ``horizon``."""
         passes = parts // mb
-        time_s = self.cost.time_s
+        time_s, windowed = self.cost.time_s, self.cost.windowed
         if k_max <= SHORT_RUN:  # a short run: plain Python beats numpy's per-call overhead
             dts, ends, e = [], [], t
             for j in range(k_max):
                 if j and e >= horizon:  # outside work is due: the run stops before this step
                     break
-                kv = kv_read + n_dec * j
+                kv = windowed(float(cached + n_dec * j), n_dec)
                 d = passes * time_s(nt / parts, nseq / parts, kv / parts, kv / parts, 0.0)
                 e = e + d
                 dts.append(d)
                 ends.append(e)
             return dts, ends
-        kv_j = kv_read + n_dec * np.arange(k_max, dtype=float)
+        kv_j = windowed(cached + n_dec * np.arange(k_max, dtype=float), n_dec)
         dts = passes * np.broadcast_to(
             time_s(nt / parts, nseq / parts, kv_j / parts, kv_j / parts, 0.0), (k_max,)
         )
