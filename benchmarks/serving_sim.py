@@ -1,9 +1,9 @@
 """How fast the serving simulator is: 10,000 requests, against a naive loop over every token.
 
-    uv run python benchmarks/serving_sim.py              # about 10 s on a quiet 2-core machine
-    uv run python benchmarks/serving_sim.py --naive-requests 10000   # the naive loop on all of them (minutes)
-    uv run python benchmarks/serving_sim.py --million    # also 10^6 requests: time and peak memory (~1 min)
-    uv run python benchmarks/serving_sim.py --smoke      # a few hundred requests: that it runs (CI)
+    uv run python -m benchmarks.serving_sim              # about 10 s on a quiet 2-core machine
+    uv run python -m benchmarks.serving_sim --naive-requests 10000   # the naive loop on all of them (minutes)
+    uv run python -m benchmarks.serving_sim --million    # also 10^6 requests: time and peak memory (~1 min)
+    uv run python -m benchmarks.serving_sim --smoke      # a few hundred requests: that it runs (CI)
 
 Workload: Llama 3 8B on one H100 SXM (ideal roofline), Poisson arrivals at 50 requests/s (about 70% of the
 closed-form sustainable rate), 512 prompt and 128 output tokens, decode-first continuous batching, seed 0.

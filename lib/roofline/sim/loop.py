@@ -281,20 +281,15 @@ class Simulation:
         run_decoders, chunks = work[0], work[1]
         n_dec = len(w.dec) if run_decoders else 0
         c_dec = w.sum_base + n_dec * w.ticks if run_decoders else 0
-        if self.cost.window is not None:  # what the sliding layers keep of each context
-            c_dec = self.cost.windowed(float(c_dec), n_dec)
-        nt, kv_read, pairs, written = float(n_dec), float(c_dec), float(c_dec), 0.0
+        c_dec = self.cost.windowed(float(c_dec), n_dec)  # what the sliding layers keep of each context
+        nt, kv_read, pairs, written = float(n_dec), c_dec, c_dec, 0.0
         n_logits = n_dec  # decoders, and prompts whose last chunk runs now, get a row of logits
         for r, k in chunks:
             c0 = rq.cached[r]
             nt += k
-            if self.cost.window is None:
-                kv_read += c0
-                pairs += k * c0 + k * (k - 1) / 2
-            else:
-                kv_c, pairs_c = self.cost.chunk_load(c0, k)
-                kv_read += kv_c
-                pairs += pairs_c
+            kv_c, pairs_c = self.cost.chunk_load(c0, k)
+            kv_read += kv_c
+            pairs += pairs_c
             if rq.known[r] - c0 > 1 or (rq.gen[r] == 0 and rq.has_prompt[r]):
                 written += k
             if c0 + k >= rq.known[r]:
