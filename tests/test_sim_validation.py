@@ -138,13 +138,32 @@ def test_warm_up_drains_before_the_measured_requests():
     assert measured["sim_ttft_s"] > np.mean(straight_on.ttft_s[8:])
 
 
+def test_the_request_latency_from_the_two_means_is_each_clients_cycle():
+    # fixed lengths: every request's latency is TTFT + (n - 1) x its TPOT by the harness's definition, so
+    # the latency rebuilt from the two means is the mean latency; and 8 closed-loop clients that never
+    # pause complete 8 requests per mean latency (Little's law), which is why the latency settles throughput
+    n = 64
+    config = sim.SimConfig("llama-3.1-8b", "h100-sxm", concurrency=8, requests=400, input_tokens=1000,
+                           output_tokens=n, engine="vllm", record_timeline=False)  # fmt: skip
+    r = sim.simulate(config)
+    rebuilt = validation.request_latency_s(np.mean(r.ttft_s), np.mean(r.tpot_s), n)
+    assert rebuilt == pytest.approx(np.mean(r.e2e_s), rel=1e-9)
+    assert r.requests_completed / r.duration_s == pytest.approx(8 / rebuilt, rel=0.05)
+    row = {"harness": "inferencemax", "output_tokens": 1000, "ttft_s": 0.1, "tpot_s": 0.01}
+    fields = validation.request_fields(row, 0.1, 0.01)  # answers of 800 ... 1000 tokens: 900 on average
+    assert fields["request_error"] == 0 and fields["ttft_share"] == pytest.approx(0.1 / (0.1 + 899 * 0.01))
+
+
 def test_tables_and_samples():
     results = [
-        {"engine": "e", "gpu": "g", "model": "m", "ttft_error": x, "tpot_error": -x} for x in (-0.2, 0.1, 0.4)
-    ]
+        {"engine": "e", "gpu": "g", "model": "m", "ttft_error": x, "tpot_error": -x, "request_error": x / 10,
+         "ttft_share": share}
+        for x, share in ((-0.2, 0.3), (0.1, 0.1), (0.4, 0.05))
+    ]  # fmt: skip
     g = validation.error_table(results)[0]
     assert g["rows"] == 3 and g["ttft_median_abs_error"] == pytest.approx(0.2)
     assert g["ttft_above"] == 2 and g["tpot_median_error"] == pytest.approx(-0.1)
+    assert g["request_median_abs_error"] == pytest.approx(0.02) and g["ttft_share"] == pytest.approx(0.1)
     rows = serving_rows.load_rows()
     sample = validation.sample_rows(rows, per_group=2)
     assert sample == validation.sample_rows(rows, per_group=2)  # deterministic

@@ -128,17 +128,18 @@ def result_dict(args, p, ideal, usd, price, load: dict) -> dict:
 
 
 def _band_text(band: dict) -> str:
-    """The simulator's measured error in words: "TTFT ± 25 % (p90 ± 60 %), TPOT ± 12 % (p90 ± 30 %): the
-    simulator against 40 measured rows of vllm"."""
+    """The simulator's measured error in words: "TTFT ± 25 % (p90 ± 60 %), TPOT ± 12 % (p90 ± 30 %), request
+    latency ± 10 % (p90 ± 25 %): the simulator against 40 measured rows of vllm"."""
     if not band["validated"]:
         return f"not validated: {band.get('note', '')}"
 
-    def one(name: str) -> str:
+    def one(name: str, label: str) -> str:
         median, p90 = band[f"{name}_median_abs_error"], band[f"{name}_p90_abs_error"]
-        return f"{name.upper()} {validation.band_value(median)} (p90 {validation.band_value(p90)})"
+        return f"{label} {validation.band_value(median)} (p90 {validation.band_value(p90)})"
 
     rows = f"{band['rows']:,} measured rows of {band['engine']}"
-    return f"{one('ttft')}, {one('tpot')}: the simulator against {rows}"
+    errors = ", ".join(one(*x) for x in (("ttft", "TTFT"), ("tpot", "TPOT"), ("request", "request latency")))
+    return f"{errors}: the simulator against {rows}"
 
 
 def _ms(x) -> str:

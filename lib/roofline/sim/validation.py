@@ -16,8 +16,11 @@ others stay out) is simulated as it was measured:
 
 The error of a row is (simulated − measured) ÷ measured: negative when the simulation is faster. The
 ideal's TTFT must never be above the measured one (it would mean the queueing, not the step times, is
-wrong). ``tools/serving_validation.py`` writes the errors of every expressible row to
-``data/serving_validation.toml``; ``error_band(engine)`` reads their median and p90 per engine.
+wrong). Beside TTFT and TPOT each row has the error of its request latency (``request_latency_s``): in a
+closed loop that is each client's cycle, so it settles the server's throughput, and TTFT is only the part
+of it before the first token (``ttft_share``). ``tools/serving_validation.py`` writes the errors of every
+expressible row to ``data/serving_validation.toml``; ``error_band(engine)`` reads their median and p90 per
+engine.
 """
 
 from __future__ import annotations
@@ -141,6 +144,52 @@ def ranged_lengths(tokens: int, low_fraction: float):
     return LengthSpec("uniform", low=max(1, int(tokens * low_fraction)), high=int(tokens))
 
 
+def mean_length(tokens: int, low_fraction: float) -> float:
+    """The mean of the lengths ``ranged_lengths`` draws for a nominal ``tokens`` (tokens).
+
+    >>> mean_length(1000, 0.8), mean_length(1000, 1.0)
+    (900.0, 1000.0)
+    """
+    if low_fraction >= 1:
+        return float(tokens)
+    return (max(1, int(tokens * low_fraction)) + int(tokens)) / 2
+
+
+def request_latency_s(ttft_s, tpot_s, output_tokens):
+    """A request's mean latency, send to last token (s), from the two means a benchmark reports: TTFT +
+    (n − 1) × TPOT, with TPOT the time per token after the first (as the harnesses define it) and n =
+    ``output_tokens`` the mean answer length (tokens). Exact for fixed lengths; for ranged ones it leaves
+    out how length and TPOT co-vary, alike on both sides of a comparison. Broadcasts over numpy arrays.
+
+    In a closed loop without pauses a client's cycle is its request's latency, so C clients complete C ÷
+    latency requests per second (Little's law): the latency settles the throughput, and TTFT is the part
+    of it before the first token.
+
+    >>> request_latency_s(0.2, 0.01, 101)
+    1.2
+    """
+    return ttft_s + (output_tokens - 1) * tpot_s
+
+
+def request_fields(row: dict, sim_ttft_s: float, sim_tpot_s: float) -> dict:
+    """For a measured ``row`` and its simulated mean TTFT and TPOT (s): ``request_error``, the relative error
+    of the simulated request latency (``request_latency_s``), and ``ttft_share``, the measured TTFT's share
+    of the measured request latency.
+
+    A TTFT half the measured one with the request latency exact (the time moved from the first token to
+    the others):
+
+    >>> row = {"harness": "aiperf", "output_tokens": 101, "ttft_s": 0.2, "tpot_s": 0.01}
+    >>> f = request_fields(row, 0.1, 0.011)
+    >>> round(f["request_error"], 9), round(f["ttft_share"], 3)
+    (0.0, 0.167)
+    """
+    n = mean_length(row["output_tokens"], HARNESSES[row["harness"]].low_fraction)
+    measured = request_latency_s(row["ttft_s"], row["tpot_s"], n)
+    simulated = request_latency_s(sim_ttft_s, sim_tpot_s, n)
+    return {"request_error": float(simulated / measured - 1), "ttft_share": float(row["ttft_s"] / measured)}
+
+
 def whole_cohort(policy: SchedulerPolicy) -> SchedulerPolicy:
     """``policy`` without its token budget: every waiting prompt joins the next step whole, so the prompts
     that arrive together are prefilled together and their answers decode together. The most bunched a
@@ -159,7 +208,8 @@ def simulate_row(
     row: dict, engine: str = "measured", rounds: int | None = None, seed: int = 0, cohort: bool = False
 ) -> dict:
     """One row simulated as it was measured: the row with ``sim_ttft_s`` and ``sim_tpot_s`` (means over the
-    measured requests, s) and the relative errors ``ttft_error`` and ``tpot_error``. ``engine``:
+    measured requests, s), the relative errors ``ttft_error`` and ``tpot_error`` and the
+    ``request_fields``. ``engine``:
     ``"measured"`` (the row's own engine) or an engine id whose step times price the row's deployment
     (``"ideal"``: the floor). ``rounds``: requests per client after the warm-up (default: the harness's).
     ``cohort``: the deployment without its token budget (``whole_cohort``).
@@ -209,6 +259,7 @@ def simulate_row(
         "sim_tpot_s": tpot,
         "ttft_error": ttft / row["ttft_s"] - 1,
         "tpot_error": tpot / row["tpot_s"] - 1,
+        **request_fields(row, ttft, tpot),
     }
 
 
@@ -237,7 +288,8 @@ def validate(rows: list[dict], rounds: int | None = None, bunched: bool = False)
 def bands(results: list[dict]) -> list[dict]:
     """Per engine: ``engine``, ``rows`` and the error band (``BAND_KEYS``, fractions) of ``results``.
 
-    >>> bands([{"engine": "vllm", "ttft_error": 0.1, "tpot_error": -0.2}])[0]["tpot_median_abs_error"]
+    >>> r = {"engine": "vllm", "ttft_error": 0.1, "tpot_error": -0.2, "request_error": 0.0, "ttft_share": 0.1}
+    >>> bands([r])[0]["tpot_median_abs_error"]
     0.2
     """
     return [{k: g[k] for k in ("engine", "rows", *BAND_KEYS)} for g in error_table(results, by=("engine",))]
@@ -262,14 +314,16 @@ def sample_rows(rows: list[dict], per_group: int = 2, by=("engine", "gpu", "mode
 
 
 def error_table(results: list[dict], by=("engine", "gpu", "model")) -> list[dict]:
-    """Per group: ``rows``, median and p90 |error| of TTFT and TPOT (fractions), the median signed errors
-    (negative: the simulation is faster) and ``ttft_above``, the rows whose simulated TTFT is above the
-    measured one.
+    """Per group: ``rows``, median and p90 |error| of TTFT, TPOT and the request latency (fractions), the
+    median signed errors (negative: the simulation is faster), ``ttft_share``, the median share of TTFT in
+    the measured request latency, and ``ttft_above``, the rows whose simulated TTFT is above the measured one.
 
-    >>> t = error_table([{"engine": "e", "ttft_error": -0.5, "tpot_error": 0.1},
-    ...                  {"engine": "e", "ttft_error": 0.3, "tpot_error": -0.3}], by=("engine",))[0]
-    >>> t["ttft_median_abs_error"], t["ttft_above"]
-    (0.4, 1)
+    >>> t = error_table([{"engine": "e", "ttft_error": -0.5, "tpot_error": 0.1, "request_error": 0.01,
+    ...                   "ttft_share": 0.1},
+    ...                  {"engine": "e", "ttft_error": 0.3, "tpot_error": -0.3, "request_error": -0.03,
+    ...                   "ttft_share": 0.3}], by=("engine",))[0]
+    >>> t["ttft_median_abs_error"], t["request_median_abs_error"], t["ttft_share"], t["ttft_above"]
+    (0.4, 0.02, 0.2, 1)
     """
     groups: dict = {}
     for r in results:
@@ -277,11 +331,12 @@ def error_table(results: list[dict], by=("engine", "gpu", "model")) -> list[dict
     table = []
     for key, rs in sorted(groups.items()):
         row = {**dict(zip(by, key, strict=True)), "rows": len(rs)}
-        for name in ("ttft", "tpot"):
+        for name in ("ttft", "tpot", "request"):
             e = np.array([r[f"{name}_error"] for r in rs])
             row[f"{name}_median_abs_error"] = float(np.median(np.abs(e)))
             row[f"{name}_p90_abs_error"] = float(np.percentile(np.abs(e), 90))
             row[f"{name}_median_error"] = float(np.median(e))
+        row["ttft_share"] = float(np.median([r["ttft_share"] for r in rs]))
         row["ttft_above"] = sum(r["ttft_error"] > 0 for r in rs)
         table.append(row)
     return table
@@ -289,7 +344,8 @@ def error_table(results: list[dict], by=("engine", "gpu", "model")) -> list[dict
 
 # ------------------------------------------------------------ the stored run (tools/serving_validation.py)
 
-BAND_KEYS = ("ttft_median_abs_error", "ttft_p90_abs_error", "tpot_median_abs_error", "tpot_p90_abs_error")
+BAND_KEYS = ("ttft_median_abs_error", "ttft_p90_abs_error", "tpot_median_abs_error", "tpot_p90_abs_error",
+             "request_median_abs_error", "request_p90_abs_error")  # fmt: skip
 
 
 @functools.lru_cache(maxsize=2)
@@ -312,9 +368,9 @@ def stored_validation() -> dict:
 
 
 def error_band(engine: str) -> dict:
-    """The validated error of the simulator with ``engine`` (an id or alias): median and p90 |error| of TTFT
-    and TPOT as fractions (``BAND_KEYS``), over ``rows`` measured rows, as stored by the last validation run;
-    for an engine without measured serving rows, ``{"validated": False, "note": ...}``.
+    """The validated error of the simulator with ``engine`` (an id or alias): median and p90 |error| of TTFT,
+    TPOT and the request latency as fractions (``BAND_KEYS``), over ``rows`` measured rows, as stored by the
+    last validation run; for an engine without measured serving rows, ``{"validated": False, "note": ...}``.
 
     >>> error_band("vllm")["validated"], error_band("llama.cpp")["validated"]
     (True, False)
@@ -337,8 +393,9 @@ def _concurrency_band(concurrency: int) -> str:
 def stored_results() -> list[dict]:
     """The stored run's rows joined with the measured rows: each expressible row with ``concurrency_band``,
     ``sim_ttft_s``, ``sim_tpot_s`` (the row's engine), ``ideal_ttft_s``, ``ideal_tpot_s``,
-    ``bunched_ttft_s`` (the row's engine, the whole cohort admitted at once) and the errors ``ttft_error``,
-    ``tpot_error`` (engine), ``ideal_ttft_error``, ``ideal_tpot_error`` and ``bunched_ttft_error``.
+    ``bunched_ttft_s`` (the row's engine, the whole cohort admitted at once), the errors ``ttft_error``,
+    ``tpot_error`` (engine), ``ideal_ttft_error``, ``ideal_tpot_error`` and ``bunched_ttft_error``, and the
+    ``request_fields`` (engine).
 
     >>> r = stored_results()[0]
     >>> r["ideal_ttft_s"] <= r["sim_ttft_s"]
@@ -356,7 +413,7 @@ def stored_results() -> list[dict]:
                     "ttft_error": t / row["ttft_s"] - 1, "tpot_error": p / row["tpot_s"] - 1,
                     "ideal_ttft_error": it / row["ttft_s"] - 1,
                     "ideal_tpot_error": ip / row["tpot_s"] - 1,
-                    "bunched_ttft_error": bt / row["ttft_s"] - 1})  # fmt: skip
+                    "bunched_ttft_error": bt / row["ttft_s"] - 1, **request_fields(row, t, p)})  # fmt: skip
     return out
 
 

@@ -74,12 +74,12 @@ class ThroughputVsLatency(LiveFigure):
         self.points.set_data(x[labelled], y[labelled])
         for b, xi, yi in zip(SATURATION_BATCHES[labelled], x[labelled], y[labelled], strict=True):
             self._note(ax, f"B={b}", (xi, yi), (8, -4), fontsize=11)
-        self._mark_flip(ax, s)
-        self._mark_batch(ax, s)
         xs = x[np.isfinite(x)]
         lo, hi = (xs.min() / 1.3, xs.max() * 2.5) if xs.size else (1.0, 10.0)
         ax.set_xlim(lo, hi)
         ax.set_ylim(nice_limits(np.concatenate([y[np.isfinite(y)], [ceiling * 3]]), log=True))
+        self._mark_flip(ax, s)
+        self._mark_batch(ax, s)  # after the limits: its label goes to the side with room
         self._shade_memory_limit(ax, s, xs, hi)
         ax.set_title(
             f"Saturation: {s.model} ({s.weight_precision}) on {s.num_gpus}x {s.gpu}, T={s.context_tokens:,}",
@@ -109,7 +109,9 @@ class ThroughputVsLatency(LiveFigure):
         xy = (here.step_time_s / MS, here.tokens_per_s_total)
         if self._mark(self.here, here.fits, [xy[0]], [xy[1]]):
             text = f"B={s.batch:,}: {xy[0]:.1f} ms, {xy[1]:,.0f} tok/s"
-            self._note(ax, text, xy, (-12, 14), ha="right", fontsize=12, color=COLORS["prefill"])
+            right_half = ax.transAxes.inverted().transform(ax.transData.transform(xy))[0] > 0.5
+            offset, ha = ((-12, 14), "right") if right_half else ((12, 14), "left")
+            self._note(ax, text, xy, offset, ha=ha, fontsize=12, color=COLORS["prefill"])
 
     def _shade_memory_limit(self, ax, s, xs, hi):
         """Shade the latencies past the largest batch that fits in memory."""

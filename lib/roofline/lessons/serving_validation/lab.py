@@ -66,3 +66,37 @@ def residual_figure(results: list[dict]):
                title=f"{name}: simulated vs measured")  # fmt: skip
         ax.legend(loc="upper left", fontsize=9)
     return show(fig, "errors against concurrency")
+
+
+def request_figure(results: list[dict]):
+    """The whole request: simulated against measured request latency (left, log-log, the y = x line dashed;
+    ``roofline.sim.validation.request_latency_s``), and each row's TTFT error (engine colours) and request
+    latency error (black) against the TTFT's share of the measured request (right, log x). Returns a picture.
+
+    >>> from roofline.sim import validation
+    >>> request_figure(validation.stored_results()[:20])
+    <the whole request>
+    """
+    fig, (left, right) = new_figure(2, figsize=(8, 3.5))
+    latency = {}
+    for e, rs, color in _by_engine(results):
+        measured = np.array([r["ttft_s"] / r["ttft_share"] for r in rs])
+        latency[e] = measured
+        left.plot(measured, measured * (1 + np.array([r["request_error"] for r in rs])), "o", ms=2.5,
+                  color=color, label=e)  # fmt: skip
+        share = [100 * r["ttft_share"] for r in rs]
+        right.plot(share, np.clip([100 * r["ttft_error"] for r in rs], -100, 150), "o", ms=2.5, color=color,
+                   label=f"{e}: TTFT")  # fmt: skip
+    share = [100 * r["ttft_share"] for r in results]
+    right.plot(share, np.clip([100 * r["request_error"] for r in results], -100, 150), "o", ms=1.5,
+               color="black", label="request latency, all engines")  # fmt: skip
+    lo, hi = nice_limits(np.concatenate(list(latency.values())), log=True)
+    left.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="simulated = measured")
+    left.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured request latency (s)",
+             ylabel="simulated, engine (s)", title="Request latency")  # fmt: skip
+    right.axhline(0, color="black", lw=1)
+    right.set(xscale="log", ylim=(-100, 150), xlabel="TTFT's share of the request (%)",
+              ylabel="error (%), clipped at 150", title="TTFT misses, the request holds")  # fmt: skip
+    left.legend(loc="upper left", fontsize=8)
+    right.legend(loc="upper right", fontsize=8)
+    return show(fig, "the whole request")

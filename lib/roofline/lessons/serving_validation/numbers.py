@@ -37,3 +37,28 @@ def ttft_bracket(results: list[dict], by=("engine", "model")) -> list[dict]:
         out.append({**dict(zip(by, key, strict=True)), "rows": len(ratios), "spread": spread,
                     "bunched": bunched, "where": where})  # fmt: skip
     return out
+
+
+def ttft_in_the_request(results: list[dict], by=("engine", "gpu")) -> list[dict]:
+    """Per group of ``results`` (``roofline.sim.validation.stored_results()``), medians over its rows: the
+    measured TTFT's share of the request latency (``ttft_share``), the TTFT error (``ttft_error``), that
+    error as a share of the request (``ttft_miss_of_request``: TTFT error × TTFT share, what the miss moves)
+    and the request latency's |error| (``request_abs_error``). All fractions.
+
+    >>> r = {"engine": "e", "gpu": "g", "ttft_share": 0.05, "ttft_error": -0.6, "request_error": -0.04}
+    >>> g = ttft_in_the_request([r])[0]
+    >>> round(g["ttft_miss_of_request"], 3), g["request_abs_error"]
+    (-0.03, 0.04)
+    """
+    groups: dict = {}
+    for r in results:
+        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+    out = []
+    for key, rs in sorted(groups.items()):
+        share, ttft = (np.array([r[k] for r in rs]) for k in ("ttft_share", "ttft_error"))
+        request = np.array([r["request_error"] for r in rs])
+        out.append({**dict(zip(by, key, strict=True)), "rows": len(rs),
+                    "ttft_share": float(np.median(share)), "ttft_error": float(np.median(ttft)),
+                    "ttft_miss_of_request": float(np.median(ttft * share)),
+                    "request_abs_error": float(np.median(np.abs(request)))})  # fmt: skip
+    return out
