@@ -30,7 +30,10 @@ from roofline.measure.benchmark_files import (
     read_benchmark_file,
 )
 
-EXAMPLES = ("vllm_bench_serve.json", "sglang_bench_serving.jsonl", "llama_bench.json", "llama_bench.jsonl")
+EXAMPLES = (
+    "vllm_bench_serve.json", "sglang_bench_serving.jsonl", "aiperf_profile_export.json", "llama_bench.json",
+    "llama_bench.jsonl",
+)  # fmt: skip
 
 
 def vllm_record() -> dict:
@@ -39,6 +42,10 @@ def vllm_record() -> dict:
 
 def sglang_records() -> list[dict]:
     return [json.loads(line) for line in example_path("sglang_bench_serving.jsonl").read_text().splitlines()]
+
+
+def aiperf_record() -> dict:
+    return json.loads(example_path("aiperf_profile_export.json").read_text())
 
 
 def llama_records() -> list[dict]:
@@ -80,7 +87,7 @@ def assert_names(err: BenchmarkFileError, path: Path, record: str | None, field:
 
 def test_every_example_is_small_and_detected_from_its_content():
     formats = [detect_format(example_path(name)) for name in EXAMPLES]
-    assert formats == ["vllm", "sglang", "llama-bench", "llama-bench"]
+    assert formats == ["vllm", "sglang", "aiperf", "llama-bench", "llama-bench"]
     assert all(example_path(name).stat().st_size < 20_000 for name in EXAMPLES)
     assert (example_path("README.md")).is_file()
 
@@ -104,6 +111,59 @@ def test_the_vllm_example_reads_with_the_values_written_into_it():
     assert run.input_lens == (1000,) * 160 and run.output_lens == (200,) * 160
     assert len(run.ttfts_s) == 160 and run.ttfts_s[0] == 0.190005  # as written: seconds
     assert run.mean_concurrency is None and run.random_input_len is None
+
+
+def test_the_aiperf_example_reads_with_the_values_written_into_it():
+    (run,) = read_benchmark_file(example_path("aiperf_profile_export.json"))
+    assert (run.tool, run.model_id, run.backend) == ("aiperf", "meta-llama/Llama-3.1-8B-Instruct", "chat")
+    # concurrency mode: 16 clients that send again the moment an answer ends (no rate: the burst's inf)
+    assert (run.max_concurrency, run.request_rate_per_s) == (16, math.inf)
+    assert (run.completed, run.failed) == (320, None)
+    assert (run.duration_s, run.total_input_tokens, run.total_output_tokens) == (38.42, 320_000, 64_000)
+    # milliseconds to seconds; aiperf's inter-token latency is (latency - TTFT) / (tokens - 1): the TPOT
+    assert run.ttft_mean_s == pytest.approx(0.18243) and run.ttft_p99_s == pytest.approx(0.40266)
+    assert run.tpot_mean_s == pytest.approx(0.00862) and run.tpot_median_s == pytest.approx(0.00858)
+    assert run.e2e_latency_mean_s == pytest.approx(0.18243 + 199 * 0.00862)
+    assert run.itl_mean_s is None  # aiperf keeps its per-chunk latency out of the summary
+    assert run.request_throughput_per_s == pytest.approx(320 / 38.42)
+
+
+def test_a_genai_perf_file_reads_its_flat_settings_and_per_request_lengths(tmp_path):
+    record = aiperf_record()
+    for key in ("total_isl", "total_osl", "input_config"):
+        del record[key]
+    record["input_config"] = {"model": ["meta-llama/Llama-3.1-8B-Instruct"], "concurrency": 16,
+                              "endpoint_type": "chat"}  # fmt: skip
+    (run,) = read_benchmark_file(write(tmp_path, "profile_export_genai_perf.json", json.dumps(record)))
+    assert (run.tool, run.max_concurrency) == ("genai-perf", 16)
+    assert run.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+    assert (run.total_input_tokens, run.total_output_tokens) == (1000 * 320, 200 * 320)
+
+
+@pytest.mark.parametrize("unit, scale", [("s", 1e-3), ("ns", 1e6), ("us", 1e3)])
+def test_an_aiperf_latency_is_read_in_its_own_unit(tmp_path, unit, scale):
+    record = aiperf_record()
+    ttft = record["time_to_first_token"]
+    record["time_to_first_token"] = {k: v * scale if k != "unit" else unit for k, v in ttft.items()}
+    (run,) = read_benchmark_file(write(tmp_path, "run.json", json.dumps(record)))
+    assert run.ttft_mean_s == pytest.approx(0.18243)
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"time_to_first_token": {"unit": "fortnights", "avg": 1.0}}, "time_to_first_token.unit"),
+        ({"request_count": {"unit": "requests", "avg": 320.5}}, "request_count.avg"),
+        ({"benchmark_duration": {"unit": "sec", "avg": 0}}, "benchmark_duration.avg"),
+        ({"request_throughput": {"unit": "requests/sec", "avg": 80.0}}, "request_throughput"),
+        ({"total_osl": {"unit": "tokens", "avg": 0.0}}, "total_osl.avg"),
+        ({"inter_token_latency": {"unit": "ms", "avg": 9, "p50": 9.5, "p99": 9}}, "inter_token_latency.p50"),
+        ({"input_config": {"loadgen": {"concurrency": 0}}}, "input_config.loadgen.concurrency"),
+    ],
+)
+def test_a_bad_aiperf_figure_is_named_by_its_path(tmp_path, change, field):
+    path = write(tmp_path, "run.json", json.dumps(aiperf_record() | change))
+    assert_names(error_of(path), path, "record 1", field)
 
 
 def test_the_sglang_example_reads_three_runs_with_their_line_numbers():
@@ -165,6 +225,11 @@ def test_the_examples_respect_the_physics():
     assert vllm.tpot_mean_s > rl.decode_floor_s(16.06e9, h100)  # Llama 3.1 8B in BF16
     for run in read_benchmark_file(example_path("sglang_bench_serving.jsonl")):
         assert run.tpot_mean_s > rl.decode_floor_s(16.06e9, h100)
+    (aiperf,) = read_benchmark_file(example_path("aiperf_profile_export.json"))
+    assert aiperf.tpot_mean_s > rl.decode_floor_s(16.06e9, h100)
+    # 16 clients for the run's duration hold every request's latency (Little's law, with a little idle time)
+    held = aiperf.completed * aiperf.e2e_latency_mean_s
+    assert 0.95 * 16 * aiperf.duration_s < held <= 16 * aiperf.duration_s
     tg = read_benchmark_file(example_path("llama_bench.json"))[1]
     floor = rl.decode_floor_s(tg.model_size_bytes, rl.get_gpu("rtx-4090").memory_bandwidth_bytes_per_s)
     assert 0.4 < tg.tokens_per_s * floor < 1  # 60-70 % of the bandwidth ceiling, as llama.cpp reaches
@@ -191,7 +256,7 @@ def test_a_forced_format_reads_the_file_as_that_tool_writes_it(tmp_path):
     err = error_of(path, format="llama-bench")
     assert err.record == "line 1" and err.field is not None
     err = error_of(path, format="csv")
-    assert "unknown format 'csv'" in str(err) and "vllm, sglang, llama-bench" in str(err)
+    assert "unknown format 'csv'" in str(err) and "vllm, sglang, aiperf, llama-bench" in str(err)
 
 
 def test_appended_vllm_results_and_a_pretty_printed_file_read(tmp_path):
@@ -537,6 +602,25 @@ def test_fuzzed_llama_bench_json_files_raise_only_benchmark_file_errors(fuzz_dir
 @given(raw=mutated_file(llama_records(), "lines"), forced=st.sampled_from([None, "llama-bench"]))
 def test_fuzzed_llama_bench_jsonl_files_raise_only_benchmark_file_errors(fuzz_dir, raw, forced):
     fuzz_once(fuzz_dir, raw, forced)
+
+
+@FUZZ
+@given(raw=mutated_file([aiperf_record()], "object"), forced=st.sampled_from([None, "aiperf"]))
+def test_fuzzed_aiperf_files_raise_only_benchmark_file_errors(fuzz_dir, raw, forced):
+    fuzz_once(fuzz_dir, raw, forced)
+
+
+@FUZZ
+@given(
+    metric=st.sampled_from(["time_to_first_token", "inter_token_latency", "request_count", "total_osl",
+                            "benchmark_duration", "request_latency"]),
+    stat=st.sampled_from(["unit", "avg", "p50", "p99"]),
+    value=JSON_VALUES,
+)  # fmt: skip
+def test_fuzzed_aiperf_statistics_raise_only_benchmark_file_errors(fuzz_dir, metric, stat, value):
+    record = aiperf_record()
+    record[metric] = {**record[metric], stat: value}
+    fuzz_once(fuzz_dir, json.dumps(record).encode(), None)
 
 
 @FUZZ

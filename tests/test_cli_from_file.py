@@ -9,7 +9,10 @@ import roofline as rl
 from roofline.apps.cli import main
 from roofline.measure.benchmark_files import example_path
 
-EXAMPLES = ["vllm_bench_serve.json", "sglang_bench_serving.jsonl", "llama_bench.json", "llama_bench.jsonl"]
+EXAMPLES = [
+    "vllm_bench_serve.json", "sglang_bench_serving.jsonl", "aiperf_profile_export.json", "llama_bench.json",
+    "llama_bench.jsonl",
+]  # fmt: skip
 DEPLOYMENT = ["--gpu", "h100-sxm", "--model", "llama-3.1-8b"]
 
 
@@ -124,6 +127,21 @@ def test_a_bad_file_is_an_error_naming_it(capsys, tmp_path, text):
     for command in (["diagnose", "--gpu", "h100-sxm"], ["calibrate", "--name", "mine", "--dry-run"]):
         code, d = run_json(capsys, *command, "--from", path)
         assert code == 2 and str(path) in d["error"]["message"]
+
+
+def test_an_aiperf_file_names_no_engine_so_the_gpus_usual_one_stands_in(capsys, tmp_path, monkeypatch):
+    # aiperf drives any OpenAI-compatible server: the model comes from its input_config, the engine from the
+    # GPU
+    path = example_path("aiperf_profile_export.json")
+    code, d = run_json(capsys, "diagnose", "--from", path, "--gpu", "h100-sxm")
+    (run,) = d["runs"]
+    usual = rl.engines.default_engine("h100-sxm")
+    assert code == 0 and d["tool"] == "aiperf" and (run["model_id"], run["engine"]) == ("llama-3.1-8b", usual)
+    assert run["workload"]["concurrency"] == 16 and run["flags"] == []
+    monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
+    argv = ("calibrate", "--from", path, "--gpu", "h100-sxm")
+    code, cal = run_json(capsys, *argv, "--name", "my-aiperf", "--dry-run")
+    assert code == 0 and cal["base"] == usual and cal["points"] == 1  # the TPOT; TTFT under load is not alone
 
 
 def test_calibrate_from_a_file_fits_its_points(capsys, tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """``--from FILE`` for ``diagnose`` and ``calibrate``: a benchmark's result file (``vllm bench serve
---save-result``, SGLang's ``bench_serving`` JSONL, ``llama-bench -o json`` or ``-o jsonl``), each run placed
+--save-result``, SGLang's ``bench_serving`` JSONL, aiperf's ``profile_export_aiperf.json`` or GenAI-Perf's,
+``llama-bench -o json`` or ``-o jsonl``), each run placed
 on the deployment the user names. The file gives the workload; ``--model``, ``--gpu``, ``--gpus``,
 ``--weights``, ``--kv`` and ``--engine`` give what it does not say
 (``roofline.measure.benchmark_diagnosis``).
@@ -15,6 +16,8 @@ from roofline.measure import benchmark_files as bf
 TOOL_NAMES = {
     "vllm-bench-serve": "vllm bench serve",
     "sglang-bench-serving": "SGLang bench_serving",
+    "aiperf": "aiperf",
+    "genai-perf": "GenAI-Perf",
     "llama-bench": "llama-bench",
 }
 
@@ -26,7 +29,8 @@ def add_from_arguments(p, group) -> None:
         dest="from_file",
         metavar="FILE",
         help="a benchmark's result file: vllm bench serve --save-result JSON, SGLang bench_serving "
-        "JSONL, llama-bench -o json/jsonl (the file gives the workload)",
+        "JSONL, aiperf profile_export_aiperf.json (or GenAI-Perf's), llama-bench -o json/jsonl (the file "
+        "gives the workload)",
     )
     p.add_argument(
         "--format",

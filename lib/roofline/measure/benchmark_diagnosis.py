@@ -28,7 +28,8 @@ from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
 
 # The engine a tool's numbers come from, when the caller does not say; of its vintages, the one people run
-# on the file's GPU (llama-bench on a GeForce card: llama.cpp's 2025 CUDA builds)
+# on the file's GPU (llama-bench on a GeForce card: llama.cpp's 2025 CUDA builds). aiperf and GenAI-Perf
+# drive any OpenAI-compatible server, so their files name no engine: the GPU's usual one stands in.
 TOOL_ENGINES = {"vllm-bench-serve": "vllm", "sglang-bench-serving": "sglang", "llama-bench": "llama.cpp"}
 # llama-bench's quantization names (the last word of ``model_type``) -> the library's weight formats
 GGUF_FORMATS = {
@@ -326,11 +327,12 @@ def deployment(
     kv_precision: str = "bf16",
 ) -> engines.StepTimer:
     """The deployment one run is placed on: what the caller gives, else what the file says (its model,
-    GPU, quantization and tool: ``model_of``, ``gpu_of``, ``weights_of``, ``TOOL_ENGINES``), else an error
-    naming what to give."""
+    GPU, quantization and tool: ``model_of``, ``gpu_of``, ``weights_of``, ``TOOL_ENGINES``, else the GPU's
+    usual engine), else an error naming what to give."""
     m, g = model_of(run, model), gpu_of(run, gpu)
     if engine is None:
-        engine, usual = TOOL_ENGINES[run.tool], engines.default_engine(g)
+        usual = engines.default_engine(g)
+        engine = TOOL_ENGINES.get(run.tool, usual)
         if engines.get_engine(usual).software == engines.get_engine(engine).software:
             engine = usual
     return engines.StepTimer(

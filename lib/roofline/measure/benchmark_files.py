@@ -1,11 +1,15 @@
 """Benchmark result files as their tools write them, read into typed records in SI units.
 
-Three formats, each read as its tool writes it (no conversion step, no hand-made CSV):
+Four formats, each read as its tool writes it (no conversion step, no hand-made CSV):
 
 * ``vllm bench serve --save-result`` (vLLM): one JSON object per file (``--append-result`` adds one per
   line). Writer: ``vllm/benchmarks/serve.py``, before that ``benchmarks/benchmark_serving.py``.
 * ``python -m sglang.bench_serving --output-file`` (SGLang): JSON lines, one object appended per run.
   Writer: ``python/sglang/bench_serving.py``.
+* aiperf's ``profile_export_aiperf.json`` (NVIDIA aiperf, the harness of Dynamo and aiconfigurator), and
+  GenAI-Perf's ``profile_export_genai_perf.json``, whose layout aiperf keeps: one JSON object, each metric
+  an object of statistics in its display unit, the settings under ``input_config``. Writer: aiperf's
+  ``aiperf/exporters/json_exporter.py`` (``JsonExportData``).
 * ``llama-bench -o json`` (a JSON array, one object per test) and ``-o jsonl`` (one object per line)
   (llama.cpp). Writer: ``tools/llama-bench/llama-bench.cpp`` (``json_printer``, ``jsonl_printer``).
 
@@ -43,11 +47,13 @@ from roofline import data
 from roofline.errors import RooflineError
 from roofline.files import read_regular_file
 
-FORMATS = ("vllm", "sglang", "llama-bench")
-TOOLS = {"vllm": "vllm-bench-serve", "sglang": "sglang-bench-serving", "llama-bench": "llama-bench"}
+FORMATS = ("vllm", "sglang", "aiperf", "llama-bench")
+TOOLS = {"vllm": "vllm-bench-serve", "sglang": "sglang-bench-serving", "aiperf": "aiperf",
+         "llama-bench": "llama-bench"}  # fmt: skip
 SUPPORTED = (
     "vLLM `vllm bench serve --save-result` (JSON), SGLang `python -m sglang.bench_serving --output-file` "
-    "(JSON lines) and llama.cpp `llama-bench -o json` or `-o jsonl`"
+    "(JSON lines), aiperf `profile_export_aiperf.json` (or GenAI-Perf's JSON) and llama.cpp `llama-bench "
+    "-o json` or `-o jsonl`"
 )
 EXAMPLES_DIR = "benchmark_examples"  # the example files' folder inside data/
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a result file is kilobytes to a few megabytes; more is the wrong file
@@ -65,6 +71,7 @@ SGLANG_KEYS = (
     "input_throughput",
 )
 VLLM_KEYS = ("num_prompts", "burstiness", "total_token_throughput", "mean_e2el_ms", "request_goodput")
+AIPERF_KEYS = ("time_to_first_token", "inter_token_latency", "request_latency")  # objects of statistics
 
 
 class BenchmarkFileError(RooflineError):
@@ -84,12 +91,14 @@ class BenchmarkFileError(RooflineError):
 
 @dataclass(frozen=True)
 class ServingRun:
-    """One run of a serving benchmark (vLLM's ``vllm bench serve`` or SGLang's ``bench_serving``).
+    """One run of a serving benchmark (vLLM's ``vllm bench serve``, SGLang's ``bench_serving``, aiperf or
+    GenAI-Perf).
 
     Times in seconds (the files' milliseconds converted), counts in requests or tokens, rates per second.
     ``None`` where the file does not hold the figure (older tool versions, or options not asked for).
 
-    - ``tool``: ``"vllm-bench-serve"`` or ``"sglang-bench-serving"``; ``file``: the path as given;
+    - ``tool``: ``"vllm-bench-serve"``, ``"sglang-bench-serving"``, ``"aiperf"`` or ``"genai-perf"``;
+      ``file``: the path as given;
       ``record``: 1-based place of the run in the file (the line number for JSON lines).
     - ``model_id``, ``backend``: as the tool wrote them. ``max_concurrency``: the client's limit on requests
       in flight (``None``: unbounded). ``request_rate_per_s``: the arrival rate asked for (``math.inf``: all
@@ -473,13 +482,18 @@ def _latency_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | 
         stat_name: rec.number(f"{stat_name}_{metric}_ms", "a latency in ms", scale=MS, required=False)
         for stat_name in ("mean", "median", "p99")
     }
+    _check_median(rec, f"median_{metric}_ms", stats)
+    return {f"{prefix}_{stat_name}_s": value for stat_name, value in stats.items()}
+
+
+def _check_median(rec: _Record, field: str, stats: dict[str, float | None]) -> None:
+    """A median (s) above its own 99th percentile is a file that contradicts itself."""
     if stats["median"] is not None and stats["p99"] is not None and stats["median"] > stats["p99"] * 1.000001:
         raise rec.error(
-            f"median_{metric}_ms",
+            field,
             f"the median ({stats['median'] / MS:g} ms) is above the 99th percentile "
             f"({stats['p99'] / MS:g} ms): the file contradicts itself",
         )
-    return {f"{prefix}_{stat_name}_s": value for stat_name, value in stats.items()}
 
 
 def _serving_common(rec: _Record) -> dict[str, Any]:
@@ -639,6 +653,121 @@ def _check_concurrency(rec: _Record, run: ServingRun) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# Serving runs: aiperf, and GenAI-Perf, whose JSON layout aiperf keeps
+# --------------------------------------------------------------------------------------------------
+
+# aiperf writes each metric as an object of statistics in its display unit (JsonExportData, "designed to
+# mimic the structure of the GenAI-Perf JSON output"): aiperf/common/models/export_models.py
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
+STATISTICS = {"mean": "avg", "median": "p50", "p99": "p99"}
+
+
+def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects as one level of dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _whole(rec: _Record, key: str, expected: str, minimum: int = 0, required: bool = True) -> int | None:
+    """A count written as a number (aiperf's ``request_count.avg`` is ``320.0``): whole, ≥ ``minimum``."""
+    value = rec.number(key, expected, required=required)
+    if value is None:
+        return None
+    if value != int(value) or value < minimum or value > MAX_COUNT:
+        raise rec.error(key, f"expected {expected} (a whole number, at least {minimum}), got {value!r}")
+    return int(value)
+
+
+def _time_unit(rec: _Record, metric: str) -> float:
+    """Seconds per unit of ``metric``'s ``unit`` (``"ms"``, ``"sec"`` ...)."""
+    unit = rec.values.get(f"{metric}.unit")
+    if not isinstance(unit, str) or unit not in TIME_UNITS:
+        units = ", ".join(TIME_UNITS)
+        raise rec.error(f"{metric}.unit", f"expected a time unit ({units}), got {_describe(unit)}")
+    return TIME_UNITS[unit]
+
+
+def _aiperf_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | None]:
+    """Mean (``avg``), median (``p50``) and p99 of one latency metric, in seconds from its own unit."""
+    if f"{metric}.avg" not in rec.values:
+        return {f"{prefix}_{name}_s": None for name in STATISTICS}
+    scale = _time_unit(rec, metric)
+    expected = "a latency in the metric's unit"
+    stats = {
+        name: rec.number(f"{metric}.{stat}", expected, scale=scale, required=name == "mean")
+        for name, stat in STATISTICS.items()
+    }
+    _check_median(rec, f"{metric}.p50", stats)
+    return {f"{prefix}_{name}_s": value for name, value in stats.items()}
+
+
+def _aiperf_tokens(rec: _Record, total: str, per_request: str, completed: int, minimum: int) -> int:
+    """A token total: aiperf's ``total_isl`` / ``total_osl``, else the mean per request × completed requests
+    (GenAI-Perf writes only the per-request statistics)."""
+    if f"{total}.avg" in rec.values:
+        return _whole(rec, f"{total}.avg", "a number of tokens", minimum=minimum)
+    key = f"{per_request}.avg"
+    tokens = rec.number(key, "tokens per request", positive=minimum > 0) * completed
+    if not minimum <= tokens <= MAX_COUNT:
+        raise rec.error(key, f"{tokens:g} tokens in {completed} requests: expected {minimum} to {MAX_COUNT}")
+    return round(tokens)
+
+
+def _aiperf_config(rec: _Record) -> dict[str, Any]:
+    """The load and model from ``input_config``: aiperf nests them (``loadgen``, ``endpoint``), GenAI-Perf
+    keeps them flat."""
+    key = rec.key
+    models = rec.values.get(key("input_config.endpoint.model_names", "input_config.model"))
+    model = models[0] if isinstance(models, list) and models else models
+    concurrency = key("input_config.loadgen.concurrency", "input_config.concurrency")
+    rate = rec.number(key("input_config.loadgen.request_rate", "input_config.request_rate"),
+                      "the request rate asked for (requests/s)", positive=True, required=False)  # fmt: skip
+    return {
+        "model_id": model if isinstance(model, str) else None,
+        "backend": rec.text(key("input_config.endpoint.type", "input_config.endpoint_type"), "the endpoint"),
+        "max_concurrency": rec.count(concurrency, "the limit on requests in flight", 1, required=False),
+        # concurrency mode sends the next request the moment one returns (a closed loop): no rate limit
+        "request_rate_per_s": math.inf if rate is None else rate,
+    }
+
+
+def _aiperf_run(rec: _Record) -> ServingRun:
+    """An aiperf ``profile_export_aiperf.json`` or GenAI-Perf ``profile_export_genai_perf.json`` record. Its
+    ``inter_token_latency`` is (request latency − TTFT) ÷ (output tokens − 1) per request
+    (aiperf/metrics/types/inter_token_latency_metric.py): what vLLM calls TPOT, so it is read as TPOT."""
+    flat = _Record(rec.file, rec.label, rec.index, _flat(rec.values))
+    completed = _whole(flat, "request_count.avg", "the number of completed requests", minimum=1)
+    duration = flat.number("benchmark_duration.avg", "the run's duration", positive=True,
+                           scale=_time_unit(flat, "benchmark_duration"))  # fmt: skip
+    nested = any(k.startswith(("input_config.loadgen.", "input_config.endpoint.")) for k in flat.values)
+    run = ServingRun(
+        tool=TOOLS["aiperf"] if nested or "aiperf_version" in rec.values else "genai-perf",
+        file=rec.file, record=rec.index, **_aiperf_config(flat), burstiness=None, num_prompts=None,
+        completed=completed,
+        failed=_whole(flat, "error_request_count.avg", "the number of failed requests", required=False),
+        duration_s=duration,
+        total_input_tokens=_aiperf_tokens(flat, "total_isl", "input_sequence_length", completed, 0),
+        total_output_tokens=_aiperf_tokens(flat, "total_osl", "output_sequence_length", completed, 1),
+        **_aiperf_stats(flat, "time_to_first_token", "ttft"),
+        **_aiperf_stats(flat, "inter_token_latency", "tpot"),
+        **_aiperf_stats(flat, "inter_chunk_latency", "itl"),
+        **_aiperf_stats(flat, "request_latency", "e2e_latency"),
+        request_throughput_per_s=flat.number("request_throughput.avg", "requests/s", required=False),
+        output_throughput_tokens_per_s=flat.number("output_token_throughput.avg", "output tokens/s",
+                                                   positive=True),  # fmt: skip
+        input_lens=None, output_lens=None, ttfts_s=None, mean_concurrency=None, dataset_name=None,
+        random_input_len=None, random_output_len=None, random_range_ratio=None,
+    )  # fmt: skip
+    _check_serving(flat, run)
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
 # llama-bench tests
 # --------------------------------------------------------------------------------------------------
 
@@ -723,18 +852,21 @@ def _check_llama_bench(rec: _Record, run: LlamaBenchRun) -> None:
 # The public readers
 # --------------------------------------------------------------------------------------------------
 
-READERS = {"vllm": _vllm_run, "sglang": _sglang_run, "llama-bench": _llama_bench_run}
+READERS = {"vllm": _vllm_run, "sglang": _sglang_run, "aiperf": _aiperf_run, "llama-bench": _llama_bench_run}
 
 
 def record_format(values: dict[str, Any]) -> str | None:
-    """The format one record's keys show (``"vllm"``, ``"sglang"``, ``"llama-bench"``), or ``None``.
+    """The format one record's keys show (``"vllm"``, ``"sglang"``, ``"aiperf"``, ``"llama-bench"``), or
+    ``None``.
 
     >>> record_format({"avg_ts": 138.6, "n_prompt": 0, "n_gen": 128})
     'llama-bench'
     >>> record_format({"completed": 10, "median_e2e_latency_ms": 1273.0}), record_format({"rows": []})
     ('sglang', None)
     """
-    for name, keys in (("llama-bench", LLAMA_BENCH_KEYS), ("sglang", SGLANG_KEYS), ("vllm", VLLM_KEYS)):
+    formats = (("llama-bench", LLAMA_BENCH_KEYS), ("sglang", SGLANG_KEYS), ("vllm", VLLM_KEYS),
+               ("aiperf", AIPERF_KEYS))  # fmt: skip
+    for name, keys in formats:
         if any(key in values for key in keys):
             return name
     return None
@@ -773,8 +905,9 @@ def _detect(records: list[_Record]) -> str:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """The format of a benchmark result file, from its content (not its name): ``"vllm"``, ``"sglang"`` or
-    ``"llama-bench"``. Raises ``BenchmarkFileError`` if the file is none of them (naming the formats read).
+    """The format of a benchmark result file, from its content (not its name): ``"vllm"``, ``"sglang"``,
+    ``"aiperf"`` or ``"llama-bench"``. Raises ``BenchmarkFileError`` if the file is none of them (naming the
+    formats read).
 
     >>> detect_format(example_path("sglang_bench_serving.jsonl"))
     'sglang'
@@ -789,9 +922,9 @@ def read_benchmark_file(
 ) -> list[ServingRun | LlamaBenchRun]:
     """Every run (or test) of a benchmark result file, checked, in file order, in SI units.
 
-    ``format``: ``None`` detects it from the content (``detect_format``); ``"vllm"``, ``"sglang"`` or
-    ``"llama-bench"`` reads the file as that tool's output whatever it looks like. Returns ``ServingRun``
-    records (vLLM, SGLang; times in s) or ``LlamaBenchRun`` records (llama-bench; tokens/s, s, bytes).
+    ``format``: ``None`` detects it from the content (``detect_format``); one of ``FORMATS`` reads the file
+    as that tool's output whatever it looks like. Returns ``ServingRun`` records (vLLM, SGLang, aiperf;
+    times in s) or ``LlamaBenchRun`` records (llama-bench; tokens/s, s, bytes).
     Anything wrong with the file raises ``BenchmarkFileError`` naming the file, record and field.
 
     >>> [r.test_name for r in read_benchmark_file(example_path("llama_bench.jsonl"), format="llama-bench")]
