@@ -144,8 +144,9 @@ def test_an_aiperf_file_names_no_engine_so_the_gpus_usual_one_stands_in(capsys, 
     assert code == 0 and cal["base"] == usual and cal["points"] == 1  # the TPOT; TTFT under load is not alone
 
 
-def test_calibrate_from_a_file_fits_its_points(capsys, tmp_path, monkeypatch):
+def test_calibrate_from_a_file_fits_its_points(capsys, tmp_path, monkeypatch, request):
     monkeypatch.setenv("SPEED_PHYSICS_HOME", str(tmp_path))
+    request.addfinalizer(rl.data.clear_cache)  # the saved engine must not outlive its folder
     code, d = run_json(
         capsys,
         "calibrate",

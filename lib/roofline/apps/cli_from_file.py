@@ -12,6 +12,7 @@ from roofline.apps import cli_options as opt
 from roofline.apps import cli_output as out
 from roofline.measure import benchmark_diagnosis as bd
 from roofline.measure import benchmark_files as bf
+from roofline.sim.validation import band_value
 
 TOOL_NAMES = {
     "vllm-bench-serve": "vllm bench serve",
@@ -104,9 +105,28 @@ def run_text(d: dict) -> str:
         )
     headers = ["", "measured", "floor", f"{d['engine']}", "×floor", "MBU", "MFU", "sits in"]
     flags = d["flags"] or ["none"]
-    return "\n".join(
-        [head, out.table(headers, rows, right={1, 2, 3, 4, 5, 6}), *(f"  flag: {f}" for f in flags)]
+    replayed = [replay_text(d["replay"])] if "replay" in d else []
+    table = out.table(headers, rows, right={1, 2, 3, 4, 5, 6})
+    return "\n".join([head, table, *replayed, *(f"  flag: {f}" for f in flags)])
+
+
+def replay_text(r: dict) -> str:
+    """A run replayed in the simulator, for a terminal: each mean simulated and its ratio to the file's,
+    then how far the simulator has been measured to miss with that engine."""
+    names = {"ttft": "TTFT", "tpot": "TPOT", "request_latency": "request latency"}
+    means = ", ".join(
+        f"{name} {out.fmt_seconds(r['simulated'][k])}"
+        + ("" if r["ratio"][k] is None else f" ({r['ratio'][k]:.2f}× measured)")
+        for k, name in names.items()
     )
+    lines = [f"  simulated under the file's load ({r['load']}; {r['requests']:,} requests on {r['engine']}):",
+             f"    {means}"]  # fmt: skip
+    band = r["error_band"]
+    if band["validated"]:
+        errors = ", ".join(f"{name} {band_value(band[f'{k}_median_abs_error'])}" for k, name in
+                           (("ttft", "TTFT"), ("tpot", "TPOT"), ("request", "request latency")))  # fmt: skip
+        lines.append(f"    the simulator's validated error with {r['engine']}: {errors}")
+    return "\n".join(lines)
 
 
 def diagnose_text(result: dict) -> str:

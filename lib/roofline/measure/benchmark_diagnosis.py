@@ -24,6 +24,7 @@ from roofline import engines
 from roofline.data import Model, get_model, gpus, model_for_alias, models
 from roofline.errors import RooflineError
 from roofline.measure.benchmark_files import LlamaBenchRun, ServingRun, read_benchmark_file
+from roofline.measure.benchmark_replay import replay
 from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
 
@@ -347,7 +348,9 @@ def deployment(
 
 def diagnose_file(path, file_format: str | None = None, **options) -> dict:
     """Every run of a benchmark's result file on its deployment (``deployment``'s ``options``):
-    ``diagnose_run`` plus the deployment's ids. ``roofline diagnose --from FILE --json`` prints this.
+    ``diagnose_run`` plus the deployment's ids, and for a serving run its ``replay`` in the simulator under
+    the file's own load (``roofline.measure.benchmark_replay``). ``roofline diagnose --from FILE --json``
+    prints this.
 
     >>> from roofline.measure.benchmark_files import example_path
     >>> d = diagnose_file(example_path("llama_bench.json"))
@@ -369,4 +372,6 @@ def diagnose_file(path, file_format: str | None = None, **options) -> dict:
                 "engine": t.engine.id,
             }
         )
+        if isinstance(run, ServingRun):
+            placed[-1]["replay"] = replay(run, t)
     return {"command": "diagnose", "from": str(path), "tool": runs[0].tool, "runs": placed}

@@ -168,7 +168,8 @@ def plausibility_explorer(scenario: Scenario | None = None) -> Explorer:
 
 def file_report(result: dict) -> HTML:
     """A diagnosed result file (``diagnose_file``) as a table: a row per measurement with its floor, the
-    engine's time, the ratio to the floor, MBU, where it sits, and the file's flags below."""
+    engine's time, the ratio to the floor, MBU, where it sits; then each serving run replayed in the
+    simulator under the file's load (``replay_rows``); the file's flags below."""
     rows = [("", "measured", "floor", "engine", "÷ floor", "MBU", "sits in")]
     flags = []
     for run in result["runs"]:
@@ -179,7 +180,23 @@ def file_report(result: dict) -> HTML:
                          f"{p['measured_over_floor']:.2f}×", mbu, p["sits_in"].split(" (")[0]))  # fmt: skip
         flags += [f"record {run['record']}: {f}" for f in run["flags"]]
     notes = "".join(f"<li>{html.escape(f)}</li>" for f in flags) or "<li>no flags: nothing impossible</li>"
-    return HTML(table_html(rows) + f"<ul>{notes}</ul>")
+    replayed = replay_rows(result)
+    return HTML(table_html(rows) + (table_html(replayed) if len(replayed) > 1 else "") + f"<ul>{notes}</ul>")
+
+
+def replay_rows(result: dict) -> list[tuple]:
+    """A header, then per serving run of a diagnosed file: its load and the simulated mean TTFT, TPOT and
+    request latency, each with its ratio to the measured one (``roofline.measure.benchmark_replay``)."""
+    rows = [("", "simulated under the file's load", "TTFT", "TPOT", "request latency")]
+    for run in result["runs"]:
+        if "replay" not in run:
+            continue
+        r = run["replay"]
+        ratios = {k: "" if v is None else f" ({v:.2f}× measured)" for k, v in r["ratio"].items()}
+        times = {k: f"{v:.2f} s" if v >= 1 else f"{v / MS:,.1f} ms" for k, v in r["simulated"].items()}
+        cells = [times[k] + ratios[k] for k in ("ttft", "tpot", "request_latency")]
+        rows.append((f"record {run['record']} on {r['engine']}", r["load"], *cells))
+    return rows
 
 
 def file_figure(result: dict):
