@@ -85,18 +85,18 @@ def request_figure(results: list[dict]):
         left.plot(measured, measured * (1 + np.array([r["request_error"] for r in rs])), "o", ms=2.5,
                   color=color, label=e)  # fmt: skip
         share = [100 * r["ttft_share"] for r in rs]
-        right.plot(share, np.clip([100 * r["ttft_error"] for r in rs], -100, 150), "o", ms=2.5, color=color,
+        right.plot(share, np.clip([100 * r["ttft_error"] for r in rs], -100, 200), "o", ms=2.5, color=color,
                    label=f"{e}: TTFT")  # fmt: skip
     share = [100 * r["ttft_share"] for r in results]
-    right.plot(share, np.clip([100 * r["request_error"] for r in results], -100, 150), "o", ms=1.5,
+    right.plot(share, np.clip([100 * r["request_error"] for r in results], -100, 200), "o", ms=1.5,
                color="black", label="request latency, all engines")  # fmt: skip
     lo, hi = nice_limits(np.concatenate(list(latency.values())), log=True)
     left.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="simulated = measured")
     left.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured request latency (s)",
              ylabel="simulated, engine (s)", title="Request latency")  # fmt: skip
     right.axhline(0, color="black", lw=1)
-    right.set(xscale="log", ylim=(-100, 150), xlabel="TTFT's share of the request (%)",
-              ylabel="error (%), clipped at 150", title="TTFT misses, the request holds")  # fmt: skip
-    left.legend(loc="upper left", fontsize=8)
+    right.set(xscale="log", ylim=(-100, 200), xlabel="TTFT's share of the request (%)",
+              ylabel="error (%), clipped at 200", title="TTFT misses, the request holds")  # fmt: skip
+    left.legend(loc="lower right", fontsize=8)
     right.legend(loc="upper right", fontsize=8)
     return show(fig, "the whole request")
