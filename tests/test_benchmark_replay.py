@@ -56,6 +56,11 @@ def test_each_load_of_a_file_becomes_the_simulators(tmp_path):
     (flood,) = read_benchmark_file(vllm_file(tmp_path, max_concurrency=None))
     config, words = replay_config(flood, TIMER)
     assert (config.concurrency, config.requests, words) == (40, 40, "every request at once")
+    # no limit written, but 4 requests/s of 1 s each: 4 in flight on average (Little's law), 4 clients
+    (kept,) = read_benchmark_file(vllm_file(tmp_path, max_concurrency=None, request_throughput=4.0,
+                                            mean_e2el_ms=1000.0))  # fmt: skip
+    config, words = replay_config(kept, TIMER)
+    assert (config.concurrency, words) == (4, "4 clients, as the file kept")
     many = vllm_file(tmp_path, num_prompts=10**5, completed=10**5, total_input_tokens=5 * 10**7,
                      total_output_tokens=5 * 10**6)  # fmt: skip
     (huge,) = read_benchmark_file(many)

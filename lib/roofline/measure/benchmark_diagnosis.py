@@ -24,7 +24,7 @@ from roofline import engines
 from roofline.data import Model, get_model, gpus, model_for_alias, models
 from roofline.errors import RooflineError
 from roofline.measure.benchmark_files import LlamaBenchRun, ServingRun, read_benchmark_file
-from roofline.measure.benchmark_replay import replay
+from roofline.measure.benchmark_replay import replay, serving_concurrency
 from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
 
@@ -62,23 +62,6 @@ class Measurement:
     prompt_tokens: int = 0
     output_tokens: int = 1
     alone: bool = True
-
-
-def serving_concurrency(run: ServingRun) -> float:
-    """Requests in flight on average: the harness's limit (at most its prompts), else the tool's measured
-    concurrency, else Little's law (request rate × mean latency), else every request at once.
-
-    >>> from roofline.measure.benchmark_files import example_path, read_benchmark_file
-    >>> serving_concurrency(read_benchmark_file(example_path("vllm_bench_serve.json"))[0])
-    16
-    """
-    if run.max_concurrency is not None:
-        return min(run.max_concurrency, run.num_prompts or run.max_concurrency)
-    if run.mean_concurrency:
-        return run.mean_concurrency
-    if run.request_throughput_per_s and run.e2e_latency_mean_s:
-        return max(run.request_throughput_per_s * run.e2e_latency_mean_s, 1.0)
-    return run.completed
 
 
 def serving_measurements(run: ServingRun) -> list[Measurement]:

@@ -12,7 +12,8 @@ The load, from the file (``replay_config``):
                             drained warm-up leaves the same), each sending again when its answer ends
     a rate, no limit        open-loop arrivals at that rate (vLLM's ``--burstiness`` b: Gamma gaps of
                             coefficient of variation 1/√b)
-    neither                 every request at once
+    neither                 as many closed-loop clients as the file kept in flight on average
+                            (``serving_concurrency``), else every request at once
     the lengths             the file's mean prompt and answer, or SGLang's random dataset as it draws them
                             (uniform in [r L, L])
 
@@ -42,6 +43,23 @@ MAX_REQUESTS = 2000  # a replay's means settle long before this; more would only
 METRICS = ("ttft", "tpot", "request_latency")
 
 
+def serving_concurrency(run: ServingRun) -> float:
+    """Requests in flight on average: the harness's limit (at most its prompts), else the tool's measured
+    concurrency, else Little's law (request rate × mean latency), else every request at once.
+
+    >>> from roofline.measure.benchmark_files import example_path, read_benchmark_file
+    >>> serving_concurrency(read_benchmark_file(example_path("vllm_bench_serve.json"))[0])
+    16
+    """
+    if run.max_concurrency is not None:
+        return min(run.max_concurrency, run.num_prompts or run.max_concurrency)
+    if run.mean_concurrency:
+        return run.mean_concurrency
+    if run.request_throughput_per_s and run.e2e_latency_mean_s:
+        return max(run.request_throughput_per_s * run.e2e_latency_mean_s, 1.0)
+    return run.completed
+
+
 def replay_config(run: ServingRun, timer: engines.StepTimer) -> tuple[sim.SimConfig, str]:
     """The simulator's settings for ``run`` on ``timer``'s deployment, and the load in words."""
     requests = min(run.completed, MAX_REQUESTS)
@@ -61,8 +79,10 @@ def replay_config(run: ServingRun, timer: engines.StepTimer) -> tuple[sim.SimCon
     elif rate is not None and math.isfinite(rate):
         cv = 1 / math.sqrt(run.burstiness or 1.0)
         load, words = {"rate_per_s": rate, "interarrival_cv": cv}, f"{rate:g} requests/s"
-    else:
-        load, words = {"concurrency": requests}, "every request at once"
+    else:  # no limit written: as many clients as the file's own figures kept in flight
+        clients = min(max(round(serving_concurrency(run)), 1), requests)
+        words = "every request at once" if clients == requests else f"{clients:,} clients, as the file kept"
+        load = {"concurrency": clients}
     config = sim.SimConfig(
         timer.model, timer.gpu, engine=timer.engine.id, num_gpus=timer.num_gpus,
         weight_precision=timer.weight_precision, kv_precision=timer.kv_precision, requests=requests,
