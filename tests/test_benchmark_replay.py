@@ -10,6 +10,7 @@ import math
 import pytest
 
 from roofline import engines, sim
+from roofline.errors import InvalidConfigurationError
 from roofline.measure import benchmark_diagnosis as bd
 from roofline.measure.benchmark_files import example_path, read_benchmark_file
 from roofline.measure.benchmark_replay import MAX_REQUESTS, replay, replay_config
@@ -88,3 +89,13 @@ def test_diagnose_carries_the_replay_of_every_serving_run_and_its_error_band():
     bench = bd.diagnose_file(example_path("llama_bench.json"))
     assert all("replay" not in run for run in bench["runs"])  # a llama-bench test is not a serving load
     assert math.isfinite(serving["runs"][0]["replay"]["simulated"]["tpot"])
+
+
+def test_a_load_the_simulator_refuses_leaves_the_rest_of_the_diagnosis(monkeypatch):
+    def refuse(run, timer):
+        raise InvalidConfigurationError("the prompt does not fit the model's window")
+
+    monkeypatch.setattr(bd, "replay", refuse)
+    d = bd.diagnose_file(example_path("vllm_bench_serve.json"), gpu="h100-sxm")
+    (run,) = d["runs"]
+    assert run["replay"] == {"error": "the prompt does not fit the model's window"} and run["placements"]

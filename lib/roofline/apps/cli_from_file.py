@@ -112,7 +112,9 @@ def run_text(d: dict) -> str:
 
 def replay_text(r: dict) -> str:
     """A run replayed in the simulator, for a terminal: each mean simulated and its ratio to the file's,
-    then how far the simulator has been measured to miss with that engine."""
+    then how far the simulator has been measured to miss with that engine (or why it could not run)."""
+    if "error" in r:
+        return f"  not simulated under the file's load: {r['error']}"
     names = {"ttft": "TTFT", "tpot": "TPOT", "request_latency": "request latency"}
     means = ", ".join(
         f"{name} {out.fmt_seconds(r['simulated'][k])}"

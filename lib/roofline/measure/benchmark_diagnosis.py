@@ -356,5 +356,8 @@ def diagnose_file(path, file_format: str | None = None, **options) -> dict:
             }
         )
         if isinstance(run, ServingRun):
-            placed[-1]["replay"] = replay(run, t)
+            try:
+                placed[-1]["replay"] = replay(run, t)
+            except RooflineError as err:  # the simulator refuses the load: say why, place the rest
+                placed[-1]["replay"] = {"error": str(err)}
     return {"command": "diagnose", "from": str(path), "tool": runs[0].tool, "runs": placed}

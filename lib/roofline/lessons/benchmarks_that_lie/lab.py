@@ -189,7 +189,7 @@ def replay_rows(result: dict) -> list[tuple]:
     request latency, each with its ratio to the measured one (``roofline.measure.benchmark_replay``)."""
     rows = [("", "simulated under the file's load", "TTFT", "TPOT", "request latency")]
     for run in result["runs"]:
-        if "replay" not in run:
+        if "replay" not in run or "error" in run["replay"]:
             continue
         r = run["replay"]
         ratios = {k: "" if v is None else f" ({v:.2f}× measured)" for k, v in r["ratio"].items()}
