@@ -1,10 +1,12 @@
-"""The lever exercises (speculative decoding, mixture of experts): hand-worked values, agreement with the
-library over many configurations, the command lines, and the starters' unfinished state.
+"""The exercises beyond the card (speculative decoding, mixture of experts, a closed loop's arithmetic):
+hand-worked values, agreement with the library over many configurations, the command lines, and the
+starters' unfinished state.
 
 The worked scripts are plain Python; the library is numpy and runs the verify step through the step
 engine. Agreement is checked where the two compute the same thing: the geometric sum exactly, the speed-up
 from the same step times, the verify step against ``forward_step`` with attention left out and the library's
-own bytes and FLOPs per token fed in, experts touched and bytes read against ``roofline``'s.
+own bytes and FLOPs per token fed in, experts touched and bytes read against ``roofline``'s, and a closed
+loop's request latency, rate and implied TTFT against the serving simulator's own run.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from roofline.physics.speculative import speculative_step
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 STARTERS = EXERCISES / "starters"
-NAMES = ("speculative_decoding", "mixture_of_experts")
+NAMES = ("speculative_decoding", "mixture_of_experts", "slos_and_capacity")
 
 
 def _load(path: Path, name: str):
@@ -38,8 +40,9 @@ def _load(path: Path, name: str):
 
 spec_ex = _load(EXERCISES / "speculative_decoding.py", "test_ex_speculative_decoding")
 moe_ex = _load(EXERCISES / "mixture_of_experts.py", "test_ex_mixture_of_experts")
+loop_ex = _load(EXERCISES / "slos_and_capacity.py", "test_ex_slos_and_capacity")
 SELFCHECK = _load(EXERCISES / "_selfcheck.py", "test_ex_levers_selfcheck")
-WORKED = {"speculative_decoding": spec_ex, "mixture_of_experts": moe_ex}
+WORKED = {"speculative_decoding": spec_ex, "mixture_of_experts": moe_ex, "slos_and_capacity": loop_ex}
 
 
 def _run(path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -83,6 +86,21 @@ def test_moe_golden_values():
     assert moe_ex.experts_touched(1, 1, 50) == 1.0
     with pytest.raises(ValueError):
         moe_ex.experts_touched(8, 9, 1)
+
+
+def test_closed_loop_golden_values():
+    # 0.2 + 199 × 0.01 = 2.19 s; 16 / 2.19 = 7.306 req/s; × 200 = 1,461 tokens/s; and back: 16 / 7.306 − 1.99
+    latency = loop_ex.request_latency_s(0.2, 0.01, 200)
+    assert math.isclose(latency, 2.19, rel_tol=1e-12)
+    rate = loop_ex.requests_per_s(16, latency)
+    assert math.isclose(loop_ex.output_tokens_per_s(rate, 200), 16 / 2.19 * 200, rel_tol=1e-12)
+    assert math.isclose(loop_ex.implied_ttft_s(16, rate, 0.01, 200), 0.2, rel_tol=1e-9)
+    # a request 5 % shorter at the same TPOT: its whole 0.1095 s comes off the 0.2 s TTFT
+    faster = loop_ex.implied_ttft_s(16, rate * 1.05, 0.01, 200)
+    assert math.isclose(faster, 2.19 / 1.05 - 1.99, rel_tol=1e-9)
+    assert math.isclose(loop_ex.ttft_error(1 / 1.05 - 1, 0.2 / 2.19), faster / 0.2 - 1, rel_tol=1e-9)
+    with pytest.raises(ValueError):
+        loop_ex.implied_ttft_s(16, 20.0, 0.01, 200)  # faster than the answers alone allow
 
 
 # --- agreement with the library -------------------------------------------------------------------
@@ -161,6 +179,32 @@ def test_weight_bytes_read_agrees_with_the_library(model):
         assert math.isclose(ours, float(rl.weight_bytes_read(m, "bf16", n)), rel_tol=1e-3)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0, 10), st.floats(0, 1), st.integers(1, 100_000))
+def test_request_latency_agrees_with_the_library(ttft, tpot, n):
+    from roofline.sim.validation import request_latency_s
+
+    ours = loop_ex.request_latency_s(ttft, tpot, n)
+    assert math.isclose(ours, request_latency_s(ttft, tpot, n), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(("clients", "think_s"), [(4, 0.0), (16, 0.0), (8, 0.5)])
+def test_a_simulated_closed_loop_keeps_the_exercises_books(clients, think_s):
+    """The serving simulator's own closed loop (Llama 3.1 8B on an H100 with vLLM's steps, fixed lengths):
+    its rate is C over the cycle, and the TTFT its rate and TPOT imply is the TTFT it measured."""
+    from roofline import sim
+
+    n = 64
+    r = sim.simulate(sim.SimConfig("llama-3.1-8b", "h100-sxm", concurrency=clients, requests=40 * clients,
+                                   input_tokens=1000, output_tokens=n, engine="vllm", think_time_s=think_s,
+                                   record_timeline=False))  # fmt: skip
+    latency = loop_ex.request_latency_s(r.ttft_mean_s, r.tpot_mean_s, n)
+    books = loop_ex.requests_per_s(clients, latency, think_s)
+    assert math.isclose(r.requests_completed / r.duration_s, books, rel_tol=0.05)
+    implied = loop_ex.implied_ttft_s(clients, books, r.tpot_mean_s, n, think_s)
+    assert math.isclose(implied, r.ttft_mean_s, rel_tol=1e-9)
+
+
 # --- command lines and starters -------------------------------------------------------------------
 
 
@@ -178,6 +222,14 @@ def test_speculative_command_line_shows_the_collapse():
     assert out.returncode == 0, out.stderr
     assert "2.7731" in out.stdout  # E for α = 0.7, k = 4
     assert "0.81x" in out.stdout  # 2.7731 × 6.03 / 20.71 at batch 256
+
+
+def test_closed_loop_command_line_defaults_and_a_measured_rate():
+    out = _run(EXERCISES / "slos_and_capacity.py", "--measured-rate", "7.67")
+    assert out.returncode == 0, out.stderr
+    assert "2.190 s" in out.stdout and "7.31 requests/s" in out.stdout  # 0.2 + 199 × 0.01; 16 / 2.19
+    assert "1,461 tokens/s" in out.stdout and "9.1%" in out.stdout  # 7.306 × 200; 0.2 / 2.19
+    assert "96.0 ms" in out.stdout  # 16 / 7.67 − 1.99 s
 
 
 def test_moe_command_line_defaults():
@@ -200,6 +252,8 @@ def test_check_flag_passes(name):
         ("speculative_decoding", ["--draft-tokens", "2.5"], "whole number"),
         ("mixture_of_experts", ["--experts", "4", "--experts-per-token", "8"], "cannot exceed"),
         ("mixture_of_experts", ["--batch", "0"], "at least 1"),
+        ("slos_and_capacity", ["--clients", "0"], "at least 1"),
+        ("slos_and_capacity", ["--measured-rate", "20"], "more than 16 clients can complete"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_message(name, args, message, capsys):
