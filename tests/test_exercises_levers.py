@@ -191,7 +191,8 @@ def test_request_latency_agrees_with_the_library(ttft, tpot, n):
 @pytest.mark.parametrize(("clients", "think_s"), [(4, 0.0), (16, 0.0), (8, 0.5)])
 def test_a_simulated_closed_loop_keeps_the_exercises_books(clients, think_s):
     """The serving simulator's own closed loop (Llama 3.1 8B on an H100 with vLLM's steps, fixed lengths):
-    its rate is C over the cycle, and the TTFT its rate and TPOT imply is the TTFT it measured."""
+    its rate is C over the cycle, and the TTFT its simulated rate and TPOT imply is its own TTFT to within
+    5 % of a cycle (the rate's tolerance, landing whole on TTFT)."""
     from roofline import sim
 
     n = 64
@@ -199,10 +200,10 @@ def test_a_simulated_closed_loop_keeps_the_exercises_books(clients, think_s):
                                    input_tokens=1000, output_tokens=n, engine="vllm", think_time_s=think_s,
                                    record_timeline=False))  # fmt: skip
     latency = loop_ex.request_latency_s(r.ttft_mean_s, r.tpot_mean_s, n)
-    books = loop_ex.requests_per_s(clients, latency, think_s)
-    assert math.isclose(r.requests_completed / r.duration_s, books, rel_tol=0.05)
-    implied = loop_ex.implied_ttft_s(clients, books, r.tpot_mean_s, n, think_s)
-    assert math.isclose(implied, r.ttft_mean_s, rel_tol=1e-9)
+    simulated_rate = r.requests_completed / r.duration_s
+    assert math.isclose(simulated_rate, loop_ex.requests_per_s(clients, latency, think_s), rel_tol=0.05)
+    implied = loop_ex.implied_ttft_s(clients, simulated_rate, r.tpot_mean_s, n, think_s)
+    assert abs(implied - r.ttft_mean_s) <= 0.05 * (latency + think_s)
 
 
 # --- command lines and starters -------------------------------------------------------------------
