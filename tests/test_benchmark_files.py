@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import roofline as rl
 from roofline.errors import RooflineError
 from roofline.measure import benchmark_files as bf
+from roofline.measure import json_records
 from roofline.measure.benchmark_files import (
     BenchmarkFileError,
     LlamaBenchRun,
@@ -461,7 +462,7 @@ def test_a_directory_a_missing_file_and_an_oversized_file_are_refused(tmp_path):
     assert "cannot be read" in str(error_of("bad\0name.json"))
     big = tmp_path / "big.json"
     with open(big, "wb") as f:  # sparse: 64 MiB + 1 byte on disk costs nothing
-        f.truncate(bf.MAX_FILE_BYTES + 1)
+        f.truncate(json_records.MAX_FILE_BYTES + 1)
     assert "larger than 67,108,864 bytes" in str(error_of(big))
 
 

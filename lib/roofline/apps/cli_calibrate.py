@@ -116,8 +116,7 @@ def run(args) -> int:
     """Fit, report, and save unless ``--dry-run``."""
     if args.from_file:
         runs = from_file.read_runs(args)
-        tool_engine = bd.TOOL_ENGINES.get(runs[0].tool)  # aiperf names none: the GPU's usual engine
-        args.base = args.base or tool_engine or engines.default_engine(bd.gpu_of(runs[0], args.gpu))
+        args.base = args.base or bd.tool_engine(runs[0], bd.gpu_of(runs[0], args.gpu))
         points = file_points(runs, args)
     else:
         opt.require_model_and_gpu(args, "calibrate")

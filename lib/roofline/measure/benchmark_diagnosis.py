@@ -27,6 +27,7 @@ from roofline.measure.benchmark_files import LlamaBenchRun, ServingRun, read_ben
 from roofline.measure.benchmark_replay import replay, serving_concurrency
 from roofline.physics.architecture import parameter_count, weight_bytes
 from roofline.physics.precision import default_weight_precision
+from roofline.sim.validation import request_latency_s
 
 # The engine a tool's numbers come from, when the caller does not say; of its vintages, the one people run
 # on the file's GPU (llama-bench on a GeForce card: llama.cpp's 2025 CUDA builds). aiperf and GenAI-Perf
@@ -176,7 +177,7 @@ def serving_flags(run: ServingRun) -> list[str]:
         )
     if run.ttft_mean_s is not None and run.tpot_mean_s is not None:
         mean_out = run.total_output_tokens / run.completed
-        busy_s = run.completed * (run.ttft_mean_s + (mean_out - 1) * run.tpot_mean_s)
+        busy_s = run.completed * request_latency_s(run.ttft_mean_s, run.tpot_mean_s, mean_out)
         room_s = serving_concurrency(run) * run.duration_s
         if busy_s > DURATION_SLACK * room_s:
             flags.append(
@@ -300,6 +301,20 @@ def gpu_of(run: ServingRun | LlamaBenchRun, gpu: str | None) -> str:
     raise RooflineError(f"{run.file}, record {run.record}: the file {said}; give --gpu")
 
 
+def tool_engine(run: ServingRun | LlamaBenchRun, gpu_id: str) -> str:
+    """The engine a run's numbers come from when the caller does not say: its tool's (``TOOL_ENGINES``), in
+    the vintage people run on ``gpu_id``; for a tool that drives any server (aiperf), the GPU's usual one.
+
+    >>> from roofline.measure.benchmark_files import example_path, read_benchmark_file
+    >>> tool_engine(read_benchmark_file(example_path("llama_bench.json"))[0], "rtx-4090")
+    'llama.cpp-2025'
+    """
+    usual = engines.default_engine(gpu_id)
+    engine = TOOL_ENGINES.get(run.tool, usual)
+    same_software = engines.get_engine(usual).software == engines.get_engine(engine).software
+    return usual if same_software else engine
+
+
 def deployment(
     run: ServingRun | LlamaBenchRun,
     *,
@@ -311,16 +326,11 @@ def deployment(
     kv_precision: str = "bf16",
 ) -> engines.StepTimer:
     """The deployment one run is placed on: what the caller gives, else what the file says (its model,
-    GPU, quantization and tool: ``model_of``, ``gpu_of``, ``weights_of``, ``TOOL_ENGINES``, else the GPU's
-    usual engine), else an error naming what to give."""
+    GPU, quantization and tool: ``model_of``, ``gpu_of``, ``weights_of``, ``tool_engine``), else an error
+    naming what to give."""
     m, g = model_of(run, model), gpu_of(run, gpu)
-    if engine is None:
-        usual = engines.default_engine(g)
-        engine = TOOL_ENGINES.get(run.tool, usual)
-        if engines.get_engine(usual).software == engines.get_engine(engine).software:
-            engine = usual
     return engines.StepTimer(
-        engine,
+        engine or tool_engine(run, g),
         m,
         g,
         num_gpus=num_gpus,

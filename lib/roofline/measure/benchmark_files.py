@@ -13,10 +13,11 @@ Four formats, each read as its tool writes it (no conversion step, no hand-made 
 * ``llama-bench -o json`` (a JSON array, one object per test) and ``-o jsonl`` (one object per line)
   (llama.cpp). Writer: ``tools/llama-bench/llama-bench.cpp`` (``json_printer``, ``jsonl_printer``).
 
-Parsing and validation only: no physics here. Each run becomes a frozen ``ServingRun`` or
-``LlamaBenchRun`` whose field names carry their unit (``ttft_mean_s``, ``model_size_bytes``): the files'
-milliseconds and nanoseconds are converted to seconds once, here. A field a file does not hold (older tool
-versions write fewer) is ``None``.
+Parsing and validation only: no physics here. The file is read, split and checked field by field by
+``roofline.measure.json_records``; this module knows what each tool writes. Each run becomes a frozen
+``ServingRun`` or ``LlamaBenchRun`` whose field names carry their unit (``ttft_mean_s``,
+``model_size_bytes``): the files' milliseconds and nanoseconds are converted to seconds once, here. A field a
+file does not hold (older tool versions write fewer) is ``None``.
 
 **Everything wrong with a file is a** ``BenchmarkFileError`` naming the file, the record (``record 2`` of a
 JSON array, ``line 3`` of a JSON-lines file) and the field, and saying what was expected: a file that is not
@@ -36,7 +37,6 @@ in the tools' formats, not measurements (their README says which version of each
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -44,8 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from roofline import data
-from roofline.errors import RooflineError
-from roofline.files import read_regular_file
+from roofline.measure.json_records import (
+    MAX_COUNT,
+    BenchmarkFileError,
+    Record,
+    describe,
+    flatten,
+    read_records,
+)
 
 FORMATS = ("vllm", "sglang", "aiperf", "llama-bench")
 TOOLS = {"vllm": "vllm-bench-serve", "sglang": "sglang-bench-serving", "aiperf": "aiperf",
@@ -56,8 +62,6 @@ SUPPORTED = (
     "-o json` or `-o jsonl`"
 )
 EXAMPLES_DIR = "benchmark_examples"  # the example files' folder inside data/
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a result file is kilobytes to a few megabytes; more is the wrong file
-MAX_COUNT = 2**53  # tokens, requests, bytes, ns: above this a count is no longer exact as a float
 CONCURRENCY_TOLERANCE = 0.02  # SGLang's mean concurrency may pass its limit by 2 % (rounding), no more
 CONSISTENCY_TOLERANCE = 0.01  # a figure the tool derives from others (throughput = tokens / duration): 1 %
 
@@ -72,21 +76,6 @@ SGLANG_KEYS = (
 )
 VLLM_KEYS = ("num_prompts", "burstiness", "total_token_throughput", "mean_e2el_ms", "request_goodput")
 AIPERF_KEYS = ("time_to_first_token", "inter_token_latency", "request_latency")  # objects of statistics
-
-
-class BenchmarkFileError(RooflineError):
-    """A benchmark result file that cannot be read as its tool writes it. The message starts with where
-    (file, record, field, each when known) and says what was expected; the parts are attributes too
-    (``file``, ``record``, ``field``, ``problem``).
-
-    >>> str(BenchmarkFileError("run.json", "record 1", "duration", "expected seconds, got -1 (an integer)"))
-    "run.json, record 1, field 'duration': expected seconds, got -1 (an integer)"
-    """
-
-    def __init__(self, file: str, record: str | None, field: str | None, problem: str):
-        where = file + (f", {record}" if record else "") + (f", field {field!r}" if field else "")
-        self.file, self.record, self.field, self.problem = file, record, field, problem
-        super().__init__(f"{where}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -243,7 +232,7 @@ class LlamaBenchRun:
 
 
 # --------------------------------------------------------------------------------------------------
-# The file: read it safely (regular files only, capped), then split it into JSON objects
+# The shipped examples
 # --------------------------------------------------------------------------------------------------
 
 
@@ -256,219 +245,6 @@ def example_path(name: str) -> Path:
     return Path(str(data.table_path(EXAMPLES_DIR))) / name
 
 
-def _read_bytes(path: str | os.PathLike) -> bytes:
-    """At most ``MAX_FILE_BYTES`` of a regular file; anything else (directory, device, FIFO) is refused
-    before a byte is read, so ``/dev/zero`` or a named pipe never hangs the reader."""
-    file = os.fspath(path)
-    if os.path.isdir(file):
-        raise BenchmarkFileError(file, None, None, "is a directory; give the path of one result file")
-    try:
-        return read_regular_file(file, MAX_FILE_BYTES)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise BenchmarkFileError(file, None, None, f"cannot be read: {reason}") from None
-
-
-def _decode(file: str, raw: bytes) -> str:
-    """The file's text (UTF-8, an optional byte-order mark dropped)."""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise BenchmarkFileError(
-            file,
-            f"line {line}",
-            None,
-            f"is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})",
-        ) from None
-
-
-def _loads(text: str) -> Any:
-    """``json.loads``; every way it can fail on a bad file becomes ``ValueError``."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply to be a result") from None
-    except MemoryError:
-        raise ValueError("too large to hold in memory") from None
-
-
-def _split_records(file: str, text: str) -> list[tuple[str, int, Any]]:
-    """(label, number, value) for each record: the whole file if it is one JSON value (an object: one
-    record; an array: one per item), else one per non-blank line (JSON lines)."""
-    if not text.strip():
-        raise BenchmarkFileError(file, None, None, f"is empty; expected a result file of {SUPPORTED}")
-    try:
-        whole = _loads(text)
-    except ValueError as exc:
-        return _split_lines(file, text, exc)
-    if isinstance(whole, dict):
-        return [("record 1", 1, whole)]
-    if isinstance(whole, list):
-        if not whole:
-            raise BenchmarkFileError(file, None, None, "is an empty JSON array: it holds no test")
-        return [(f"record {i}", i, item) for i, item in enumerate(whole, 1)]
-    raise BenchmarkFileError(
-        file,
-        "record 1",
-        None,
-        f"expected a JSON object or array, got {_describe(whole)}; supported: {SUPPORTED}",
-    )
-
-
-def _split_lines(file: str, text: str, whole_error: ValueError) -> list[tuple[str, int, Any]]:
-    """One record per non-blank line. A first line that is not JSON means the file is not JSON at all (the
-    whole-file error is reported); a later one is a broken record (often a truncated last line)."""
-    records: list[tuple[str, int, Any]] = []
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            value = _loads(line)
-        except ValueError as exc:
-            if not records:
-                where = f"line {getattr(whole_error, 'lineno', number)}"
-                problem = getattr(whole_error, "msg", str(whole_error))
-                raise BenchmarkFileError(
-                    file, where, None, f"is not valid JSON ({problem}); expected a result file of {SUPPORTED}"
-                ) from None
-            problem = getattr(exc, "msg", str(exc))
-            raise BenchmarkFileError(
-                file, f"line {number}", None, f"is not a complete JSON object ({problem}); a truncated line?"
-            ) from None
-        records.append((f"line {number}", number, value))
-    return records
-
-
-# --------------------------------------------------------------------------------------------------
-# One record: checked readers of its fields
-# --------------------------------------------------------------------------------------------------
-
-
-def _describe(value: Any) -> str:
-    """A JSON value as the file wrote it, with its JSON type: ``true (a boolean)``, ``'12' (a string)``."""
-    if isinstance(value, list):
-        return f"a list of {len(value)} items"
-    if isinstance(value, dict):
-        return f"an object with {len(value)} keys"
-    if value is None:
-        return "null"
-    kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
-    kind = next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)
-    if isinstance(value, bool):
-        shown = str(value).lower()
-    elif isinstance(value, int) and abs(value) > MAX_COUNT:
-        shown = f"a {len(str(abs(value)))}-digit number" if abs(value) < 10**4000 else "a huge number"
-    else:
-        shown = repr(value)
-    return f"{shown[:57] + '...' if len(shown) > 60 else shown} ({kind})"
-
-
-def _is_count(value: Any) -> bool:
-    """A JSON whole number from 0 to ``MAX_COUNT`` (not a boolean, not ``12.0``)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-
-
-def _as_float(value: Any) -> float | None:
-    """A JSON number as a float (NaN and infinities kept), ``None`` for anything else (booleans too)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # an integer too large for a float
-        return None
-
-
-class _Record:
-    """One JSON object of a file; each reader returns a checked value or raises ``BenchmarkFileError``
-    naming the file, this record and the field."""
-
-    def __init__(self, file: str, label: str, number: int, values: dict[str, Any]):
-        self.file, self.label, self.index, self.values = file, label, number, values
-
-    def error(self, field: str | None, problem: str) -> BenchmarkFileError:
-        return BenchmarkFileError(self.file, self.label, field, problem)
-
-    def key(self, *names: str) -> str:
-        """The first of ``names`` the record has (a field one tool version renamed), else the first."""
-        return next((name for name in names if name in self.values), names[0])
-
-    def raw(self, key: str, expected: str, required: bool) -> Any:
-        """The value of ``key``; ``None`` if absent or null and not required."""
-        value = self.values.get(key)
-        if value is None and required:
-            got = "null" if key in self.values else "nothing (the key is missing)"
-            raise self.error(key, f"expected {expected}, got {got}")
-        return value
-
-    def count(self, key: str, expected: str, minimum: int = 0, required: bool = True) -> int | None:
-        """A whole number ≥ ``minimum`` (and ≤ ``MAX_COUNT``); booleans and ``12.0`` are refused."""
-        value = self.raw(key, expected, required)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_COUNT:
-            raise self.error(
-                key, f"expected {expected} (a whole number, at least {minimum}), got {_describe(value)}"
-            )
-        return value
-
-    def number(
-        self, key: str, expected: str, scale: float = 1.0, positive: bool = False, required: bool = True
-    ) -> float | None:
-        """A finite number ≥ 0 (> 0 if ``positive``) times ``scale`` (0.001 for the files' milliseconds)."""
-        value = self.raw(key, expected, required)
-        if value is None:
-            return None
-        number = _as_float(value)
-        if number is None or not math.isfinite(number) or number < 0 or (positive and number == 0):
-            bound = "more than 0" if positive else "at least 0"
-            raise self.error(key, f"expected {expected} (a finite number, {bound}), got {_describe(value)}")
-        return number * scale
-
-    def text(self, key: str, expected: str, required: bool = False) -> str | None:
-        """A string (``None`` if absent or null and not required)."""
-        value = self.raw(key, expected, required)
-        if value is not None and not isinstance(value, str):
-            raise self.error(key, f"expected {expected} (a string), got {_describe(value)}")
-        return value
-
-    def request_rate(self, key: str = "request_rate") -> float | None:
-        """Requests/s: a positive number, ``"inf"`` or JSON ``Infinity`` (all at once: ``math.inf``), or
-        SGLang's ``"trace"`` (arrival times from a trace: ``None``)."""
-        value = self.raw(key, 'a request rate (requests/s, or "inf")', required=True)
-        if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
-            return math.inf
-        if isinstance(value, str) and value.strip().lower() == "trace":
-            return None
-        number = _as_float(value)
-        if number is None or math.isnan(number) or number <= 0:
-            raise self.error(
-                key,
-                f'expected a request rate (a number of requests/s above 0, or "inf"), got {_describe(value)}',
-            )
-        return number
-
-    def listed(self, key: str, expected: str, whole: bool) -> tuple | None:
-        """A list of whole numbers (``whole``: tokens, ns) or of finite numbers ≥ 0 (seconds, tokens/s),
-        as a tuple; ``None`` if absent or null."""
-        value = self.values.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise self.error(key, f"expected a list of {expected}, got {_describe(value)}")
-        if whole:
-            bad = [v for v in value if not _is_count(v)]
-            result: tuple = tuple(value)
-        else:
-            floats = [_as_float(v) for v in value]
-            bad = [v for v, f in zip(value, floats, strict=True) if f is None or not 0 <= f < math.inf]
-            result = tuple(floats)
-        if bad:
-            kind = "whole numbers from 0" if whole else "finite numbers from 0"
-            raise self.error(key, f"expected a list of {expected} ({kind}), found {_describe(bad[0])}")
-        return result
-
-
 # --------------------------------------------------------------------------------------------------
 # Serving runs: vLLM and SGLang
 # --------------------------------------------------------------------------------------------------
@@ -476,7 +252,7 @@ class _Record:
 MS = 1e-3  # the serving tools write latencies in milliseconds
 
 
-def _latency_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | None]:
+def _latency_stats(rec: Record, metric: str, prefix: str) -> dict[str, float | None]:
     """Mean, median and p99 of one latency (``mean_ttft_ms`` ...) in seconds; each ``None`` if absent."""
     stats = {
         stat_name: rec.number(f"{stat_name}_{metric}_ms", "a latency in ms", scale=MS, required=False)
@@ -486,7 +262,7 @@ def _latency_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | 
     return {f"{prefix}_{stat_name}_s": value for stat_name, value in stats.items()}
 
 
-def _check_median(rec: _Record, field: str, stats: dict[str, float | None]) -> None:
+def _check_median(rec: Record, field: str, stats: dict[str, float | None]) -> None:
     """A median (s) above its own 99th percentile is a file that contradicts itself."""
     if stats["median"] is not None and stats["p99"] is not None and stats["median"] > stats["p99"] * 1.000001:
         raise rec.error(
@@ -496,7 +272,7 @@ def _check_median(rec: _Record, field: str, stats: dict[str, float | None]) -> N
         )
 
 
-def _serving_common(rec: _Record) -> dict[str, Any]:
+def _serving_common(rec: Record) -> dict[str, Any]:
     """The fields both serving tools write, checked one by one."""
     completed = rec.count("completed", "the number of completed requests", minimum=1)
     fields = {
@@ -525,7 +301,7 @@ def _serving_common(rec: _Record) -> dict[str, Any]:
     return fields
 
 
-def _vllm_run(rec: _Record) -> ServingRun:
+def _vllm_run(rec: Record) -> ServingRun:
     """A ``vllm bench serve --save-result`` record."""
     fields = _serving_common(rec)
     fields.update(_latency_stats(rec, "e2el", "e2e_latency"))
@@ -550,7 +326,7 @@ def _vllm_run(rec: _Record) -> ServingRun:
     return run
 
 
-def _sglang_run(rec: _Record) -> ServingRun:
+def _sglang_run(rec: Record) -> ServingRun:
     """A ``python -m sglang.bench_serving`` record (one line of its JSON-lines output)."""
     fields = _serving_common(rec)
     fields.update(_latency_stats(rec, "e2e_latency", "e2e_latency"))
@@ -579,7 +355,7 @@ def _close(a: float, b: float, tolerance: float = CONSISTENCY_TOLERANCE) -> bool
     return abs(a - b) <= tolerance * max(abs(a), abs(b))
 
 
-def _check_serving(rec: _Record, run: ServingRun) -> None:
+def _check_serving(rec: Record, run: ServingRun) -> None:
     """The figures the tools derive from others agree with them, and the per-request lists with the counts."""
     # An output rate that disagrees with the answers' tokens over the duration is not refused here: it is
     # what lesson 06 teaches to catch (a rate that counts the prompt), and diagnose flags it.
@@ -610,7 +386,7 @@ def _check_serving(rec: _Record, run: ServingRun) -> None:
     _check_list_totals(rec, run)
 
 
-def _check_list_totals(rec: _Record, run: ServingRun) -> None:
+def _check_list_totals(rec: Record, run: ServingRun) -> None:
     """When every request sent completed, the per-request lists add up to the totals and the mean TTFT."""
     for key, values, total in (("input_lens", run.input_lens, run.total_input_tokens),
                                ("output_lens", run.output_lens, run.total_output_tokens)):  # fmt: skip
@@ -630,7 +406,7 @@ def _check_list_totals(rec: _Record, run: ServingRun) -> None:
             )
 
 
-def _check_concurrency(rec: _Record, run: ServingRun) -> None:
+def _check_concurrency(rec: Record, run: ServingRun) -> None:
     """SGLang's measured mean concurrency (sum of latencies / duration) cannot exceed the client's limit, and
     equals mean latency × completed / duration."""
     measured, limit = run.mean_concurrency, run.max_concurrency
@@ -662,37 +438,16 @@ TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 STATISTICS = {"mean": "avg", "median": "p50", "p99": "p99"}
 
 
-def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested objects as one level of dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def _whole(rec: _Record, key: str, expected: str, minimum: int = 0, required: bool = True) -> int | None:
-    """A count written as a number (aiperf's ``request_count.avg`` is ``320.0``): whole, ≥ ``minimum``."""
-    value = rec.number(key, expected, required=required)
-    if value is None:
-        return None
-    if value != int(value) or value < minimum or value > MAX_COUNT:
-        raise rec.error(key, f"expected {expected} (a whole number, at least {minimum}), got {value!r}")
-    return int(value)
-
-
-def _time_unit(rec: _Record, metric: str) -> float:
+def _time_unit(rec: Record, metric: str) -> float:
     """Seconds per unit of ``metric``'s ``unit`` (``"ms"``, ``"sec"`` ...)."""
     unit = rec.values.get(f"{metric}.unit")
     if not isinstance(unit, str) or unit not in TIME_UNITS:
         units = ", ".join(TIME_UNITS)
-        raise rec.error(f"{metric}.unit", f"expected a time unit ({units}), got {_describe(unit)}")
+        raise rec.error(f"{metric}.unit", f"expected a time unit ({units}), got {describe(unit)}")
     return TIME_UNITS[unit]
 
 
-def _aiperf_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | None]:
+def _aiperf_stats(rec: Record, metric: str, prefix: str) -> dict[str, float | None]:
     """Mean (``avg``), median (``p50``) and p99 of one latency metric, in seconds from its own unit."""
     if f"{metric}.avg" not in rec.values:
         return {f"{prefix}_{name}_s": None for name in STATISTICS}
@@ -706,11 +461,11 @@ def _aiperf_stats(rec: _Record, metric: str, prefix: str) -> dict[str, float | N
     return {f"{prefix}_{name}_s": value for name, value in stats.items()}
 
 
-def _aiperf_tokens(rec: _Record, total: str, per_request: str, completed: int, minimum: int) -> int:
+def _aiperf_tokens(rec: Record, total: str, per_request: str, completed: int, minimum: int) -> int:
     """A token total: aiperf's ``total_isl`` / ``total_osl``, else the mean per request × completed requests
     (GenAI-Perf writes only the per-request statistics)."""
     if f"{total}.avg" in rec.values:
-        return _whole(rec, f"{total}.avg", "a number of tokens", minimum=minimum)
+        return rec.whole_number(f"{total}.avg", "a number of tokens", minimum=minimum)
     key = f"{per_request}.avg"
     tokens = rec.number(key, "tokens per request", positive=minimum > 0) * completed
     if not minimum <= tokens <= MAX_COUNT:
@@ -718,7 +473,7 @@ def _aiperf_tokens(rec: _Record, total: str, per_request: str, completed: int, m
     return round(tokens)
 
 
-def _aiperf_config(rec: _Record) -> dict[str, Any]:
+def _aiperf_config(rec: Record) -> dict[str, Any]:
     """The load and model from ``input_config``: aiperf nests them (``loadgen``, ``endpoint``), GenAI-Perf
     keeps them flat."""
     key = rec.key
@@ -736,12 +491,12 @@ def _aiperf_config(rec: _Record) -> dict[str, Any]:
     }
 
 
-def _aiperf_run(rec: _Record) -> ServingRun:
+def _aiperf_run(rec: Record) -> ServingRun:
     """An aiperf ``profile_export_aiperf.json`` or GenAI-Perf ``profile_export_genai_perf.json`` record. Its
     ``inter_token_latency`` is (request latency − TTFT) ÷ (output tokens − 1) per request
     (aiperf/metrics/types/inter_token_latency_metric.py): what vLLM calls TPOT, so it is read as TPOT."""
-    flat = _Record(rec.file, rec.label, rec.index, _flat(rec.values))
-    completed = _whole(flat, "request_count.avg", "the number of completed requests", minimum=1)
+    flat = Record(rec.file, rec.label, rec.index, flatten(rec.values))
+    completed = flat.whole_number("request_count.avg", "the number of completed requests", minimum=1)
     duration = flat.number("benchmark_duration.avg", "the run's duration", positive=True,
                            scale=_time_unit(flat, "benchmark_duration"))  # fmt: skip
     nested = any(k.startswith(("input_config.loadgen.", "input_config.endpoint.")) for k in flat.values)
@@ -749,7 +504,7 @@ def _aiperf_run(rec: _Record) -> ServingRun:
         tool=TOOLS["aiperf"] if nested or "aiperf_version" in rec.values else "genai-perf",
         file=rec.file, record=rec.index, **_aiperf_config(flat), burstiness=None, num_prompts=None,
         completed=completed,
-        failed=_whole(flat, "error_request_count.avg", "the number of failed requests", required=False),
+        failed=flat.whole_number("error_request_count.avg", "the number of failed requests", required=False),
         duration_s=duration,
         total_input_tokens=_aiperf_tokens(flat, "total_isl", "input_sequence_length", completed, 0),
         total_output_tokens=_aiperf_tokens(flat, "total_osl", "output_sequence_length", completed, 1),
@@ -772,7 +527,7 @@ def _aiperf_run(rec: _Record) -> ServingRun:
 # --------------------------------------------------------------------------------------------------
 
 
-def _llama_bench_run(rec: _Record) -> LlamaBenchRun:
+def _llama_bench_run(rec: Record) -> LlamaBenchRun:
     """One ``llama-bench`` test (an object of ``-o json`` or a line of ``-o jsonl``)."""
     c = rec.count
     run = LlamaBenchRun(
@@ -808,17 +563,17 @@ def _llama_bench_run(rec: _Record) -> LlamaBenchRun:
     return run
 
 
-def _gpu_layers(rec: _Record) -> int:
+def _gpu_layers(rec: Record) -> int:
     """``n_gpu_layers``: a whole number, -1 (newer llama-bench's "all layers") or more."""
     value = rec.raw("n_gpu_layers", "the layers offloaded to the GPU", required=True)
     if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= MAX_COUNT:
         raise rec.error(
-            "n_gpu_layers", f"expected a whole number of layers, -1 or more, got {_describe(value)}"
+            "n_gpu_layers", f"expected a whole number of layers, -1 or more, got {describe(value)}"
         )
     return value
 
 
-def _samples(rec: _Record) -> tuple[float, ...] | None:
+def _samples(rec: Record) -> tuple[float, ...] | None:
     """``samples_ns`` (each repetition's time) in seconds; ``None`` if the file predates it."""
     samples = rec.listed("samples_ns", "times in ns, one per repetition", whole=True)
     if samples is None:
@@ -831,7 +586,7 @@ def _samples(rec: _Record) -> tuple[float, ...] | None:
     return tuple(s * 1e-9 for s in samples)
 
 
-def _check_llama_bench(rec: _Record, run: LlamaBenchRun) -> None:
+def _check_llama_bench(rec: Record, run: LlamaBenchRun) -> None:
     """A test processes at least one token, and its rate agrees with its time (llama-bench's ``avg_ts`` is
     the mean of per-repetition rates, which is at least the rate of the mean time, and close to it)."""
     tokens = run.n_prompt + run.n_gen
@@ -872,21 +627,7 @@ def record_format(values: dict[str, Any]) -> str | None:
     return None
 
 
-def _records(path: str | os.PathLike) -> list[_Record]:
-    """The file's records, each a JSON object."""
-    file = os.fspath(path)
-    text = _decode(file, _read_bytes(file))
-    records = []
-    for label, number, value in _split_records(file, text):
-        if not isinstance(value, dict):
-            raise BenchmarkFileError(
-                file, label, None, f"expected a JSON object (one run or test), got {_describe(value)}"
-            )
-        records.append(_Record(file, label, number, value))
-    return records
-
-
-def _detect(records: list[_Record]) -> str:
+def _detect(records: list[Record]) -> str:
     """The format of the file's records: all the same, and one of ``FORMATS``."""
     first = record_format(records[0].values)
     if first is None:
@@ -914,7 +655,7 @@ def detect_format(path: str | os.PathLike) -> str:
     >>> detect_format(example_path("llama_bench.json")), detect_format(example_path("vllm_bench_serve.json"))
     ('llama-bench', 'vllm')
     """
-    return _detect(_records(path))
+    return _detect(read_records(path, SUPPORTED))
 
 
 def read_benchmark_file(
@@ -940,6 +681,6 @@ def read_benchmark_file(
             None,
             f"unknown format {format!r}: expected one of {', '.join(FORMATS)} or None",
         )
-    records = _records(path)
+    records = read_records(path, SUPPORTED)
     reader = READERS[format or _detect(records)]
     return [reader(rec) for rec in records]

@@ -27,7 +27,7 @@ from roofline.course.widgets import STEP, Explorer
 from roofline.lessons.benchmarks_that_lie.numbers import BurstTTFT, latency_summary, plausibility
 from roofline.measure.benchmark_plot import draw as draw_benchmark
 from roofline.scenario import Scenario
-from roofline.units import MS
+from roofline.units import MS, fmt_time
 
 
 class CeilingVsBatch(LiveFigure):
@@ -193,8 +193,7 @@ def replay_rows(result: dict) -> list[tuple]:
             continue
         r = run["replay"]
         ratios = {k: "" if v is None else f" ({v:.2f}× measured)" for k, v in r["ratio"].items()}
-        times = {k: f"{v:.2f} s" if v >= 1 else f"{v / MS:,.1f} ms" for k, v in r["simulated"].items()}
-        cells = [times[k] + ratios[k] for k in ("ttft", "tpot", "request_latency")]
+        cells = [fmt_time(r["simulated"][k]) + ratios[k] for k in ("ttft", "tpot", "request_latency")]
         rows.append((f"record {run['record']} on {r['engine']}", r["load"], *cells))
     return rows
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from roofline.sim.validation import error_table
+
 
 def ttft_bracket(results: list[dict], by=("engine", "model")) -> list[dict]:
     """Per group of ``results`` (``roofline.sim.validation.stored_results()``): the median of measured TTFT
@@ -43,22 +45,20 @@ def ttft_in_the_request(results: list[dict], by=("engine", "gpu")) -> list[dict]
     """Per group of ``results`` (``roofline.sim.validation.stored_results()``), medians over its rows: the
     measured TTFT's share of the request latency (``ttft_share``), the TTFT error (``ttft_error``), that
     error as a share of the request (``ttft_miss_of_request``: TTFT error × TTFT share, what the miss moves)
-    and the request latency's |error| (``request_abs_error``). All fractions.
+    and the request latency's |error| (``request_abs_error``). All fractions; the rest of each group's
+    figures are ``error_table``'s.
 
-    >>> r = {"engine": "e", "gpu": "g", "ttft_share": 0.05, "ttft_error": -0.6, "request_error": -0.04}
+    >>> r = {"engine": "e", "gpu": "g", "ttft_share": 0.05, "ttft_error": -0.6, "tpot_error": 0.0,
+    ...      "request_error": -0.04}
     >>> g = ttft_in_the_request([r])[0]
     >>> round(g["ttft_miss_of_request"], 3), g["request_abs_error"]
     (-0.03, 0.04)
     """
     groups: dict = {}
     for r in results:
-        groups.setdefault(tuple(r[k] for k in by), []).append(r)
-    out = []
-    for key, rs in sorted(groups.items()):
-        share, ttft = (np.array([r[k] for r in rs]) for k in ("ttft_share", "ttft_error"))
-        request = np.array([r["request_error"] for r in rs])
-        out.append({**dict(zip(by, key, strict=True)), "rows": len(rs),
-                    "ttft_share": float(np.median(share)), "ttft_error": float(np.median(ttft)),
-                    "ttft_miss_of_request": float(np.median(ttft * share)),
-                    "request_abs_error": float(np.median(np.abs(request)))})  # fmt: skip
-    return out
+        groups.setdefault(tuple(r[k] for k in by), []).append(r["ttft_error"] * r["ttft_share"])
+    return [{**{k: g[k] for k in by}, "rows": g["rows"], "ttft_share": g["ttft_share"],
+             "ttft_error": g["ttft_median_error"],
+             "ttft_miss_of_request": float(np.median(groups[tuple(g[k] for k in by)])),
+             "request_abs_error": g["request_median_abs_error"]}
+            for g in error_table(results, by)]  # fmt: skip
