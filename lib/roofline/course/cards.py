@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.course.readouts import DATA_TABLE, NOT_MATH
 from roofline.data import get_gpu, get_model
 from roofline.errors import DataTableError, InvalidConfigurationError, RooflineError
 from roofline.physics.precision import peak_flops_per_s
@@ -402,12 +403,12 @@ class Card:
             else ""
         )
         table = (
-            f'<table class="roofline-readout" style="font-size:14px"><tr><th style="text-align:left">'
+            f'<table class="{DATA_TABLE}" style="font-size:14px"><tr><th style="text-align:left">'
             f'give</th><th style="text-align:left">unit</th><th style="text-align:left">tolerance</th></tr>'
             f"{rows}</table>"
         )
         return (
-            f'<div class="roofline-card"><p><b>{self.qid} · {html.escape(self.title)}</b>{tag}</p>'
+            f'<div class="roofline-card {NOT_MATH}"><p><b>{self.qid} · {html.escape(self.title)}</b>{tag}</p>'
             f"{self.scenario}{both}{table if answer_table else ''}</div>"
         )
 
@@ -436,7 +437,7 @@ class Card:
         why = "".join(f"<p>{html.escape(n)}</p>" for n in dict.fromkeys(a.exact_why for a in differ))
         return (
             f"{text}<h4>The card's figures and the lessons' exact ones (both are right)</h4>"
-            f'<table class="roofline-readout">{head}{rows}</table>{why}'
+            f'<table class="{DATA_TABLE}">{head}{rows}</table>{why}'
         )
 
     def reveal(self):

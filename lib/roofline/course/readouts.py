@@ -228,12 +228,20 @@ def combine_readouts(*readouts: Callable) -> Callable:
     return readout
 
 
+# MathJax's "not mathematics" classes (version 3's name and version 2's): readout tables and cards hold
+# prices written with "$", and two in one paragraph would typeset as mathematics between them.
+NOT_MATH = "mathjax_ignore tex2jax_ignore"
+DATA_TABLE = f"roofline-readout {NOT_MATH}"  # a readout table's classes
+
+
 def table_html(rows: Sequence[tuple[str, ...]], column_keys: Sequence[str] | None = None) -> str:
     """A table whose first column names the quantity; the first value cell carries ``data-key`` = the
     name, later cells ``data-key`` = "name (column key)" (``column_keys``, default the header texts), so
-    browser tests can read them. A row whose name is empty is the header row.
+    browser tests can read them. A row whose name is empty is the header row. The table is marked for
+    MathJax to leave alone (``DATA_TABLE``), so two prices in one cell ("$72/h at $3.00") never typeset as
+    mathematics between their dollar signs.
 
-    >>> table_html([("step time", "4.80 ms")])[32:]
+    >>> table_html([("step time", "4.80 ms")]).split(">", 1)[1]
     '<tr><td class="k">step time</td><td data-key="step time"><b>4.80 ms</b></td></tr></table>'
     """
     header = rows[0] if rows and rows[0][0] == "" else None
@@ -250,4 +258,4 @@ def table_html(rows: Sequence[tuple[str, ...]], column_keys: Sequence[str] | Non
             data_key = key if i == 0 else f"{key} ({column})"
             cells.append(f'<td data-key="{html.escape(data_key)}"><b>{html.escape(v)}</b></td>')
         body.append(f'<tr><td class="k">{html.escape(key)}</td>{"".join(cells)}</tr>')
-    return f'<table class="roofline-readout">{"".join(body)}</table>'
+    return f'<table class="{DATA_TABLE}">{"".join(body)}</table>'
